@@ -1,0 +1,411 @@
+/*
+ * zc.h — ZeroCopy-Continuity engine: the whole public API.
+ *
+ * A tagged store of latent "bundles" (up to ZC_MAX_TENSORS named tensors plus
+ * a string->string metadata map) with a host tier (C-owned aligned memory), a
+ * device tier (tensors held by reference through their DLPack managed tensor;
+ * the engine never reads or writes device memory), a disk tier (crash-safe
+ * safetensors spill files, compatible with ComfyUI's .latent files), 64-bit
+ * digests that certify bit-identity, and a hardened safetensors reader.
+ *
+ * Conventions
+ * - Every function that can fail returns an int: ZC_OK (0) or a negative
+ *   zc_status code.  zc_last_error() then returns a message, private to the
+ *   calling thread, that names the value at fault, what was expected and the
+ *   fix.  Nothing aborts on bad input.
+ * - Opaque handles with create/free pairs.  A zc_store is thread-safe: any
+ *   number of threads may put/get/list/drop concurrently.  A zc_bundle and a
+ *   zc_file belong to one thread at a time.  A zc_view may be read from any
+ *   thread; release it exactly once.
+ * - Sizes are bytes unless the name says otherwise.
+ */
+#ifndef ZC_H
+#define ZC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zc_dlpack.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Symbols of the public API are exported from the shared library; the
+ * library's internals are hidden (it is built with -fvisibility=hidden). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ZC_API __attribute__((visibility("default")))
+#else
+#define ZC_API
+#endif
+
+#define ZC_VERSION_MAJOR 0
+#define ZC_VERSION_MINOR 1
+#define ZC_VERSION_PATCH 0
+#define ZC_VERSION_STRING "0.1.0"
+
+/* Limits.  Inputs beyond them are refused with ZC_E_LIMIT or ZC_E_INVALID. */
+#define ZC_MAX_TENSORS 16        /* tensors in one bundle */
+#define ZC_MAX_RANK 8            /* dimensions of one tensor (rank 0 allowed) */
+#define ZC_MAX_TAG_LEN 64        /* bytes in a tag */
+#define ZC_MAX_NAME_LEN 128      /* bytes in a tensor name */
+#define ZC_MAX_META 64           /* metadata entries in one bundle */
+#define ZC_MAX_META_KEY_LEN 128  /* bytes in a metadata key */
+#define ZC_MAX_META_VALUE_LEN 65536 /* bytes in a metadata value */
+#define ZC_DEFAULT_DEPTH 4       /* slots kept per tag unless configured */
+#define ZC_MAX_DEPTH 1024
+#define ZC_MAX_HEADER_BYTES (100u * 1024u * 1024u) /* safetensors JSON header */
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    ZC_OK = 0,
+    ZC_E_INVALID = -1,     /* an argument is malformed (tag charset, dtype, rank, NULL) */
+    ZC_E_NOMEM = -2,       /* host memory allocation failed */
+    ZC_E_NOT_FOUND = -3,   /* no such tag, generation, tensor or file */
+    ZC_E_BUDGET = -4,      /* a tier budget cannot hold the bundle even after eviction */
+    ZC_E_LIMIT = -5,       /* a documented limit (tensors, metadata, sizes) is exceeded */
+    ZC_E_IO = -6,          /* the operating system refused a file operation */
+    ZC_E_CORRUPT = -7,     /* a file is truncated, malformed, foreign, or fails its digest */
+    ZC_E_STATE = -8,       /* the call does not fit the object's state (closed store, duplicate name) */
+    ZC_E_UNSUPPORTED = -9  /* valid request the engine cannot serve (device bytes without a host copy) */
+} zc_status;
+
+/* The symbolic name of a status code ("ZC_E_CORRUPT"); never NULL. */
+ZC_API const char *zc_status_name(int status);
+
+/* The message of the last failing call on this thread; "" if none.  The
+ * pointer stays valid until the next failing zc_ call on the same thread. */
+ZC_API const char *zc_last_error(void);
+
+/* The library version string, e.g. "0.1.0". */
+ZC_API const char *zc_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Data types                                                                 */
+/* ------------------------------------------------------------------------ */
+
+typedef enum {
+    ZC_F32 = 0,
+    ZC_F16,
+    ZC_BF16,
+    ZC_F64,
+    ZC_F8_E4M3FN,
+    ZC_F8_E5M2,
+    ZC_I8,
+    ZC_I16,
+    ZC_I32,
+    ZC_I64,
+    ZC_U8,
+    ZC_BOOL,
+    ZC_DTYPE_COUNT
+} zc_dtype;
+
+/* Bytes per element of a dtype, 0 for an unknown code. */
+ZC_API size_t zc_dtype_size(int dtype);
+
+/* The safetensors name of a dtype ("F32", "BF16", "F8_E4M3", ...); NULL if unknown. */
+ZC_API const char *zc_dtype_name(int dtype);
+
+/* Parse a safetensors dtype name.  @return ZC_OK and *dtype, or ZC_E_INVALID. */
+ZC_API int zc_dtype_from_name(const char *name, int *dtype);
+
+/* Map a DLPack data type to a zc_dtype.  @return ZC_OK, or ZC_E_INVALID for
+ * a type the engine does not store (complex, vector lanes, sub-byte). */
+ZC_API int zc_dtype_from_dlpack(zc_dl_dtype dl, int *dtype);
+
+/* ------------------------------------------------------------------------ */
+/* Digest: XXH64 (seed 0) over a tensor's canonical contiguous bytes.         */
+/* ------------------------------------------------------------------------ */
+
+/* One-shot XXH64 of len bytes at data (data may be NULL when len is 0). */
+ZC_API uint64_t zc_xxh64(const void *data, size_t len, uint64_t seed);
+
+/* Streaming XXH64.  The struct is public so callers can keep it on the
+ * stack; treat its fields as private. */
+typedef struct {
+    uint64_t acc[4];
+    uint64_t total_len;
+    uint64_t seed;
+    uint8_t buffer[32];
+    uint32_t buffered;
+} zc_xxh64_state;
+
+ZC_API void zc_xxh64_reset(zc_xxh64_state *state, uint64_t seed);
+ZC_API void zc_xxh64_update(zc_xxh64_state *state, const void *data, size_t len);
+ZC_API uint64_t zc_xxh64_digest(const zc_xxh64_state *state);
+
+/* ------------------------------------------------------------------------ */
+/* HowTo: put a bundle into the store and read it back                        */
+/*                                                                            */
+/*   zc_store_config cfg; zc_store_config_init(&cfg);                         */
+/*   cfg.spill_dir = "/path/to/spill";            (optional disk tier)        */
+/*   zc_store *s; zc_store_open(&cfg, &s);                                    */
+/*   zc_bundle *b; zc_bundle_create(&b);                                      */
+/*   zc_bundle_add_copy(b, "latent_tensor", &host_dltensor);    (host tier)   */
+/*   zc_bundle_add_reference(b, "audio", managed, 1, NULL);     (device tier) */
+/*   zc_bundle_set_meta(b, "family", "wan21");                                */
+/*   uint64_t gen; zc_store_put(s, "shot_a", b, ZC_PUT_SPILL, &gen);          */
+/*       (on success the store owns b; on failure the caller still does)     */
+/*   zc_view *v; zc_store_get(s, "shot_a", 0, &v);  (0 = newest generation)   */
+/*   zc_tensor_info ti; zc_view_tensor(v, 0, &ti);  (ti.data: no copy)       */
+/*   void *m; zc_view_export_dlpack(v, 0, 1, &m);   (hand to torch)           */
+/*   zc_view_release(v);                                                      */
+/*   zc_store_flush(s); zc_store_close(s);                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct zc_store zc_store;
+typedef struct zc_bundle zc_bundle;
+typedef struct zc_view zc_view;
+
+/* Where a tensor's bytes live. */
+typedef enum {
+    ZC_TIER_HOST = 0,   /* C-owned aligned host memory, contiguous */
+    ZC_TIER_DEVICE = 1, /* held by reference (DLPack); bytes owned by the producer */
+    ZC_TIER_DISK = 2    /* only in a spill file; restored on first get */
+} zc_tier;
+
+/* Create an empty bundle.  @return ZC_OK or ZC_E_NOMEM. */
+ZC_API int zc_bundle_create(zc_bundle **out);
+
+/* Free a bundle the store did not take (NULL is a no-op). */
+ZC_API void zc_bundle_free(zc_bundle *bundle);
+
+/* Copy a host-readable tensor into C-owned aligned memory (made contiguous
+ * if strided) and digest it.  src is borrowed: the caller keeps it alive for
+ * the call only.  src->device must be CPU, CUDA-host or ROCm-host memory.
+ * @return ZC_OK; ZC_E_INVALID (bad name, dtype, rank, negative shape/stride,
+ * non-host device); ZC_E_STATE (name already in the bundle); ZC_E_LIMIT
+ * (ZC_MAX_TENSORS reached, size overflow); ZC_E_NOMEM. */
+ZC_API int zc_bundle_add_copy(zc_bundle *bundle, const char *name, const zc_dl_tensor *src);
+
+/* Hold a tensor by reference, without touching its bytes.  managed is a
+ * zc_dl_managed_versioned* when versioned is non-zero, else a zc_dl_managed*;
+ * it is CONSUMED in every case: the bundle (later the store) calls its
+ * deleter exactly once, at once when this call fails.  host_copy, optional
+ * and borrowed, is a host-readable copy of the same tensor (same dtype and
+ * shape); with it the engine can digest and spill the tensor, without it the
+ * tensor has no digest and cannot be spilled (ZC_E_UNSUPPORTED at spill).
+ * @return as zc_bundle_add_copy, plus ZC_E_INVALID when host_copy does not
+ * match the referenced tensor. */
+ZC_API int zc_bundle_add_reference(zc_bundle *bundle, const char *name, void *managed,
+                            int versioned, const zc_dl_tensor *host_copy);
+
+/* Set (or replace) a metadata entry.  Keys: 1..ZC_MAX_META_KEY_LEN bytes of
+ * printable ASCII without '"' or '\\'; keys starting "zc." are reserved for
+ * the engine.  Values: valid UTF-8 up to ZC_MAX_META_VALUE_LEN bytes.
+ * @return ZC_OK, ZC_E_INVALID, ZC_E_LIMIT or ZC_E_NOMEM. */
+ZC_API int zc_bundle_set_meta(zc_bundle *bundle, const char *key, const char *value);
+
+/* Number of tensors in a bundle. */
+ZC_API uint32_t zc_bundle_count(const zc_bundle *bundle);
+
+/* ------------------------------------------------------------------------ */
+/* Store                                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    uint32_t default_depth;        /* slots kept per tag; 0 means ZC_DEFAULT_DEPTH */
+    uint64_t host_budget_bytes;    /* 0 means unlimited */
+    uint64_t device_budget_bytes;  /* 0 means unlimited */
+    const char *spill_dir;         /* NULL: no disk tier.  Created if missing. */
+    uint32_t disk_keep;            /* spill files kept per tag; 0 means default_depth */
+} zc_store_config;
+
+/* Fill a config with defaults (depth 4, unlimited budgets, no disk tier). */
+ZC_API void zc_store_config_init(zc_store_config *config);
+
+/* Open a store.  With a spill_dir, the directory is indexed (not read): each
+ * tag's generation counter resumes after the newest file, stale temporary
+ * files left by a crash are removed, and files whose name or header is not
+ * ours are renamed aside with a ".rejected" suffix (never deleted).  Their
+ * count is in zc_store_stats.files_rejected.
+ * @return ZC_OK; ZC_E_INVALID; ZC_E_IO (directory unusable); ZC_E_NOMEM. */
+ZC_API int zc_store_open(const zc_store_config *config, zc_store **out);
+
+/* Wait for pending spills, stop the writer thread and free the store.  Views
+ * still held stay valid until released.  NULL is a no-op. */
+ZC_API void zc_store_close(zc_store *store);
+
+/* Tags: 1..ZC_MAX_TAG_LEN bytes of [A-Za-z0-9_.-], not starting with '.'
+ * or '-'.  @return ZC_OK, or ZC_E_INVALID with a message naming the first
+ * bad character.  Safe to use for file names. */
+ZC_API int zc_tag_check(const char *tag);
+
+/* Per-tag ring depth (1..ZC_MAX_DEPTH).  Shrinking drops the oldest slots. */
+ZC_API int zc_store_set_depth(zc_store *store, const char *tag, uint32_t depth);
+
+#define ZC_PUT_SPILL 1u          /* also write the bundle to the disk tier (background) */
+#define ZC_PUT_MAY_EVICT_NEWEST 2u /* budget eviction may take other tags' newest slots */
+
+/* Store a bundle as the tag's next generation.  On success the store owns
+ * the bundle (do not free it) and *generation (optional) is its number,
+ * strictly increasing per tag across restarts.  The tag's oldest slot leaves
+ * when the ring is full; over budget, least-recently-used slots of any tag
+ * leave first, never one a view holds, never a tag's newest unless
+ * ZC_PUT_MAY_EVICT_NEWEST.  Memory of a slot that left lives on while views
+ * hold it.  On failure nothing stored changes and the caller keeps the bundle.
+ * @return ZC_OK; ZC_E_INVALID (tag, empty bundle); ZC_E_BUDGET (the bundle
+ * cannot fit: the message gives need, limit and what is held);
+ * ZC_E_UNSUPPORTED (ZC_PUT_SPILL without a disk tier or with a device tensor
+ * lacking a host copy); ZC_E_STATE (store closing). */
+ZC_API int zc_store_put(zc_store *store, const char *tag, zc_bundle *bundle,
+                 uint32_t flags, uint64_t *generation);
+
+/* A reference-counted read view of one slot.  generation 0 means the newest.
+ * A tag known only on disk is restored into the host tier first, every
+ * tensor verified against its digest (ZC_E_CORRUPT, file renamed aside, on
+ * mismatch).  @return ZC_OK, ZC_E_INVALID, ZC_E_NOT_FOUND, ZC_E_CORRUPT,
+ * ZC_E_IO, ZC_E_NOMEM. */
+ZC_API int zc_store_get(zc_store *store, const char *tag, uint64_t generation, zc_view **out);
+
+#define ZC_DROP_DISK 1u /* also delete the tag's spill files */
+
+/* Remove a tag's slots (views keep their memory).  With ZC_DROP_DISK the
+ * spill files go too, after pending writes for the tag finish.
+ * @return ZC_OK or ZC_E_NOT_FOUND. */
+ZC_API int zc_store_drop(zc_store *store, const char *tag, uint32_t flags);
+
+/* Block until every queued spill is on disk.  @return ZC_OK, or the first
+ * spill error since the last flush (its message names the file). */
+ZC_API int zc_store_flush(zc_store *store);
+
+typedef struct {
+    uint64_t tags;
+    uint64_t slots;              /* live slots in the rings */
+    uint64_t host_bytes;         /* live host-tier bytes */
+    uint64_t device_bytes;       /* live device-tier bytes (by reference) */
+    uint64_t retained_bytes;     /* bytes of slots that left but views still hold */
+    uint64_t evictions;          /* slots removed by budget pressure */
+    uint64_t spills_written;
+    uint64_t spill_errors;
+    uint64_t restores;
+    uint64_t files_rejected;     /* files renamed aside as corrupt or foreign */
+    uint64_t pending_spills;
+} zc_store_stats;
+
+/* Snapshot of the store's counters. */
+ZC_API int zc_store_stats_get(zc_store *store, zc_store_stats *out);
+
+/* JSON description of every tag: generations, tensors (name, dtype, shape,
+ * bytes, tier, digest), metadata, disk files.  Writes at most cap bytes
+ * including the terminating NUL; *needed (optional) gets the full size
+ * including the NUL.  @return ZC_OK, or ZC_E_LIMIT when cap was too small
+ * (call again with *needed bytes). */
+ZC_API int zc_store_describe_json(zc_store *store, char *buf, size_t cap, size_t *needed);
+
+/* ------------------------------------------------------------------------ */
+/* Views                                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *name;              /* valid while the view lives */
+    int dtype;                     /* zc_dtype */
+    int32_t ndim;
+    int64_t shape[ZC_MAX_RANK];
+    int64_t byte_strides[ZC_MAX_RANK];
+    int32_t device_type;           /* DLPack device code of data */
+    int32_t device_id;
+    int tier;                      /* zc_tier */
+    uint64_t nbytes;               /* canonical contiguous size */
+    uint64_t digest;               /* XXH64 of the canonical bytes */
+    int has_digest;                /* 0 for a device tensor stored without a host copy */
+    void *data;                    /* host: contiguous bytes; device: device address */
+} zc_tensor_info;
+
+ZC_API const char *zc_view_tag(const zc_view *view);
+ZC_API uint64_t zc_view_generation(const zc_view *view);
+ZC_API uint32_t zc_view_count(const zc_view *view);
+
+/* Describe tensor index.  @return ZC_OK or ZC_E_NOT_FOUND. */
+ZC_API int zc_view_tensor(const zc_view *view, uint32_t index, zc_tensor_info *out);
+
+/* Index of the tensor called name.  @return ZC_OK or ZC_E_NOT_FOUND. */
+ZC_API int zc_view_find(const zc_view *view, const char *name, uint32_t *index);
+
+ZC_API uint32_t zc_view_meta_count(const zc_view *view);
+
+/* The index-th metadata entry.  @return ZC_OK or ZC_E_NOT_FOUND. */
+ZC_API int zc_view_meta_at(const zc_view *view, uint32_t index, const char **key, const char **value);
+
+/* The value for key, or NULL. */
+ZC_API const char *zc_view_meta(const zc_view *view, const char *key);
+
+/* Export tensor index as a new DLPack managed tensor that holds its own
+ * reference on the slot: the slot's memory lives until the consumer calls
+ * the managed tensor's deleter (exactly once), even after the view is
+ * released and the slot evicted.  versioned selects the struct.  Host-tier
+ * tensors are exported writable (flags 0) because torch refuses read-only
+ * imports; writing through them changes the stored bytes (and breaks their
+ * digest), so consumers must treat them as read-only.
+ * @return ZC_OK, ZC_E_NOT_FOUND, ZC_E_NOMEM. */
+ZC_API int zc_view_export_dlpack(const zc_view *view, uint32_t index, int versioned, void **managed);
+
+/* Recompute the digests of host-tier tensors and compare.  @return ZC_OK or
+ * ZC_E_CORRUPT naming the first tensor whose bytes changed. */
+ZC_API int zc_view_verify(const zc_view *view);
+
+/* Write the slot as a safetensors file at path, crash-safe (temporary file,
+ * fsync, rename, fsync of the directory), synchronously.  A tensor named
+ * "latent_tensor" gets ComfyUI's "latent_format_version_0" marker so
+ * LoadLatent reads it unscaled.  @return ZC_OK, ZC_E_IO, ZC_E_UNSUPPORTED. */
+ZC_API int zc_view_save(const zc_view *view, const char *path);
+
+/* Release a view (NULL is a no-op). */
+ZC_API void zc_view_release(zc_view *view);
+
+/* ------------------------------------------------------------------------ */
+/* Files: a hardened safetensors reader                                       */
+/*                                                                            */
+/* Every byte is treated as hostile: the header length, the JSON, the dtype   */
+/* names, shapes against byte lengths (with overflow checks), offsets that    */
+/* overlap, leave holes or run past the end.  Nothing is trusted before it is */
+/* checked; a bad file is an error code, never a crash.                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct zc_file zc_file;
+
+typedef struct {
+    const char *name;              /* valid while the file is open */
+    int dtype;
+    int32_t ndim;
+    int64_t shape[ZC_MAX_RANK];
+    uint64_t nbytes;
+    uint64_t offset;               /* from the start of the file */
+    int has_digest;                /* the file's metadata records one */
+    uint64_t recorded_digest;
+} zc_file_tensor;
+
+/* Open and validate a file.  @return ZC_OK; ZC_E_IO (cannot open/read);
+ * ZC_E_CORRUPT (the message says what is wrong and where). */
+ZC_API int zc_file_open(const char *path, zc_file **out);
+
+/* Validate an in-memory image of a file (borrowed; keep it alive while the
+ * zc_file is open).  Same checks as zc_file_open. */
+ZC_API int zc_file_open_memory(const void *data, size_t len, zc_file **out);
+
+ZC_API void zc_file_close(zc_file *file);
+
+ZC_API uint32_t zc_file_count(const zc_file *file);
+ZC_API int zc_file_tensor_at(const zc_file *file, uint32_t index, zc_file_tensor *out);
+ZC_API int zc_file_find(const zc_file *file, const char *name, uint32_t *index);
+ZC_API uint32_t zc_file_meta_count(const zc_file *file);
+ZC_API int zc_file_meta_at(const zc_file *file, uint32_t index, const char **key, const char **value);
+ZC_API const char *zc_file_meta(const zc_file *file, const char *key);
+
+/* Read tensor index into dst (cap >= nbytes) and return its digest in
+ * *digest (optional).  @return ZC_OK, ZC_E_LIMIT (cap), ZC_E_IO, ZC_E_CORRUPT
+ * (short read, or a recorded digest that does not match). */
+ZC_API int zc_file_read(zc_file *file, uint32_t index, void *dst, size_t cap, uint64_t *digest);
+
+/* Read a whole file into a new bundle (host tier), verifying every recorded
+ * digest.  The marker tensor "latent_format_version_0" is skipped; metadata
+ * keys of the engine ("zc.*") are not copied.  @return as zc_file_read. */
+ZC_API int zc_file_load_bundle(zc_file *file, zc_bundle **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ZC_H */

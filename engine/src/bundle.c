@@ -1,0 +1,397 @@
+/*
+ * bundle.c — building bundles: named tensors (copied into the host tier or
+ * held by reference) and the metadata map.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+int zc_bundle_create(zc_bundle **out)
+{
+    if (out == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_bundle_create: out is NULL");
+    *out = calloc(1, sizeof **out);
+    if (*out == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory creating a bundle");
+    return ZC_OK;
+}
+
+void zc__managed_delete(void *managed, int versioned)
+{
+    if (managed == NULL)
+        return;
+    if (versioned) {
+        zc_dl_managed_versioned *m = managed;
+        if (m->deleter)
+            m->deleter(m);
+    } else {
+        zc_dl_managed *m = managed;
+        if (m->deleter)
+            m->deleter(m);
+    }
+}
+
+void zc__tensor_release(zc_tensor *t)
+{
+    zc__host_free(t->host);
+    t->host = NULL;
+    zc__managed_delete(t->ref, t->ref_versioned);
+    t->ref = NULL;
+}
+
+void zc_bundle_free(zc_bundle *b)
+{
+    if (b == NULL)
+        return;
+    for (uint32_t i = 0; i < b->count; i++)
+        zc__tensor_release(&b->tensors[i]);
+    for (uint32_t i = 0; i < b->meta_count; i++) {
+        free(b->meta[i].key);
+        free(b->meta[i].value);
+    }
+    free(b);
+}
+
+uint32_t zc_bundle_count(const zc_bundle *b)
+{
+    return b ? b->count : 0;
+}
+
+uint64_t zc__bundle_bytes(const zc_bundle *b, int tier)
+{
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < b->count; i++) {
+        const zc_tensor *t = &b->tensors[i];
+        if (tier == ZC_TIER_HOST) {
+            if (t->host)
+                sum += t->nbytes; /* includes host copies of references */
+        } else if (t->tier == tier) {
+            sum += t->nbytes;
+        }
+    }
+    return sum;
+}
+
+int zc__name_check(const char *what, const char *name, size_t max_len)
+{
+    if (name == NULL)
+        return zc__fail(ZC_E_INVALID, "%s is NULL; pass a non-empty string", what);
+    size_t len = strlen(name);
+    if (len == 0 || len > max_len)
+        return zc__fail(ZC_E_INVALID, "%s \"%.64s%s\" has %zu bytes; expected 1 to %zu", what, name,
+                        len > 64 ? "..." : "", len, max_len);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c < 0x20 || c == 0x7f || c == '"' || c == '\\')
+            return zc__fail(ZC_E_INVALID,
+                            "%s \"%.64s\" has a control, quote or backslash character at byte %zu; "
+                            "use printable characters", what, name, i);
+    }
+    return zc__utf8_check(name, len) ? zc__fail(ZC_E_INVALID, "%s is not valid UTF-8", what) : ZC_OK;
+}
+
+int zc__utf8_check(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = p[i];
+        size_t n;
+        uint32_t cp;
+        if (c < 0x80) { i++; continue; }
+        else if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
+        else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
+        else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
+        else return -1;
+        for (size_t k = 1; k <= n; k++) {
+            if (i + k >= len || (p[i + k] & 0xC0) != 0x80)
+                return -1;
+            cp = (cp << 6) | (p[i + k] & 0x3F);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return -1;
+        i += n + 1;
+    }
+    return 0;
+}
+
+static int find_tensor(const zc_bundle *b, const char *name)
+{
+    for (uint32_t i = 0; i < b->count; i++)
+        if (strcmp(b->tensors[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Validate a DLPack tensor description and fill t's shape/dtype/strides. */
+static int describe(zc_tensor *t, const char *name, const zc_dl_tensor *src)
+{
+    int rc;
+    if (src == NULL)
+        return zc__fail(ZC_E_INVALID, "tensor \"%s\": DLTensor is NULL", name);
+    if (src->ndim < 0 || src->ndim > ZC_MAX_RANK)
+        return zc__fail(ZC_E_INVALID, "tensor \"%s\" has rank %d; expected 0 to %d", name,
+                        (int)src->ndim, ZC_MAX_RANK);
+    if (src->ndim > 0 && src->shape == NULL)
+        return zc__fail(ZC_E_INVALID, "tensor \"%s\" has rank %d but no shape array", name,
+                        (int)src->ndim);
+    if ((rc = zc_dtype_from_dlpack(src->dtype, &t->dtype)) != ZC_OK) {
+        zc__fail_context("tensor \"%s\"", name);
+        return rc;
+    }
+    size_t elem = zc_dtype_size(t->dtype);
+    t->ndim = src->ndim;
+    int64_t expected = (int64_t)elem;
+    for (int32_t i = src->ndim - 1; i >= 0; i--) {
+        int64_t dim = src->shape[i];
+        if (dim < 0)
+            return zc__fail(ZC_E_INVALID, "tensor \"%s\" has negative size %lld in dimension %d",
+                            name, (long long)dim, (int)i);
+        t->shape[i] = dim;
+        if (src->strides) {
+            int64_t s = src->strides[i];
+            if (s < 0)
+                return zc__fail(ZC_E_INVALID,
+                                "tensor \"%s\" has negative stride %lld in dimension %d; make it "
+                                "contiguous first (tensor.contiguous())", name, (long long)s, (int)i);
+            if (__builtin_mul_overflow(s, (int64_t)elem, &t->byte_strides[i]))
+                return zc__fail(ZC_E_LIMIT, "tensor \"%s\": stride overflows", name);
+        } else {
+            t->byte_strides[i] = expected;
+        }
+        if (dim > 0 && __builtin_mul_overflow(expected, dim, &expected))
+            return zc__fail(ZC_E_LIMIT, "tensor \"%s\": size overflows 64 bits", name);
+    }
+    if (zc__shape_nbytes(t->ndim, t->shape, elem, &t->nbytes) || t->nbytes > (uint64_t)INT64_MAX)
+        return zc__fail(ZC_E_LIMIT, "tensor \"%s\": byte size overflows 64 bits", name);
+    t->device_type = src->device.device_type;
+    t->device_id = src->device.device_id;
+    return ZC_OK;
+}
+
+static int is_host_device(int32_t device_type)
+{
+    return device_type == ZC_DL_CPU || device_type == ZC_DL_CUDA_HOST ||
+           device_type == ZC_DL_ROCM_HOST;
+}
+
+static int check_slot(const zc_bundle *b, const char *name)
+{
+    int rc;
+    if (b == NULL)
+        return zc__fail(ZC_E_INVALID, "bundle is NULL");
+    if ((rc = zc__name_check("tensor name", name, ZC_MAX_NAME_LEN)) != ZC_OK)
+        return rc;
+    if (b->count >= ZC_MAX_TENSORS)
+        return zc__fail(ZC_E_LIMIT, "bundle already holds %d tensors; cannot add \"%s\"",
+                        ZC_MAX_TENSORS, name);
+    if (find_tensor(b, name) >= 0)
+        return zc__fail(ZC_E_STATE, "bundle already has a tensor named \"%s\"; names are unique",
+                        name);
+    return ZC_OK;
+}
+
+/* Host copy of src into t->host with digest; src must be host-readable. */
+static int copy_in(zc_tensor *t, const char *name, const zc_dl_tensor *src, const zc_tensor *shape_of)
+{
+    if (!is_host_device(src->device.device_type))
+        return zc__fail(ZC_E_INVALID,
+                        "tensor \"%s\" is on DLPack device type %d; a host copy needs CPU memory "
+                        "(move it with tensor.cpu() or add it by reference)", name,
+                        (int)src->device.device_type);
+    if (shape_of) {
+        if (shape_of->dtype != t->dtype || shape_of->ndim != t->ndim ||
+            memcmp(shape_of->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim) != 0)
+            return zc__fail(ZC_E_INVALID,
+                            "tensor \"%s\": the host copy's dtype or shape differs from the "
+                            "referenced tensor; pass a copy of the same tensor", name);
+    }
+    if (t->nbytes > 0 && src->data == NULL)
+        return zc__fail(ZC_E_INVALID, "tensor \"%s\" has %llu bytes but a NULL data pointer", name,
+                        (unsigned long long)t->nbytes);
+    t->host = zc__host_alloc(t->nbytes);
+    if (t->host == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory copying tensor \"%s\" (%llu bytes)", name,
+                        (unsigned long long)t->nbytes);
+    const uint8_t *base = (const uint8_t *)src->data + src->byte_offset;
+    t->digest = zc__copy_and_digest(t->host, base, t->ndim, t->shape, t->byte_strides,
+                                    zc_dtype_size(t->dtype), t->nbytes);
+    t->has_digest = 1;
+    return ZC_OK;
+}
+
+static void set_contiguous_strides(zc_tensor *t)
+{
+    int64_t s = (int64_t)zc_dtype_size(t->dtype);
+    for (int32_t i = t->ndim - 1; i >= 0; i--) {
+        t->byte_strides[i] = s;
+        s *= t->shape[i] ? t->shape[i] : 1;
+    }
+}
+
+int zc_bundle_add_copy(zc_bundle *b, const char *name, const zc_dl_tensor *src)
+{
+    int rc = check_slot(b, name);
+    if (rc != ZC_OK)
+        return rc;
+    zc_tensor t;
+    memset(&t, 0, sizeof t);
+    if ((rc = describe(&t, name, src)) != ZC_OK || (rc = copy_in(&t, name, src, NULL)) != ZC_OK)
+        return rc;
+    snprintf(t.name, sizeof t.name, "%s", name);
+    t.tier = ZC_TIER_HOST;
+    t.device_type = ZC_DL_CPU;
+    t.device_id = 0;
+    set_contiguous_strides(&t);
+    b->tensors[b->count++] = t;
+    return ZC_OK;
+}
+
+int zc_bundle_add_reference(zc_bundle *b, const char *name, void *managed, int versioned,
+                            const zc_dl_tensor *host_copy)
+{
+    int rc = check_slot(b, name);
+    if (rc == ZC_OK && managed == NULL)
+        rc = zc__fail(ZC_E_INVALID, "tensor \"%s\": managed tensor is NULL", name);
+    if (rc == ZC_OK && versioned) {
+        const zc_dl_managed_versioned *m = managed;
+        if (m->version.major != ZC_DLPACK_MAJOR)
+            rc = zc__fail(ZC_E_INVALID,
+                          "tensor \"%s\": DLPack major version %u is not supported; expected %d",
+                          name, m->version.major, ZC_DLPACK_MAJOR);
+    }
+    if (rc != ZC_OK) {
+        zc__managed_delete(managed, versioned);
+        return rc;
+    }
+    const zc_dl_tensor *dl = versioned ? &((zc_dl_managed_versioned *)managed)->dl_tensor
+                                       : &((zc_dl_managed *)managed)->dl_tensor;
+    zc_tensor t;
+    memset(&t, 0, sizeof t);
+    if ((rc = describe(&t, name, dl)) != ZC_OK)
+        goto fail;
+    if (t.nbytes > 0 && dl->data == NULL) {
+        rc = zc__fail(ZC_E_INVALID, "tensor \"%s\" has %llu bytes but a NULL data pointer", name,
+                      (unsigned long long)t.nbytes);
+        goto fail;
+    }
+    if (host_copy) {
+        zc_tensor shadow;
+        memset(&shadow, 0, sizeof shadow);
+        if ((rc = describe(&shadow, name, host_copy)) != ZC_OK ||
+            (rc = copy_in(&shadow, name, host_copy, &t)) != ZC_OK) {
+            zc__host_free(shadow.host);
+            goto fail;
+        }
+        t.host = shadow.host;
+        t.digest = shadow.digest;
+        t.has_digest = 1;
+    }
+    snprintf(t.name, sizeof t.name, "%s", name);
+    t.tier = ZC_TIER_DEVICE;
+    t.ref = managed;
+    t.ref_versioned = versioned;
+    t.ref_data = (uint8_t *)dl->data + dl->byte_offset;
+    b->tensors[b->count++] = t;
+    return ZC_OK;
+fail:
+    zc__managed_delete(managed, versioned);
+    return rc;
+}
+
+int zc__meta_key_check(const char *key, int allow_reserved)
+{
+    int rc = zc__name_check("metadata key", key, ZC_MAX_META_KEY_LEN);
+    if (rc != ZC_OK)
+        return rc;
+    if (!allow_reserved && strncmp(key, "zc.", 3) == 0)
+        return zc__fail(ZC_E_INVALID,
+                        "metadata key \"%s\" starts with \"zc.\", which the engine reserves; "
+                        "choose another prefix", key);
+    return ZC_OK;
+}
+
+static int set_meta(zc_bundle *b, const char *key, const char *value, int allow_reserved)
+{
+    int rc;
+    if (b == NULL)
+        return zc__fail(ZC_E_INVALID, "bundle is NULL");
+    if ((rc = zc__meta_key_check(key, allow_reserved)) != ZC_OK)
+        return rc;
+    if (value == NULL)
+        return zc__fail(ZC_E_INVALID, "metadata \"%s\": value is NULL", key);
+    size_t vlen = strlen(value);
+    if (vlen > ZC_MAX_META_VALUE_LEN)
+        return zc__fail(ZC_E_LIMIT, "metadata \"%s\": value has %zu bytes; the limit is %d", key,
+                        vlen, ZC_MAX_META_VALUE_LEN);
+    if (zc__utf8_check(value, vlen))
+        return zc__fail(ZC_E_INVALID, "metadata \"%s\": value is not valid UTF-8", key);
+    char *v = strdup(value);
+    if (v == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory for metadata \"%s\"", key);
+    for (uint32_t i = 0; i < b->meta_count; i++) {
+        if (strcmp(b->meta[i].key, key) == 0) {
+            free(b->meta[i].value);
+            b->meta[i].value = v;
+            return ZC_OK;
+        }
+    }
+    if (b->meta_count >= ZC_MAX_META) {
+        free(v);
+        return zc__fail(ZC_E_LIMIT, "bundle already has %d metadata entries; cannot add \"%s\"",
+                        ZC_MAX_META, key);
+    }
+    char *k = strdup(key);
+    if (k == NULL) {
+        free(v);
+        return zc__fail(ZC_E_NOMEM, "out of host memory for metadata \"%s\"", key);
+    }
+    b->meta[b->meta_count].key = k;
+    b->meta[b->meta_count].value = v;
+    b->meta_count++;
+    return ZC_OK;
+}
+
+int zc_bundle_set_meta(zc_bundle *b, const char *key, const char *value)
+{
+    return set_meta(b, key, value, 0);
+}
+
+int zc__bundle_set_meta_internal(zc_bundle *b, const char *key, const char *value)
+{
+    return set_meta(b, key, value, 1);
+}
+
+int zc__bundle_adopt_host(zc_bundle *b, const char *name, int dtype, int32_t ndim,
+                          const int64_t *shape, void *host, uint64_t nbytes, uint64_t digest)
+{
+    int rc = check_slot(b, name);
+    if (rc != ZC_OK)
+        return rc;
+    if (zc_dtype_size(dtype) == 0 || ndim < 0 || ndim > ZC_MAX_RANK)
+        return zc__fail(ZC_E_INVALID, "tensor \"%s\": bad dtype %d or rank %d", name, dtype,
+                        (int)ndim);
+    zc_tensor t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    t.dtype = dtype;
+    t.ndim = ndim;
+    for (int32_t i = 0; i < ndim; i++)
+        t.shape[i] = shape[i];
+    uint64_t expect;
+    if (zc__shape_nbytes(ndim, t.shape, zc_dtype_size(dtype), &expect) || expect != nbytes)
+        return zc__fail(ZC_E_INVALID, "tensor \"%s\": %llu bytes do not match its shape", name,
+                        (unsigned long long)nbytes);
+    t.nbytes = nbytes;
+    t.tier = ZC_TIER_HOST;
+    t.device_type = ZC_DL_CPU;
+    t.host = host;
+    t.digest = digest;
+    t.has_digest = 1;
+    set_contiguous_strides(&t);
+    b->tensors[b->count++] = t;
+    return ZC_OK;
+}

@@ -1,0 +1,130 @@
+/* describe.c — the store as JSON, for the Python shell, the REST API and
+ * the CLI.  Built under the store lock from in-memory state only. */
+#include <stdio.h>
+#include <string.h>
+
+#include "jsonbuf.h"
+#include "store_internal.h"
+
+static const char *tier_name(int tier)
+{
+    return tier == ZC_TIER_DEVICE ? "device" : tier == ZC_TIER_DISK ? "disk" : "host";
+}
+
+static void describe_tensor(zc_jsonbuf *jb, const zc_tensor *t)
+{
+    zc__jb_raw(jb, "{\"name\":");
+    zc__jb_string(jb, t->name);
+    zc__jb_printf(jb, ",\"dtype\":\"%s\",\"shape\":[", zc_dtype_name(t->dtype));
+    for (int32_t i = 0; i < t->ndim; i++)
+        zc__jb_printf(jb, "%s%lld", i ? "," : "", (long long)t->shape[i]);
+    zc__jb_printf(jb, "],\"nbytes\":%llu,\"tier\":\"%s\",\"device_type\":%d,\"device_id\":%d,"
+                  "\"host_copy\":%s,\"digest\":",
+                  (unsigned long long)t->nbytes, tier_name(t->tier), (int)t->device_type,
+                  (int)t->device_id, t->host ? "true" : "false");
+    if (t->has_digest) {
+        char d[32];
+        zc__digest_format(t->digest, d);
+        zc__jb_string(jb, d);
+    } else {
+        zc__jb_raw(jb, "null");
+    }
+    zc__jb_raw(jb, "}");
+}
+
+static void describe_slot(zc_jsonbuf *jb, const zc_slot *s)
+{
+    const zc_bundle *b = s->bundle;
+    zc__jb_printf(jb, "{\"generation\":%llu,\"created_unix_ms\":%llu,\"readers\":%lld,"
+                  "\"restored_from_disk\":%s,\"host_bytes\":%llu,\"device_bytes\":%llu,"
+                  "\"tensors\":[",
+                  (unsigned long long)s->generation, (unsigned long long)s->created_unix_ms,
+                  (long long)atomic_load(&s->readers), s->from_disk ? "true" : "false",
+                  (unsigned long long)s->host_bytes, (unsigned long long)s->device_bytes);
+    for (uint32_t i = 0; i < b->count; i++) {
+        if (i)
+            zc__jb_raw(jb, ",");
+        describe_tensor(jb, &b->tensors[i]);
+    }
+    zc__jb_raw(jb, "],\"meta\":{");
+    for (uint32_t i = 0; i < b->meta_count; i++) {
+        if (i)
+            zc__jb_raw(jb, ",");
+        zc__jb_string(jb, b->meta[i].key);
+        zc__jb_raw(jb, ":");
+        zc__jb_string(jb, b->meta[i].value);
+    }
+    zc__jb_raw(jb, "}}");
+}
+
+static void describe_tag(zc_jsonbuf *jb, const zc_tag_entry *e)
+{
+    zc__jb_raw(jb, "{\"tag\":");
+    zc__jb_string(jb, e->tag);
+    zc__jb_printf(jb, ",\"depth\":%u,\"last_generation\":%llu,\"slots\":[", e->depth,
+                  (unsigned long long)e->last_generation);
+    for (uint32_t i = e->count; i > 0; i--) { /* newest first */
+        if (i != e->count)
+            zc__jb_raw(jb, ",");
+        describe_slot(jb, e->ring[i - 1]);
+    }
+    zc__jb_raw(jb, "],\"disk_generations\":[");
+    for (uint32_t i = 0; i < e->disk_count; i++)
+        zc__jb_printf(jb, "%s%llu", i ? "," : "", (unsigned long long)e->disk[i]);
+    zc__jb_raw(jb, "]}");
+}
+
+int zc_store_describe_json(zc_store *s, char *buf, size_t cap, size_t *needed)
+{
+    if (s == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_describe_json: store is NULL");
+    zc_store_stats st;
+    zc_store_stats_get(s, &st);
+    zc_jsonbuf jb;
+    zc__jb_init(&jb);
+    pthread_mutex_lock(&s->lock);
+    zc__jb_raw(&jb, "{\"spill_dir\":");
+    if (s->spill_dir)
+        zc__jb_string(&jb, s->spill_dir);
+    else
+        zc__jb_raw(&jb, "null");
+    zc__jb_printf(&jb, ",\"host_budget_bytes\":%llu,\"device_budget_bytes\":%llu,\"tags\":[",
+                  (unsigned long long)s->config.host_budget_bytes,
+                  (unsigned long long)s->config.device_budget_bytes);
+    int first = 1;
+    for (size_t i = 0; i < s->bucket_count; i++) {
+        for (const zc_tag_entry *e = s->buckets[i]; e; e = e->next) {
+            if (e->count == 0 && e->disk_count == 0)
+                continue;
+            if (!first)
+                zc__jb_raw(&jb, ",");
+            first = 0;
+            describe_tag(&jb, e);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    zc__jb_printf(&jb, "],\"stats\":{\"tags\":%llu,\"slots\":%llu,\"host_bytes\":%llu,"
+                  "\"device_bytes\":%llu,\"retained_bytes\":%llu,\"evictions\":%llu,"
+                  "\"spills_written\":%llu,\"spill_errors\":%llu,\"restores\":%llu,"
+                  "\"files_rejected\":%llu,\"pending_spills\":%llu}}",
+                  (unsigned long long)st.tags, (unsigned long long)st.slots,
+                  (unsigned long long)st.host_bytes, (unsigned long long)st.device_bytes,
+                  (unsigned long long)st.retained_bytes, (unsigned long long)st.evictions,
+                  (unsigned long long)st.spills_written, (unsigned long long)st.spill_errors,
+                  (unsigned long long)st.restores, (unsigned long long)st.files_rejected,
+                  (unsigned long long)st.pending_spills);
+    if (jb.failed) {
+        zc__jb_free(&jb);
+        return zc__fail(ZC_E_NOMEM, "out of host memory describing the store");
+    }
+    if (needed)
+        *needed = jb.len + 1;
+    if (buf == NULL || cap < jb.len + 1) {
+        zc__jb_free(&jb);
+        return zc__fail(ZC_E_LIMIT, "description needs %zu bytes; the buffer has %zu",
+                        jb.len + 1, cap);
+    }
+    memcpy(buf, jb.data, jb.len + 1);
+    zc__jb_free(&jb);
+    return ZC_OK;
+}

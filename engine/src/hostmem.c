@@ -1,0 +1,90 @@
+/*
+ * hostmem.c — C-owned host memory: aligned allocation and the copy that
+ * brings a (possibly strided) tensor into contiguous form while digesting it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Chunk size of the fused copy+digest: small enough that the digest reads
+ * the chunk back from cache right after the copy wrote it. */
+#define COPY_CHUNK (64u * 1024u)
+
+void *zc__host_alloc(uint64_t nbytes)
+{
+    void *p = NULL;
+    size_t n = nbytes ? (size_t)nbytes : ZC_HOST_ALIGN;
+    if ((uint64_t)n != (nbytes ? nbytes : ZC_HOST_ALIGN))
+        return NULL;
+    /* Large buffers get page alignment: torch and file I/O both like it. */
+    size_t align = n >= (1u << 20) ? 4096u : ZC_HOST_ALIGN;
+    if (posix_memalign(&p, align, n) != 0)
+        return NULL;
+    return p;
+}
+
+void zc__host_free(void *p)
+{
+    free(p);
+}
+
+static int is_contiguous(int32_t ndim, const int64_t *shape, const int64_t *byte_strides,
+                         size_t elem_size)
+{
+    int64_t expected = (int64_t)elem_size;
+    for (int32_t i = ndim - 1; i >= 0; i--) {
+        if (shape[i] == 0)
+            return 1;
+        if (shape[i] != 1 && byte_strides[i] != expected)
+            return 0;
+        expected *= shape[i];
+    }
+    return 1;
+}
+
+static uint64_t copy_contiguous(void *dst, const uint8_t *src, uint64_t nbytes)
+{
+    zc_xxh64_state st;
+    uint8_t *d = dst;
+    zc_xxh64_reset(&st, 0);
+    for (uint64_t off = 0; off < nbytes; off += COPY_CHUNK) {
+        size_t n = (size_t)(nbytes - off < COPY_CHUNK ? nbytes - off : COPY_CHUNK);
+        memcpy(d + off, src + off, n);
+        zc_xxh64_update(&st, d + off, n);
+    }
+    return zc_xxh64_digest(&st);
+}
+
+/* Recursive walk over all but the innermost dimension (rank <= 8). */
+static uint8_t *copy_strided(uint8_t *dst, const uint8_t *src, int32_t dim, int32_t ndim,
+                             const int64_t *shape, const int64_t *byte_strides, size_t elem_size)
+{
+    if (dim == ndim - 1) {
+        if (byte_strides[dim] == (int64_t)elem_size) {
+            size_t n = (size_t)shape[dim] * elem_size;
+            memcpy(dst, src, n);
+            return dst + n;
+        }
+        for (int64_t i = 0; i < shape[dim]; i++) {
+            memcpy(dst, src + i * byte_strides[dim], elem_size);
+            dst += elem_size;
+        }
+        return dst;
+    }
+    for (int64_t i = 0; i < shape[dim]; i++)
+        dst = copy_strided(dst, src + i * byte_strides[dim], dim + 1, ndim, shape, byte_strides,
+                           elem_size);
+    return dst;
+}
+
+uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
+                             const int64_t *byte_strides, size_t elem_size, uint64_t nbytes)
+{
+    if (nbytes == 0)
+        return zc_xxh64(NULL, 0, 0);
+    if (ndim == 0 || is_contiguous(ndim, shape, byte_strides, elem_size))
+        return copy_contiguous(dst, src, nbytes);
+    copy_strided(dst, src, 0, ndim, shape, byte_strides, elem_size);
+    return zc_xxh64(dst, (size_t)nbytes, 0);
+}

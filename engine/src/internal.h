@@ -1,0 +1,136 @@
+/*
+ * internal.h — structures and helpers shared by the engine's source files.
+ * Not installed; the public API is include/zc.h.
+ */
+#ifndef ZC_INTERNAL_H
+#define ZC_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zc.h"
+
+#define ZC_HOST_ALIGN 64u
+#define ZC_DIGEST_PREFIX "xxh64:"
+#define ZC_META_DIGEST_PREFIX "zc.digest."
+#define ZC_META_FORMAT "zc.format"
+#define ZC_FORMAT_VALUE "zerocopy-continuity/1"
+#define ZC_META_TAG "zc.tag"
+#define ZC_META_GENERATION "zc.generation"
+#define ZC_LATENT_TENSOR "latent_tensor"
+#define ZC_LATENT_MARKER "latent_format_version_0"
+#define ZC_SPILL_SUFFIX ".latent"
+#define ZC_TMP_PREFIX ".zc-tmp-"
+#define ZC_REJECTED_SUFFIX ".rejected"
+
+/* ---- errors (error.c) ---- */
+
+/* Record a formatted message for zc_last_error() and return code. */
+int zc__fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prefix the current thread's last error with "context: ". */
+void zc__fail_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- checked arithmetic ---- */
+
+static inline int zc__mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return __builtin_mul_overflow(a, b, out) ? -1 : 0;
+}
+
+static inline int zc__add_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+    return __builtin_add_overflow(a, b, out) ? -1 : 0;
+}
+
+/* Product of shape (all >= 0) times element size, or -1 on overflow. */
+int zc__shape_nbytes(int32_t ndim, const int64_t *shape, size_t elem_size, uint64_t *out);
+
+/* ---- host memory (hostmem.c) ---- */
+
+void *zc__host_alloc(uint64_t nbytes);   /* ZC_HOST_ALIGN-aligned, never NULL for 0 bytes */
+void zc__host_free(void *p);
+
+/* Copy a (possibly strided, byte strides) tensor into contiguous dst and
+ * return the XXH64 of the copied bytes. */
+uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
+                             const int64_t *byte_strides, size_t elem_size, uint64_t nbytes);
+
+/* ---- bundles (bundle.c) ---- */
+
+typedef struct zc_tensor {
+    char name[ZC_MAX_NAME_LEN + 1];
+    int dtype;
+    int32_t ndim;
+    int64_t shape[ZC_MAX_RANK];
+    int64_t byte_strides[ZC_MAX_RANK]; /* of the data a reader sees */
+    uint64_t nbytes;                   /* canonical contiguous size */
+    int tier;                          /* ZC_TIER_HOST or ZC_TIER_DEVICE */
+    int32_t device_type;
+    int32_t device_id;
+    void *host;          /* contiguous C-owned bytes: the host tier, or a reference's host copy */
+    void *ref;           /* managed tensor held by reference, or NULL */
+    int ref_versioned;
+    void *ref_data;      /* first element of the referenced tensor */
+    uint64_t digest;
+    int has_digest;
+} zc_tensor;
+
+typedef struct zc_meta_entry {
+    char *key;
+    char *value;
+} zc_meta_entry;
+
+struct zc_bundle {
+    uint32_t count;
+    zc_tensor tensors[ZC_MAX_TENSORS];
+    uint32_t meta_count;
+    zc_meta_entry meta[ZC_MAX_META];
+};
+
+/* Release everything a tensor owns (host bytes, reference deleter). */
+void zc__tensor_release(zc_tensor *t);
+
+/* Call a managed tensor's deleter once (NULL-safe). */
+void zc__managed_delete(void *managed, int versioned);
+
+/* Checks shared by every entry point. */
+int zc__name_check(const char *what, const char *name, size_t max_len);
+int zc__meta_key_check(const char *key, int allow_reserved);
+int zc__utf8_check(const char *s, size_t len);
+
+/* Set metadata with the engine's own reserved keys allowed. */
+int zc__bundle_set_meta_internal(zc_bundle *b, const char *key, const char *value);
+
+/* Add a tensor whose contiguous host bytes the bundle takes over (restore). */
+int zc__bundle_adopt_host(zc_bundle *b, const char *name, int dtype, int32_t ndim,
+                          const int64_t *shape, void *host, uint64_t nbytes, uint64_t digest);
+
+uint64_t zc__bundle_bytes(const zc_bundle *b, int tier);
+
+/* ---- safetensors (safetensors_write.c) ---- */
+
+/* Write b as a safetensors file at path, crash-safe: a temporary file
+ * ZC_TMP_PREFIX* in the same directory, fsync, rename over path, fsync of
+ * the directory.  Every tensor needs host bytes (else ZC_E_UNSUPPORTED).
+ * Metadata = b's entries + extra (may be NULL) + "zc.digest.<name>" for
+ * every tensor with a digest.  If a tensor "latent_tensor" exists, an empty
+ * F32 tensor "latent_format_version_0" is added (ComfyUI's marker).
+ * @return ZC_OK, ZC_E_IO (message names the path and the OS error),
+ * ZC_E_UNSUPPORTED, ZC_E_NOMEM. */
+int zc__safetensors_write(const char *path, const zc_bundle *b,
+                          const zc_meta_entry *extra, uint32_t extra_count);
+
+/* fsync the directory that contains path (POSIX; a no-op elsewhere). */
+int zc__fsync_parent_dir(const char *path);
+
+/* ---- digests as text ---- */
+
+/* "xxh64:%016x" into out (at least 23 bytes). */
+void zc__digest_format(uint64_t digest, char out[32]);
+/* Parse "xxh64:<16 hex>".  @return 0 or -1. */
+int zc__digest_parse(const char *s, uint64_t *out);
+
+#endif /* ZC_INTERNAL_H */

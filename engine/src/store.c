@@ -1,0 +1,598 @@
+/*
+ * store.c — the tagged store: tags map to rings of slots; budgets per tier
+ * with least-recently-used eviction across tags; generations that only grow.
+ * One mutex guards the tag table and the rings; copies, digests and file I/O
+ * run outside it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+#define INITIAL_BUCKETS 64
+
+void zc_store_config_init(zc_store_config *c)
+{
+    if (c == NULL)
+        return;
+    memset(c, 0, sizeof *c);
+    c->default_depth = ZC_DEFAULT_DEPTH;
+}
+
+int zc_tag_check(const char *tag)
+{
+    if (tag == NULL)
+        return zc__fail(ZC_E_INVALID, "tag is NULL; pass a tag such as \"default_continuity\"");
+    size_t len = strlen(tag);
+    if (len == 0 || len > ZC_MAX_TAG_LEN)
+        return zc__fail(ZC_E_INVALID, "tag \"%.80s%s\" has %zu bytes; expected 1 to %d", tag,
+                        len > 80 ? "..." : "", len, ZC_MAX_TAG_LEN);
+    for (size_t i = 0; i < len; i++) {
+        char c = tag[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                 c == '_' || c == '-' || c == '.';
+        if (!ok) {
+            unsigned char u = (unsigned char)c;
+            if (u >= 0x20 && u < 0x7f)
+                return zc__fail(ZC_E_INVALID,
+                                "tag \"%s\" has '%c' at position %zu; tags use only letters, "
+                                "digits, '_', '-' and '.'", tag, c, i);
+            return zc__fail(ZC_E_INVALID,
+                            "tag has byte 0x%02x at position %zu; tags use only letters, digits, "
+                            "'_', '-' and '.'", u, i);
+        }
+    }
+    if (tag[0] == '.' || tag[0] == '-')
+        return zc__fail(ZC_E_INVALID, "tag \"%s\" starts with '%c'; start it with a letter, digit "
+                        "or '_'", tag, tag[0]);
+    return ZC_OK;
+}
+
+static size_t hash_tag(const char *tag)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)tag; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return (size_t)h;
+}
+
+zc_tag_entry *zc__tag_find(zc_store *s, const char *tag)
+{
+    for (zc_tag_entry *e = s->buckets[hash_tag(tag) & (s->bucket_count - 1)]; e; e = e->next)
+        if (strcmp(e->tag, tag) == 0)
+            return e;
+    return NULL;
+}
+
+static int grow_buckets(zc_store *s)
+{
+    size_t n = s->bucket_count * 2;
+    zc_tag_entry **b = calloc(n, sizeof *b);
+    if (b == NULL)
+        return -1;
+    for (size_t i = 0; i < s->bucket_count; i++) {
+        zc_tag_entry *e = s->buckets[i];
+        while (e) {
+            zc_tag_entry *next = e->next;
+            size_t k = hash_tag(e->tag) & (n - 1);
+            e->next = b[k];
+            b[k] = e;
+            e = next;
+        }
+    }
+    free(s->buckets);
+    s->buckets = b;
+    s->bucket_count = n;
+    return 0;
+}
+
+zc_tag_entry *zc__tag_get_or_create(zc_store *s, const char *tag)
+{
+    zc_tag_entry *e = zc__tag_find(s, tag);
+    if (e)
+        return e;
+    if (s->tag_count + 1 > s->bucket_count && grow_buckets(s) != 0)
+        return NULL;
+    e = calloc(1, sizeof *e);
+    if (e == NULL)
+        return NULL;
+    e->depth = s->config.default_depth;
+    e->ring = calloc(e->depth, sizeof *e->ring);
+    if (e->ring == NULL) {
+        free(e);
+        return NULL;
+    }
+    snprintf(e->tag, sizeof e->tag, "%s", tag);
+    size_t k = hash_tag(tag) & (s->bucket_count - 1);
+    e->next = s->buckets[k];
+    s->buckets[k] = e;
+    s->tag_count++;
+    return e;
+}
+
+int zc_store_open(const zc_store_config *config, zc_store **out)
+{
+    if (out == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_open: out is NULL");
+    *out = NULL;
+    zc_store_config c;
+    zc_store_config_init(&c);
+    if (config)
+        c = *config;
+    if (c.default_depth == 0)
+        c.default_depth = ZC_DEFAULT_DEPTH;
+    if (c.default_depth > ZC_MAX_DEPTH)
+        return zc__fail(ZC_E_INVALID, "default_depth %u is above the limit %d", c.default_depth,
+                        ZC_MAX_DEPTH);
+    if (c.disk_keep == 0)
+        c.disk_keep = c.default_depth;
+    zc_store *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
+    s->config = c;
+    s->config.spill_dir = NULL;
+    s->core = calloc(1, sizeof *s->core);
+    s->buckets = calloc(INITIAL_BUCKETS, sizeof *s->buckets);
+    s->bucket_count = INITIAL_BUCKETS;
+    if (s->core == NULL || s->buckets == NULL) {
+        free(s->core);
+        free(s->buckets);
+        free(s);
+        return zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
+    }
+    atomic_init(&s->core->refs, 1);
+    atomic_init(&s->core->retained_bytes, 0);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->work_ready, NULL);
+    pthread_cond_init(&s->work_done, NULL);
+    if (c.spill_dir) {
+        s->spill_dir = strdup(c.spill_dir);
+        int rc = s->spill_dir ? zc__spill_open(s)
+                              : zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
+        if (rc != ZC_OK) {
+            zc_store_close(s);
+            return rc;
+        }
+        s->config.spill_dir = s->spill_dir;
+    }
+    *out = s;
+    return ZC_OK;
+}
+
+static void free_entry_rings(zc_tag_entry *e)
+{
+    for (uint32_t i = 0; i < e->count; i++) {
+        zc__slot_retire(e->ring[i]);
+        zc__slot_unref(e->ring[i]);
+    }
+    free(e->ring);
+    free(e->disk);
+    free(e);
+}
+
+void zc_store_close(zc_store *s)
+{
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->closing = 1;
+    pthread_mutex_unlock(&s->lock);
+    zc__spill_close(s);
+    for (size_t i = 0; i < s->bucket_count; i++) {
+        zc_tag_entry *e = s->buckets[i];
+        while (e) {
+            zc_tag_entry *next = e->next;
+            free_entry_rings(e);
+            e = next;
+        }
+    }
+    free(s->buckets);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->work_ready);
+    pthread_cond_destroy(&s->work_done);
+    zc__core_unref(s->core);
+    free(s->spill_dir);
+    free(s);
+}
+
+/* Remove ring[index] from e, keeping order.  Returns the slot (the ring's
+ * reference now belongs to the caller). */
+static zc_slot *ring_take(zc_store *s, zc_tag_entry *e, uint32_t index)
+{
+    zc_slot *slot = e->ring[index];
+    memmove(&e->ring[index], &e->ring[index + 1], sizeof *e->ring * (e->count - index - 1));
+    e->count--;
+    s->stats.slots--;
+    s->stats.host_bytes -= slot->host_bytes;
+    s->stats.device_bytes -= slot->device_bytes;
+    zc__slot_retire(slot);
+    return slot;
+}
+
+int zc_store_set_depth(zc_store *s, const char *tag, uint32_t depth)
+{
+    int rc;
+    if (s == NULL)
+        return zc__fail(ZC_E_INVALID, "store is NULL");
+    if ((rc = zc_tag_check(tag)) != ZC_OK)
+        return rc;
+    if (depth == 0 || depth > ZC_MAX_DEPTH)
+        return zc__fail(ZC_E_INVALID, "depth %u for tag \"%s\" is out of range; expected 1 to %d",
+                        depth, tag, ZC_MAX_DEPTH);
+    zc_slot *dropped[ZC_MAX_DEPTH];
+    uint32_t ndropped = 0;
+    pthread_mutex_lock(&s->lock);
+    zc_tag_entry *e = zc__tag_get_or_create(s, tag);
+    if (e == NULL) {
+        pthread_mutex_unlock(&s->lock);
+        return zc__fail(ZC_E_NOMEM, "out of host memory for tag \"%s\"", tag);
+    }
+    zc_slot **ring = realloc(e->ring, sizeof *ring * (depth > e->count ? depth : e->count));
+    if (ring == NULL) {
+        pthread_mutex_unlock(&s->lock);
+        return zc__fail(ZC_E_NOMEM, "out of host memory resizing tag \"%s\"", tag);
+    }
+    e->ring = ring;
+    while (e->count > depth)
+        dropped[ndropped++] = ring_take(s, e, 0);
+    e->depth = depth;
+    pthread_mutex_unlock(&s->lock);
+    for (uint32_t i = 0; i < ndropped; i++)
+        zc__slot_unref(dropped[i]);
+    return ZC_OK;
+}
+
+/* Can slot (at ring position pos of e) go under budget pressure? */
+static int evictable(const zc_tag_entry *e, uint32_t pos, uint32_t flags)
+{
+    if (atomic_load(&e->ring[pos]->readers) > 0)
+        return 0;
+    if (pos == e->count - 1 && !(flags & ZC_PUT_MAY_EVICT_NEWEST))
+        return 0;
+    return 1;
+}
+
+typedef struct {
+    zc_tag_entry *entry;
+    zc_slot *slot;
+} victim;
+
+static int victim_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const victim *)a)->slot->last_used, y = ((const victim *)b)->slot->last_used;
+    return x < y ? -1 : x > y;
+}
+
+/* Choose least-recently-used slots to evict so that live + need fits the
+ * budgets, without changing anything.  Returns the victim count, or -1 if
+ * eviction cannot make room (message set).  exclude: a slot already leaving. */
+static int plan_eviction(zc_store *s, const char *tag, uint64_t need_host, uint64_t need_dev,
+                         const zc_slot *exclude, uint32_t flags, victim **out)
+{
+    uint64_t host = s->stats.host_bytes, dev = s->stats.device_bytes;
+    uint64_t hb = s->config.host_budget_bytes, db = s->config.device_budget_bytes;
+    if (exclude) {
+        host -= exclude->host_bytes;
+        dev -= exclude->device_bytes;
+    }
+    *out = NULL;
+    int host_over = hb && host + need_host > hb;
+    int dev_over = db && dev + need_dev > db;
+    if (!host_over && !dev_over)
+        return 0;
+    victim *cands = malloc(sizeof *cands * (s->stats.slots + 1));
+    if (cands == NULL)
+        return zc__fail(-1, "out of host memory planning eviction");
+    size_t n = 0;
+    for (size_t b = 0; b < s->bucket_count; b++)
+        for (zc_tag_entry *e = s->buckets[b]; e; e = e->next)
+            for (uint32_t i = 0; i < e->count; i++)
+                if (e->ring[i] != exclude && evictable(e, i, flags)) {
+                    cands[n].entry = e;
+                    cands[n].slot = e->ring[i];
+                    n++;
+                }
+    qsort(cands, n, sizeof *cands, victim_cmp);
+    size_t chosen = 0;
+    uint64_t freed_host = 0, freed_dev = 0;
+    while ((host_over || dev_over) && chosen < n) {
+        const zc_slot *v = cands[chosen].slot;
+        /* Only take slots that relieve a tier that is over. */
+        if ((host_over && v->host_bytes) || (dev_over && v->device_bytes)) {
+            freed_host += v->host_bytes;
+            freed_dev += v->device_bytes;
+            chosen++;
+        } else {
+            memmove(&cands[chosen], &cands[chosen + 1], sizeof *cands * (n - chosen - 1));
+            n--;
+            continue;
+        }
+        host_over = hb && host - freed_host + need_host > hb;
+        dev_over = db && dev - freed_dev + need_dev > db;
+    }
+    if (host_over || dev_over) {
+        free(cands);
+        const char *tier = host_over ? "host" : "device";
+        uint64_t need = host_over ? need_host : need_dev;
+        uint64_t limit = host_over ? hb : db;
+        uint64_t live = host_over ? host : dev;
+        uint64_t freeable = host_over ? freed_host : freed_dev;
+        return zc__fail(-1,
+                        "%s budget exceeded for tag \"%s\": the bundle needs %llu bytes, the budget "
+                        "is %llu, %llu are stored and only %llu can be evicted (the rest is held "
+                        "by readers or is a tag's newest slot); raise the %s budget, drop tags or "
+                        "release views", tier, tag, (unsigned long long)need,
+                        (unsigned long long)limit, (unsigned long long)live,
+                        (unsigned long long)freeable, tier);
+    }
+    *out = cands;
+    return (int)chosen;
+}
+
+static int spill_possible(const zc_store *s, const zc_bundle *b, const char *tag)
+{
+    if (s->spill_dir == NULL)
+        return zc__fail(ZC_E_UNSUPPORTED,
+                        "tag \"%s\": spill requested but the store has no spill directory; open "
+                        "the store with spill_dir set", tag);
+    for (uint32_t i = 0; i < b->count; i++)
+        if (b->tensors[i].host == NULL && b->tensors[i].nbytes > 0)
+            return zc__fail(ZC_E_UNSUPPORTED,
+                            "tag \"%s\": tensor \"%s\" is held by reference on device type %d "
+                            "without a host copy, so it cannot be spilled; put it with a host "
+                            "copy or without spill", tag, b->tensors[i].name,
+                            (int)b->tensors[i].device_type);
+    return ZC_OK;
+}
+
+int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uint64_t *generation)
+{
+    int rc;
+    if (s == NULL || b == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_put: store or bundle is NULL");
+    if ((rc = zc_tag_check(tag)) != ZC_OK)
+        return rc;
+    if (b->count == 0)
+        return zc__fail(ZC_E_INVALID, "tag \"%s\": the bundle is empty; add at least one tensor",
+                        tag);
+    if ((flags & ZC_PUT_SPILL) && (rc = spill_possible(s, b, tag)) != ZC_OK)
+        return rc;
+    zc_slot *slot = zc__slot_new(s->core, b, tag);
+    if (slot == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory storing tag \"%s\"", tag);
+
+    pthread_mutex_lock(&s->lock);
+    if (s->closing) {
+        pthread_mutex_unlock(&s->lock);
+        slot->bundle = NULL;
+        zc__slot_unref(slot);
+        return zc__fail(ZC_E_STATE, "the store is closing; tag \"%s\" was not stored", tag);
+    }
+    zc_tag_entry *e = zc__tag_get_or_create(s, tag);
+    if (e == NULL) {
+        pthread_mutex_unlock(&s->lock);
+        slot->bundle = NULL;
+        zc__slot_unref(slot);
+        return zc__fail(ZC_E_NOMEM, "out of host memory storing tag \"%s\"", tag);
+    }
+    zc_slot *ring_victim = e->count == e->depth ? e->ring[0] : NULL;
+    victim *victims = NULL;
+    int nvictims = plan_eviction(s, tag, slot->host_bytes, slot->device_bytes, ring_victim, flags,
+                                 &victims);
+    if (nvictims < 0) {
+        pthread_mutex_unlock(&s->lock);
+        slot->bundle = NULL; /* the caller keeps the bundle */
+        zc__slot_unref(slot);
+        return ZC_E_BUDGET;
+    }
+    /* Commit: nothing below can fail. */
+    zc_slot *released[ZC_MAX_DEPTH + 1];
+    uint32_t nreleased = 0;
+    zc_slot **evicted = nvictims ? malloc(sizeof *evicted * (size_t)nvictims) : NULL;
+    if (ring_victim)
+        released[nreleased++] = ring_take(s, e, 0);
+    for (int i = 0; i < nvictims; i++) {
+        zc_tag_entry *ve = victims[i].entry;
+        for (uint32_t k = 0; k < ve->count; k++) {
+            if (ve->ring[k] == victims[i].slot) {
+                zc_slot *gone = ring_take(s, ve, k);
+                s->stats.evictions++;
+                if (evicted)
+                    evicted[i] = gone;
+                else
+                    zc__slot_unref(gone); /* no room to defer: free under the lock */
+                break;
+            }
+        }
+    }
+    free(victims);
+    slot->generation = ++e->last_generation;
+    slot->last_used = ++s->tick;
+    e->ring[e->count++] = slot;
+    s->stats.slots++;
+    s->stats.host_bytes += slot->host_bytes;
+    s->stats.device_bytes += slot->device_bytes;
+    if (flags & ZC_PUT_SPILL)
+        zc__spill_enqueue(s, slot);
+    if (generation)
+        *generation = slot->generation;
+    pthread_mutex_unlock(&s->lock);
+
+    /* Deleters (which may call back into torch) run outside the lock. */
+    for (uint32_t i = 0; i < nreleased; i++)
+        zc__slot_unref(released[i]);
+    if (evicted) {
+        for (int i = 0; i < nvictims; i++)
+            zc__slot_unref(evicted[i]);
+        free(evicted);
+    }
+    return ZC_OK;
+}
+
+/* Find generation in the ring (0 = newest); lock held. */
+static zc_slot *ring_find(zc_tag_entry *e, uint64_t generation)
+{
+    if (e->count == 0)
+        return NULL;
+    if (generation == 0)
+        return e->ring[e->count - 1];
+    for (uint32_t i = 0; i < e->count; i++)
+        if (e->ring[i]->generation == generation)
+            return e->ring[i];
+    return NULL;
+}
+
+static int disk_has(const zc_tag_entry *e, uint64_t generation)
+{
+    for (uint32_t i = 0; i < e->disk_count; i++)
+        if (e->disk[i] == generation)
+            return 1;
+    return 0;
+}
+
+/* Put a restored slot into the ring if it is newer than everything there and
+ * fits the budget without evicting anything; lock held.  Returns 1 if kept. */
+static int adopt_restored(zc_store *s, zc_tag_entry *e, zc_slot *slot)
+{
+    if (e->count > 0 && e->ring[e->count - 1]->generation >= slot->generation)
+        return 0;
+    if (e->count == e->depth)
+        return 0;
+    if (s->config.host_budget_bytes &&
+        s->stats.host_bytes + slot->host_bytes > s->config.host_budget_bytes)
+        return 0;
+    zc__slot_ref(slot);
+    e->ring[e->count++] = slot;
+    s->stats.slots++;
+    s->stats.host_bytes += slot->host_bytes;
+    return 1;
+}
+
+int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **out)
+{
+    int rc;
+    if (s == NULL || out == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_get: store or out is NULL");
+    *out = NULL;
+    if ((rc = zc_tag_check(tag)) != ZC_OK)
+        return rc;
+    pthread_mutex_lock(&s->lock);
+    zc_tag_entry *e = zc__tag_find(s, tag);
+    zc_slot *slot = e ? ring_find(e, generation) : NULL;
+    uint64_t want = generation;
+    if (e && generation == 0 && e->disk_count > 0) {
+        uint64_t newest_disk = e->disk[e->disk_count - 1];
+        if (slot == NULL || newest_disk > slot->generation) {
+            slot = NULL;
+            want = newest_disk;
+        }
+    }
+    if (slot) {
+        slot->last_used = ++s->tick;
+        zc_view *v = zc__view_new(slot);
+        pthread_mutex_unlock(&s->lock);
+        if (v == NULL)
+            return zc__fail(ZC_E_NOMEM, "out of host memory for a view of tag \"%s\"", tag);
+        *out = v;
+        return ZC_OK;
+    }
+    int on_disk = e && want != 0 && disk_has(e, want);
+    uint64_t newest = e && e->count ? e->ring[e->count - 1]->generation : 0;
+    int empty = e == NULL || e->count == 0;
+    uint32_t depth = e ? e->depth : 0;
+    pthread_mutex_unlock(&s->lock);
+    if (!on_disk) {
+        if (empty && generation == 0)
+            return zc__fail(ZC_E_NOT_FOUND,
+                            "no latent is stored under tag \"%s\"; run the Store node with this "
+                            "tag first, or check the spelling", tag);
+        return zc__fail(ZC_E_NOT_FOUND,
+                        "tag \"%s\" has no generation %llu in memory or on disk (newest in "
+                        "memory: %llu); older generations leave when the ring (depth %u) is full",
+                        tag, (unsigned long long)generation, (unsigned long long)newest,
+                        depth);
+    }
+    zc_slot *restored = NULL;
+    if ((rc = zc__spill_restore(s, tag, want, &restored)) != ZC_OK)
+        return rc;
+    pthread_mutex_lock(&s->lock);
+    e = zc__tag_get_or_create(s, tag);
+    zc_slot *raced = e ? ring_find(e, want) : NULL;
+    zc_slot *use = restored;
+    if (raced && raced->generation == want) {
+        use = raced; /* another thread restored it first */
+    } else if (e) {
+        restored->last_used = ++s->tick;
+        adopt_restored(s, e, restored);
+    }
+    s->stats.restores++;
+    zc_view *v = zc__view_new(use);
+    pthread_mutex_unlock(&s->lock);
+    zc__slot_unref(restored); /* the creation reference */
+    if (v == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory for a view of tag \"%s\"", tag);
+    *out = v;
+    return ZC_OK;
+}
+
+int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
+{
+    int rc;
+    if (s == NULL)
+        return zc__fail(ZC_E_INVALID, "store is NULL");
+    if ((rc = zc_tag_check(tag)) != ZC_OK)
+        return rc;
+    if ((flags & ZC_DROP_DISK) && s->spill_dir)
+        zc_store_flush(s); /* pending writes for the tag must land before their files go */
+    pthread_mutex_lock(&s->lock);
+    zc_tag_entry *e = zc__tag_find(s, tag);
+    if (e == NULL || (e->count == 0 && (!(flags & ZC_DROP_DISK) || e->disk_count == 0))) {
+        pthread_mutex_unlock(&s->lock);
+        return zc__fail(ZC_E_NOT_FOUND, "tag \"%s\" holds nothing to drop", tag);
+    }
+    uint32_t n = e->count;
+    zc_slot **gone = malloc(sizeof *gone * (n ? n : 1));
+    uint64_t *files = NULL;
+    uint32_t nfiles = 0;
+    if (gone == NULL) {
+        pthread_mutex_unlock(&s->lock);
+        return zc__fail(ZC_E_NOMEM, "out of host memory dropping tag \"%s\"", tag);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        gone[i] = ring_take(s, e, 0);
+    if ((flags & ZC_DROP_DISK) && e->disk_count) {
+        files = e->disk;
+        nfiles = e->disk_count;
+        e->disk = NULL;
+        e->disk_count = e->disk_cap = 0;
+    }
+    pthread_mutex_unlock(&s->lock);
+    for (uint32_t i = 0; i < n; i++)
+        zc__slot_unref(gone[i]);
+    free(gone);
+    char path[4096] = "";
+    for (uint32_t i = 0; i < nfiles; i++)
+        if (zc__spill_path(s, tag, files[i], path, sizeof path) == ZC_OK)
+            remove(path);
+    free(files);
+    if (nfiles && path[0])
+        zc__fsync_parent_dir(path);
+    return ZC_OK;
+}
+
+int zc_store_stats_get(zc_store *s, zc_store_stats *out)
+{
+    if (s == NULL || out == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_stats_get: store or out is NULL");
+    pthread_mutex_lock(&s->lock);
+    *out = s->stats;
+    out->tags = 0;
+    for (size_t b = 0; b < s->bucket_count; b++)
+        for (zc_tag_entry *e = s->buckets[b]; e; e = e->next)
+            if (e->count || e->disk_count)
+                out->tags++;
+    pthread_mutex_unlock(&s->lock);
+    out->retained_bytes = atomic_load(&s->core->retained_bytes);
+    return ZC_OK;
+}

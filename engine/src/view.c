@@ -1,0 +1,235 @@
+/*
+ * view.c — read views of stored slots, and their export to DLPack consumers
+ * (torch) without a copy.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store_internal.h"
+
+zc_view *zc__view_new(zc_slot *slot)
+{
+    zc_view *v = malloc(sizeof *v);
+    if (v == NULL)
+        return NULL;
+    zc__slot_reader_acquire(slot);
+    v->slot = slot;
+    return v;
+}
+
+void zc_view_release(zc_view *v)
+{
+    if (v == NULL)
+        return;
+    zc__slot_reader_release(v->slot);
+    free(v);
+}
+
+const char *zc_view_tag(const zc_view *v)
+{
+    return v ? v->slot->tag : NULL;
+}
+
+uint64_t zc_view_generation(const zc_view *v)
+{
+    return v ? v->slot->generation : 0;
+}
+
+uint32_t zc_view_count(const zc_view *v)
+{
+    return v ? v->slot->bundle->count : 0;
+}
+
+static const zc_tensor *tensor_at(const zc_view *v, uint32_t index)
+{
+    if (v == NULL || index >= v->slot->bundle->count) {
+        zc__fail(ZC_E_NOT_FOUND, "tensor index %u is out of range (the slot has %u tensors)",
+                 index, v ? v->slot->bundle->count : 0);
+        return NULL;
+    }
+    return &v->slot->bundle->tensors[index];
+}
+
+int zc_view_tensor(const zc_view *v, uint32_t index, zc_tensor_info *out)
+{
+    const zc_tensor *t = tensor_at(v, index);
+    if (t == NULL)
+        return ZC_E_NOT_FOUND;
+    if (out == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_view_tensor: out is NULL");
+    memset(out, 0, sizeof *out);
+    out->name = t->name;
+    out->dtype = t->dtype;
+    out->ndim = t->ndim;
+    memcpy(out->shape, t->shape, sizeof t->shape);
+    memcpy(out->byte_strides, t->byte_strides, sizeof t->byte_strides);
+    out->device_type = t->device_type;
+    out->device_id = t->device_id;
+    out->tier = t->tier;
+    out->nbytes = t->nbytes;
+    out->digest = t->digest;
+    out->has_digest = t->has_digest;
+    out->data = t->tier == ZC_TIER_DEVICE ? t->ref_data : t->host;
+    return ZC_OK;
+}
+
+int zc_view_find(const zc_view *v, const char *name, uint32_t *index)
+{
+    if (v == NULL || name == NULL || index == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_view_find: NULL argument");
+    const zc_bundle *b = v->slot->bundle;
+    for (uint32_t i = 0; i < b->count; i++) {
+        if (strcmp(b->tensors[i].name, name) == 0) {
+            *index = i;
+            return ZC_OK;
+        }
+    }
+    return zc__fail(ZC_E_NOT_FOUND, "tag \"%s\" generation %llu has no tensor named \"%s\"",
+                    v->slot->tag, (unsigned long long)v->slot->generation, name);
+}
+
+uint32_t zc_view_meta_count(const zc_view *v)
+{
+    return v ? v->slot->bundle->meta_count : 0;
+}
+
+int zc_view_meta_at(const zc_view *v, uint32_t index, const char **key, const char **value)
+{
+    if (v == NULL || index >= v->slot->bundle->meta_count)
+        return zc__fail(ZC_E_NOT_FOUND, "metadata index %u is out of range", index);
+    if (key)
+        *key = v->slot->bundle->meta[index].key;
+    if (value)
+        *value = v->slot->bundle->meta[index].value;
+    return ZC_OK;
+}
+
+const char *zc_view_meta(const zc_view *v, const char *key)
+{
+    if (v == NULL || key == NULL)
+        return NULL;
+    const zc_bundle *b = v->slot->bundle;
+    for (uint32_t i = 0; i < b->meta_count; i++)
+        if (strcmp(b->meta[i].key, key) == 0)
+            return b->meta[i].value;
+    return NULL;
+}
+
+/* What an exported DLPack tensor points at: one allocation holding either
+ * managed struct, its shape/strides arrays and the slot reference. */
+typedef struct {
+    union {
+        zc_dl_managed legacy;
+        zc_dl_managed_versioned versioned;
+    } m;
+    int64_t shape[ZC_MAX_RANK];
+    int64_t strides[ZC_MAX_RANK];
+    zc_slot *slot;
+} export_ctx;
+
+static void release_export(export_ctx *ctx)
+{
+    zc_slot *slot = ctx->slot;
+    free(ctx);
+    zc__slot_reader_release(slot);
+}
+
+static void delete_legacy(zc_dl_managed *m)
+{
+    release_export(m->manager_ctx);
+}
+
+static void delete_versioned(zc_dl_managed_versioned *m)
+{
+    release_export(m->manager_ctx);
+}
+
+int zc_view_export_dlpack(const zc_view *v, uint32_t index, int versioned, void **managed)
+{
+    const zc_tensor *t = tensor_at(v, index);
+    if (t == NULL)
+        return ZC_E_NOT_FOUND;
+    if (managed == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_view_export_dlpack: managed is NULL");
+    export_ctx *ctx = calloc(1, sizeof *ctx);
+    if (ctx == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory exporting tensor \"%s\"", t->name);
+    size_t elem = zc_dtype_size(t->dtype);
+    for (int32_t i = 0; i < t->ndim; i++) {
+        ctx->shape[i] = t->shape[i];
+        ctx->strides[i] = t->byte_strides[i] / (int64_t)elem;
+    }
+    zc_dl_tensor dl;
+    memset(&dl, 0, sizeof dl);
+    dl.data = t->tier == ZC_TIER_DEVICE ? t->ref_data : t->host;
+    dl.device.device_type = t->device_type;
+    dl.device.device_id = t->device_id;
+    dl.ndim = t->ndim;
+    static const zc_dl_dtype dl_types[ZC_DTYPE_COUNT] = {
+        [ZC_F32] = {ZC_DL_FLOAT, 32, 1},       [ZC_F16] = {ZC_DL_FLOAT, 16, 1},
+        [ZC_BF16] = {ZC_DL_BFLOAT, 16, 1},     [ZC_F64] = {ZC_DL_FLOAT, 64, 1},
+        [ZC_F8_E4M3FN] = {ZC_DL_FLOAT8_E4M3FN, 8, 1}, [ZC_F8_E5M2] = {ZC_DL_FLOAT8_E5M2, 8, 1},
+        [ZC_I8] = {ZC_DL_INT, 8, 1},           [ZC_I16] = {ZC_DL_INT, 16, 1},
+        [ZC_I32] = {ZC_DL_INT, 32, 1},         [ZC_I64] = {ZC_DL_INT, 64, 1},
+        [ZC_U8] = {ZC_DL_UINT, 8, 1},          [ZC_BOOL] = {ZC_DL_BOOL, 8, 1},
+    };
+    dl.dtype = dl_types[t->dtype];
+    dl.shape = t->ndim ? ctx->shape : NULL;
+    dl.strides = t->ndim ? ctx->strides : NULL;
+    dl.byte_offset = 0;
+    ctx->slot = v->slot;
+    zc__slot_reader_acquire(v->slot);
+    if (versioned) {
+        ctx->m.versioned.version.major = ZC_DLPACK_MAJOR;
+        ctx->m.versioned.version.minor = ZC_DLPACK_MINOR;
+        ctx->m.versioned.manager_ctx = ctx;
+        ctx->m.versioned.deleter = delete_versioned;
+        ctx->m.versioned.flags = 0;
+        ctx->m.versioned.dl_tensor = dl;
+    } else {
+        ctx->m.legacy.manager_ctx = ctx;
+        ctx->m.legacy.deleter = delete_legacy;
+        ctx->m.legacy.dl_tensor = dl;
+    }
+    *managed = &ctx->m;
+    return ZC_OK;
+}
+
+int zc_view_verify(const zc_view *v)
+{
+    if (v == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_view_verify: view is NULL");
+    const zc_bundle *b = v->slot->bundle;
+    for (uint32_t i = 0; i < b->count; i++) {
+        const zc_tensor *t = &b->tensors[i];
+        if (!t->has_digest || t->host == NULL)
+            continue;
+        uint64_t now = zc_xxh64(t->host, (size_t)t->nbytes, 0);
+        if (now != t->digest) {
+            char want[32], got[32];
+            zc__digest_format(t->digest, want);
+            zc__digest_format(now, got);
+            return zc__fail(ZC_E_CORRUPT,
+                            "tag \"%s\" generation %llu: tensor \"%s\" changed since it was "
+                            "stored (digest %s, now %s); something wrote through a view",
+                            v->slot->tag, (unsigned long long)v->slot->generation, t->name, want,
+                            got);
+        }
+    }
+    return ZC_OK;
+}
+
+int zc_view_save(const zc_view *v, const char *path)
+{
+    if (v == NULL || path == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_view_save: view or path is NULL");
+    char gen[32];
+    snprintf(gen, sizeof gen, "%llu", (unsigned long long)v->slot->generation);
+    zc_meta_entry extra[3] = {
+        {(char *)ZC_META_FORMAT, (char *)ZC_FORMAT_VALUE},
+        {(char *)ZC_META_TAG, v->slot->tag},
+        {(char *)ZC_META_GENERATION, gen},
+    };
+    return zc__safetensors_write(path, v->slot->bundle, extra, 3);
+}

@@ -1,0 +1,85 @@
+/* fixtures.h — helpers the C tests share: DLPack tensors over test memory
+ * and a managed tensor whose deleter counts its calls. */
+#ifndef ZC_TEST_FIXTURES_H
+#define ZC_TEST_FIXTURES_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "zc.h"
+
+typedef struct {
+    zc_dl_tensor dl;
+    int64_t shape[ZC_MAX_RANK];
+    int64_t strides[ZC_MAX_RANK];
+} fixture_tensor;
+
+/* A contiguous host tensor of float32 over data. */
+static inline void fixture_f32(fixture_tensor *ft, float *data, int ndim, const int64_t *shape)
+{
+    memset(ft, 0, sizeof *ft);
+    ft->dl.data = data;
+    ft->dl.device.device_type = ZC_DL_CPU;
+    ft->dl.ndim = ndim;
+    ft->dl.dtype.code = ZC_DL_FLOAT;
+    ft->dl.dtype.bits = 32;
+    ft->dl.dtype.lanes = 1;
+    for (int i = 0; i < ndim; i++)
+        ft->shape[i] = shape[i];
+    ft->dl.shape = ft->shape;
+    ft->dl.strides = NULL;
+}
+
+/* A managed tensor whose deleter increments *counter (and frees itself). */
+typedef struct {
+    zc_dl_managed_versioned m;
+    int64_t shape[ZC_MAX_RANK];
+    int *counter;
+} fixture_managed;
+
+static inline void fixture_managed_delete(zc_dl_managed_versioned *m)
+{
+    fixture_managed *fm = m->manager_ctx;
+    (*fm->counter)++;
+    free(fm);
+}
+
+static inline void *fixture_managed_new(void *device_data, int32_t device_type, int ndim,
+                                        const int64_t *shape, int *counter)
+{
+    fixture_managed *fm = calloc(1, sizeof *fm);
+    fm->m.version.major = 1;
+    fm->m.manager_ctx = fm;
+    fm->m.deleter = fixture_managed_delete;
+    fm->m.dl_tensor.data = device_data;
+    fm->m.dl_tensor.device.device_type = device_type;
+    fm->m.dl_tensor.ndim = ndim;
+    fm->m.dl_tensor.dtype.code = ZC_DL_FLOAT;
+    fm->m.dl_tensor.dtype.bits = 32;
+    fm->m.dl_tensor.dtype.lanes = 1;
+    for (int i = 0; i < ndim; i++)
+        fm->shape[i] = shape[i];
+    fm->m.dl_tensor.shape = fm->shape;
+    fm->counter = counter;
+    return &fm->m;
+}
+
+/* A bundle with one float32 tensor "latent_tensor" of n values i*scale. */
+static inline zc_bundle *fixture_bundle(int64_t n, float scale)
+{
+    float *data = malloc(sizeof(float) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++)
+        data[i] = (float)i * scale;
+    fixture_tensor ft;
+    int64_t shape[1] = {n};
+    fixture_f32(&ft, data, 1, shape);
+    zc_bundle *b = NULL;
+    if (zc_bundle_create(&b) != ZC_OK || zc_bundle_add_copy(b, "latent_tensor", &ft.dl) != ZC_OK) {
+        zc_bundle_free(b);
+        b = NULL;
+    }
+    free(data);
+    return b;
+}
+
+#endif

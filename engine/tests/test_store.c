@@ -1,0 +1,505 @@
+/* test_store.c — bundles, tags, rings, generations, budgets, views,
+ * references and DLPack export (no disk). */
+#include <stdio.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "harness.h"
+
+static zc_store *open_store(uint32_t depth, uint64_t host_budget, uint64_t device_budget)
+{
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.default_depth = depth;
+    c.host_budget_bytes = host_budget;
+    c.device_budget_bytes = device_budget;
+    zc_store *s = NULL;
+    if (zc_store_open(&c, &s) != ZC_OK)
+        return NULL;
+    return s;
+}
+
+TEST(tag_charset_and_length)
+{
+    CHECK(zc_tag_check("default_continuity") == ZC_OK);
+    CHECK(zc_tag_check("shot-01.v2") == ZC_OK);
+    CHECK(zc_tag_check("_x") == ZC_OK);
+    CHECK(zc_tag_check("") == ZC_E_INVALID);
+    CHECK(zc_tag_check(NULL) == ZC_E_INVALID);
+    CHECK(zc_tag_check("../etc/passwd") == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "'/'") || strstr(zc_last_error(), "'.'"));
+    CHECK(zc_tag_check("a/b") == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "'/' at position 1") != NULL);
+    CHECK(zc_tag_check("a b") == ZC_E_INVALID);
+    CHECK(zc_tag_check("a@b") == ZC_E_INVALID);
+    CHECK(zc_tag_check("caf\xc3\xa9") == ZC_E_INVALID);
+    CHECK(zc_tag_check(".hidden") == ZC_E_INVALID);
+    CHECK(zc_tag_check("-flag") == ZC_E_INVALID);
+    char tag[ZC_MAX_TAG_LEN + 2];
+    memset(tag, 'a', sizeof tag);
+    tag[ZC_MAX_TAG_LEN] = '\0';
+    CHECK(zc_tag_check(tag) == ZC_OK);
+    tag[ZC_MAX_TAG_LEN] = 'a';
+    tag[ZC_MAX_TAG_LEN + 1] = '\0';
+    CHECK(zc_tag_check(tag) == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "expected 1 to 64") != NULL);
+}
+
+TEST(put_get_roundtrip_is_bit_identical_with_digest)
+{
+    zc_store *s = open_store(0, 0, 0);
+    REQUIRE(s != NULL);
+    float data[24];
+    for (int i = 0; i < 24; i++)
+        data[i] = (float)i * 0.5f - 3.0f;
+    int64_t shape[3] = {2, 3, 4};
+    fixture_tensor ft;
+    fixture_f32(&ft, data, 3, shape);
+    zc_bundle *b;
+    REQUIRE_OK(zc_bundle_create(&b));
+    REQUIRE_OK(zc_bundle_add_copy(b, "latent_tensor", &ft.dl));
+    CHECK_OK(zc_bundle_set_meta(b, "family", "wan21"));
+    uint64_t gen = 0;
+    REQUIRE_OK(zc_store_put(s, "shot", b, 0, &gen));
+    CHECK(gen == 1);
+    data[0] = 999.0f; /* the store took a copy */
+    zc_view *v;
+    REQUIRE_OK(zc_store_get(s, "shot", 0, &v));
+    zc_tensor_info ti;
+    REQUIRE_OK(zc_view_tensor(v, 0, &ti));
+    CHECK(strcmp(ti.name, "latent_tensor") == 0);
+    CHECK(ti.dtype == ZC_F32 && ti.ndim == 3 && ti.shape[2] == 4 && ti.nbytes == 96);
+    CHECK(ti.byte_strides[0] == 48 && ti.byte_strides[1] == 16 && ti.byte_strides[2] == 4);
+    CHECK(ti.tier == ZC_TIER_HOST && ti.has_digest);
+    CHECK(((uintptr_t)ti.data % 64) == 0);
+    CHECK(((float *)ti.data)[0] == -3.0f && ((float *)ti.data)[23] == 8.5f);
+    data[0] = -3.0f;
+    CHECK(ti.digest == zc_xxh64(data, sizeof data, 0));
+    CHECK(strcmp(zc_view_meta(v, "family"), "wan21") == 0);
+    CHECK(zc_view_meta(v, "missing") == NULL);
+    CHECK(zc_view_generation(v) == 1 && strcmp(zc_view_tag(v), "shot") == 0);
+    CHECK_OK(zc_view_verify(v));
+    zc_view_release(v);
+    zc_store_close(s);
+}
+
+TEST(strided_copy_is_made_contiguous)
+{
+    /* A transposed 3x4 view of a 4x3 buffer, and a broadcast (stride 0). */
+    float base[12];
+    for (int i = 0; i < 12; i++)
+        base[i] = (float)i;
+    fixture_tensor ft;
+    int64_t shape[2] = {3, 4};
+    fixture_f32(&ft, base, 2, shape);
+    ft.strides[0] = 1;
+    ft.strides[1] = 3;
+    ft.dl.strides = ft.strides;
+    zc_bundle *b;
+    REQUIRE_OK(zc_bundle_create(&b));
+    REQUIRE_OK(zc_bundle_add_copy(b, "t", &ft.dl));
+    fixture_tensor bc;
+    int64_t bshape[2] = {2, 3};
+    fixture_f32(&bc, base, 2, bshape);
+    bc.strides[0] = 0;
+    bc.strides[1] = 1;
+    bc.dl.strides = bc.strides;
+    REQUIRE_OK(zc_bundle_add_copy(b, "b", &bc.dl));
+    zc_store *s = open_store(0, 0, 0);
+    REQUIRE_OK(zc_store_put(s, "t", b, 0, NULL));
+    zc_view *v;
+    REQUIRE_OK(zc_store_get(s, "t", 0, &v));
+    zc_tensor_info ti;
+    REQUIRE_OK(zc_view_tensor(v, 0, &ti));
+    float expect[12];
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 4; c++)
+            expect[r * 4 + c] = base[c * 3 + r];
+    CHECK(memcmp(ti.data, expect, sizeof expect) == 0);
+    CHECK(ti.digest == zc_xxh64(expect, sizeof expect, 0));
+    REQUIRE_OK(zc_view_tensor(v, 1, &ti));
+    float bexp[6] = {0, 1, 2, 0, 1, 2};
+    CHECK(memcmp(ti.data, bexp, sizeof bexp) == 0);
+    zc_view_release(v);
+    zc_store_close(s);
+}
+
+TEST(every_dtype_and_rank_zero_and_empty)
+{
+    static const struct { uint8_t code, bits; int dtype; } types[] = {
+        {ZC_DL_FLOAT, 32, ZC_F32}, {ZC_DL_FLOAT, 16, ZC_F16}, {ZC_DL_BFLOAT, 16, ZC_BF16},
+        {ZC_DL_FLOAT, 64, ZC_F64}, {ZC_DL_FLOAT8_E4M3FN, 8, ZC_F8_E4M3FN},
+        {ZC_DL_FLOAT8_E5M2, 8, ZC_F8_E5M2}, {ZC_DL_INT, 8, ZC_I8}, {ZC_DL_INT, 16, ZC_I16},
+        {ZC_DL_INT, 32, ZC_I32}, {ZC_DL_INT, 64, ZC_I64}, {ZC_DL_UINT, 8, ZC_U8},
+        {ZC_DL_BOOL, 8, ZC_BOOL},
+    };
+    uint8_t bytes[64];
+    for (int i = 0; i < 64; i++)
+        bytes[i] = (uint8_t)(i * 7 + 1);
+    zc_bundle *b;
+    REQUIRE_OK(zc_bundle_create(&b));
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        fixture_tensor ft;
+        int64_t shape[1] = {64 / (types[k].bits / 8) / 2};
+        fixture_f32(&ft, (float *)bytes, 1, shape);
+        ft.dl.dtype.code = types[k].code;
+        ft.dl.dtype.bits = types[k].bits;
+        char name[16];
+        snprintf(name, sizeof name, "t%zu", k);
+        REQUIRE_OK(zc_bundle_add_copy(b, name, &ft.dl));
+    }
+    fixture_tensor scalar;
+    fixture_f32(&scalar, (float *)bytes, 0, NULL);
+    CHECK_OK(zc_bundle_add_copy(b, "scalar", &scalar.dl));
+    fixture_tensor empty;
+    int64_t eshape[2] = {0, 5};
+    fixture_f32(&empty, NULL, 2, eshape);
+    CHECK_OK(zc_bundle_add_copy(b, "empty", &empty.dl));
+    CHECK(zc_bundle_count(b) == 14);
+    zc_store *s = open_store(0, 0, 0);
+    REQUIRE_OK(zc_store_put(s, "dtypes", b, 0, NULL));
+    zc_view *v;
+    REQUIRE_OK(zc_store_get(s, "dtypes", 0, &v));
+    for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+        zc_tensor_info ti;
+        REQUIRE_OK(zc_view_tensor(v, (uint32_t)k, &ti));
+        CHECK(ti.dtype == types[k].dtype);
+        CHECK(ti.nbytes == 32);
+        CHECK(memcmp(ti.data, bytes, 32) == 0);
+    }
+    zc_tensor_info ti;
+    REQUIRE_OK(zc_view_tensor(v, 12, &ti));
+    CHECK(ti.ndim == 0 && ti.nbytes == 4 && memcmp(ti.data, bytes, 4) == 0);
+    REQUIRE_OK(zc_view_tensor(v, 13, &ti));
+    CHECK(ti.nbytes == 0 && ti.digest == zc_xxh64(NULL, 0, 0));
+    CHECK(zc_view_tensor(v, 14, &ti) == ZC_E_NOT_FOUND);
+    zc_view_release(v);
+    zc_store_close(s);
+}
+
+TEST(bad_input_is_refused_with_clear_errors)
+{
+    zc_bundle *b;
+    REQUIRE_OK(zc_bundle_create(&b));
+    float x[4] = {0};
+    fixture_tensor ft;
+    int64_t shape[1] = {4};
+    fixture_f32(&ft, x, 1, shape);
+    CHECK(zc_bundle_add_copy(b, "", &ft.dl) == ZC_E_INVALID);
+    CHECK(zc_bundle_add_copy(b, "a\"b", &ft.dl) == ZC_E_INVALID);
+    ft.dl.ndim = 9;
+    CHECK(zc_bundle_add_copy(b, "x", &ft.dl) == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "rank 9") != NULL);
+    ft.dl.ndim = 1;
+    ft.dl.dtype.code = ZC_DL_COMPLEX;
+    ft.dl.dtype.bits = 64;
+    CHECK(zc_bundle_add_copy(b, "x", &ft.dl) == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "not supported") != NULL);
+    ft.dl.dtype.code = ZC_DL_FLOAT;
+    ft.dl.dtype.bits = 32;
+    ft.shape[0] = -1;
+    CHECK(zc_bundle_add_copy(b, "x", &ft.dl) == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "negative") != NULL);
+    ft.shape[0] = 4;
+    ft.dl.device.device_type = ZC_DL_CUDA;
+    CHECK(zc_bundle_add_copy(b, "x", &ft.dl) == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "by reference") != NULL);
+    ft.dl.device.device_type = ZC_DL_CPU;
+    ft.shape[0] = INT64_MAX / 2;
+    CHECK(zc_bundle_add_copy(b, "x", &ft.dl) == ZC_E_LIMIT);
+    ft.shape[0] = 4;
+    CHECK_OK(zc_bundle_add_copy(b, "x", &ft.dl));
+    CHECK(zc_bundle_add_copy(b, "x", &ft.dl) == ZC_E_STATE);
+    CHECK(strstr(zc_last_error(), "already has a tensor named \"x\"") != NULL);
+    for (int i = 1; i < ZC_MAX_TENSORS; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%d", i);
+        CHECK_OK(zc_bundle_add_copy(b, name, &ft.dl));
+    }
+    CHECK(zc_bundle_add_copy(b, "one_too_many", &ft.dl) == ZC_E_LIMIT);
+    CHECK(zc_bundle_set_meta(b, "zc.digest.x", "nope") == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "reserves") != NULL);
+    CHECK(zc_bundle_set_meta(b, "k", "\xff\xfe") == ZC_E_INVALID);
+    CHECK_OK(zc_bundle_set_meta(b, "k", "v1"));
+    CHECK_OK(zc_bundle_set_meta(b, "k", "v2 \xe2\x9c\x93"));
+    zc_store *s = open_store(0, 0, 0);
+    CHECK(zc_store_put(s, "bad/tag", b, 0, NULL) == ZC_E_INVALID);
+    CHECK(zc_store_put(s, "t", b, ZC_PUT_SPILL, NULL) == ZC_E_UNSUPPORTED);
+    CHECK(strstr(zc_last_error(), "no spill directory") != NULL);
+    zc_bundle *empty;
+    REQUIRE_OK(zc_bundle_create(&empty));
+    CHECK(zc_store_put(s, "t", empty, 0, NULL) == ZC_E_INVALID);
+    zc_bundle_free(empty);
+    CHECK_OK(zc_store_put(s, "t", b, 0, NULL));
+    zc_view *v = NULL;
+    CHECK(zc_store_get(s, "nope", 0, &v) == ZC_E_NOT_FOUND);
+    CHECK(strstr(zc_last_error(), "no latent is stored under tag \"nope\"") != NULL);
+    CHECK(zc_store_get(s, "t", 7, &v) == ZC_E_NOT_FOUND);
+    CHECK(strstr(zc_last_error(), "no generation 7") != NULL);
+    zc_store_close(s);
+}
+
+TEST(ring_keeps_depth_and_generations_grow)
+{
+    zc_store *s = open_store(3, 0, 0);
+    REQUIRE(s != NULL);
+    for (int i = 1; i <= 7; i++) {
+        uint64_t gen;
+        REQUIRE_OK(zc_store_put(s, "ring", fixture_bundle(8, (float)i), 0, &gen));
+        CHECK(gen == (uint64_t)i);
+    }
+    zc_store_stats st;
+    zc_store_stats_get(s, &st);
+    CHECK(st.slots == 3 && st.tags == 1 && st.host_bytes == 3 * 32);
+    zc_view *v;
+    CHECK(zc_store_get(s, "ring", 4, &v) == ZC_E_NOT_FOUND);
+    REQUIRE_OK(zc_store_get(s, "ring", 5, &v));
+    zc_tensor_info ti;
+    zc_view_tensor(v, 0, &ti);
+    CHECK(((float *)ti.data)[1] == 5.0f);
+    zc_view_release(v);
+    REQUIRE_OK(zc_store_get(s, "ring", 0, &v));
+    CHECK(zc_view_generation(v) == 7);
+    zc_view_release(v);
+    CHECK_OK(zc_store_set_depth(s, "ring", 1));
+    zc_store_stats_get(s, &st);
+    CHECK(st.slots == 1);
+    CHECK(zc_store_set_depth(s, "ring", 0) == ZC_E_INVALID);
+    CHECK_OK(zc_store_drop(s, "ring", 0));
+    CHECK(zc_store_drop(s, "ring", 0) == ZC_E_NOT_FOUND);
+    uint64_t gen;
+    REQUIRE_OK(zc_store_put(s, "ring", fixture_bundle(8, 1), 0, &gen));
+    CHECK(gen == 8); /* generations never repeat, even after a drop */
+    zc_store_close(s);
+}
+
+TEST(view_outlives_eviction_and_drop)
+{
+    zc_store *s = open_store(1, 0, 0);
+    REQUIRE_OK(zc_store_put(s, "a", fixture_bundle(1024, 2.0f), 0, NULL));
+    zc_view *v;
+    REQUIRE_OK(zc_store_get(s, "a", 0, &v));
+    REQUIRE_OK(zc_store_put(s, "a", fixture_bundle(1024, 3.0f), 0, NULL)); /* ring pushes it out */
+    zc_store_stats st;
+    zc_store_stats_get(s, &st);
+    CHECK(st.retained_bytes == 4096);
+    zc_tensor_info ti;
+    zc_view_tensor(v, 0, &ti);
+    CHECK(((float *)ti.data)[1023] == 2046.0f); /* ASan would flag a use after free here */
+    void *m;
+    REQUIRE_OK(zc_view_export_dlpack(v, 0, 1, &m));
+    zc_view_release(v);
+    CHECK_OK(zc_store_drop(s, "a", 0));
+    zc_dl_managed_versioned *mv = m;
+    CHECK(mv->version.major == 1 && mv->dl_tensor.ndim == 1 && mv->dl_tensor.shape[0] == 1024);
+    CHECK(((float *)mv->dl_tensor.data)[1023] == 2046.0f);
+    zc_store_stats_get(s, &st);
+    CHECK(st.retained_bytes == 4096 && st.slots == 0);
+    zc_store_close(s); /* the exported tensor even outlives the store */
+    CHECK(((float *)mv->dl_tensor.data)[10] == 20.0f);
+    mv->deleter(mv);
+}
+
+TEST(export_legacy_and_versioned_dlpack)
+{
+    zc_store *s = open_store(0, 0, 0);
+    float data[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2] = {2, 3};
+    fixture_tensor ft;
+    fixture_f32(&ft, data, 2, shape);
+    zc_bundle *b;
+    zc_bundle_create(&b);
+    zc_bundle_add_copy(b, "x", &ft.dl);
+    REQUIRE_OK(zc_store_put(s, "e", b, 0, NULL));
+    zc_view *v;
+    REQUIRE_OK(zc_store_get(s, "e", 0, &v));
+    void *m1, *m2;
+    REQUIRE_OK(zc_view_export_dlpack(v, 0, 0, &m1));
+    REQUIRE_OK(zc_view_export_dlpack(v, 0, 1, &m2));
+    CHECK(zc_view_export_dlpack(v, 1, 1, &m2) == ZC_E_NOT_FOUND);
+    zc_dl_managed *legacy = m1;
+    zc_dl_managed_versioned *ver = m2;
+    CHECK(legacy->dl_tensor.strides[0] == 3 && legacy->dl_tensor.strides[1] == 1);
+    CHECK(legacy->dl_tensor.dtype.code == ZC_DL_FLOAT && legacy->dl_tensor.dtype.bits == 32);
+    CHECK(legacy->dl_tensor.data == ver->dl_tensor.data);
+    CHECK(legacy->dl_tensor.device.device_type == ZC_DL_CPU);
+    zc_view_release(v);
+    zc_store_close(s);
+    legacy->deleter(legacy);
+    ver->deleter(ver);
+}
+
+TEST(reference_tensors_call_their_deleter_exactly_once)
+{
+    int deleted = 0;
+    float fake_device[8] = {0};
+    int64_t shape[1] = {8};
+    zc_store *s = open_store(2, 0, 0);
+    for (int i = 0; i < 3; i++) {
+        zc_bundle *b;
+        zc_bundle_create(&b);
+        void *m = fixture_managed_new(fake_device, ZC_DL_CUDA, 1, shape, &deleted);
+        REQUIRE_OK(zc_bundle_add_reference(b, "video", m, 1, NULL));
+        REQUIRE_OK(zc_store_put(s, "ref", b, 0, NULL));
+    }
+    CHECK(deleted == 1); /* the ring of depth 2 let the first go */
+    zc_view *v;
+    REQUIRE_OK(zc_store_get(s, "ref", 0, &v));
+    zc_tensor_info ti;
+    zc_view_tensor(v, 0, &ti);
+    CHECK(ti.tier == ZC_TIER_DEVICE && ti.device_type == ZC_DL_CUDA && ti.data == fake_device);
+    CHECK(!ti.has_digest);
+    zc_store_stats st;
+    zc_store_stats_get(s, &st);
+    CHECK(st.device_bytes == 64 && st.host_bytes == 0);
+    /* Spilling a device tensor without a host copy is refused up front. */
+    zc_bundle *b;
+    zc_bundle_create(&b);
+    REQUIRE_OK(zc_bundle_add_reference(b, "video",
+                                       fixture_managed_new(fake_device, ZC_DL_CUDA, 1, shape, &deleted),
+                                       1, NULL));
+    zc_bundle_free(b);
+    CHECK(deleted == 2);
+    /* A failing add still consumes the managed tensor. */
+    zc_bundle_create(&b);
+    int64_t bad[1] = {-3};
+    CHECK(zc_bundle_add_reference(b, "video", fixture_managed_new(fake_device, ZC_DL_CUDA, 1, bad,
+                                  &deleted), 1, NULL) == ZC_E_INVALID);
+    CHECK(deleted == 3);
+    /* With a host copy the tensor gets a digest. */
+    float host[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    fixture_tensor hc;
+    fixture_f32(&hc, host, 1, shape);
+    REQUIRE_OK(zc_bundle_add_reference(b, "video",
+                                       fixture_managed_new(fake_device, ZC_DL_CUDA, 1, shape, &deleted),
+                                       1, &hc.dl));
+    int64_t other[1] = {4};
+    fixture_tensor mismatch;
+    fixture_f32(&mismatch, host, 1, other);
+    CHECK(zc_bundle_add_reference(b, "audio", fixture_managed_new(fake_device, ZC_DL_CUDA, 1, shape,
+                                  &deleted), 1, &mismatch.dl) == ZC_E_INVALID);
+    CHECK(deleted == 4);
+    REQUIRE_OK(zc_store_put(s, "ref", b, 0, NULL));
+    CHECK(deleted == 5); /* generation 2 left the ring of depth 2 */
+    zc_view *v2;
+    REQUIRE_OK(zc_store_get(s, "ref", 0, &v2));
+    zc_view_tensor(v2, 0, &ti);
+    CHECK(ti.has_digest && ti.digest == zc_xxh64(host, sizeof host, 0));
+    zc_view_release(v2);
+    zc_store_close(s);
+    CHECK(deleted == 6); /* generation 4 went; generation 3 is still viewed */
+    zc_view_release(v);
+    CHECK(deleted == 7);
+}
+
+TEST(budget_evicts_lru_across_tags_but_not_held_or_newest)
+{
+    /* Each bundle is 400 bytes (100 floats); the host budget holds 3. */
+    zc_store *s = open_store(4, 1200, 0);
+    REQUIRE_OK(zc_store_put(s, "a", fixture_bundle(100, 1), 0, NULL)); /* a1 */
+    REQUIRE_OK(zc_store_put(s, "a", fixture_bundle(100, 2), 0, NULL)); /* a2 */
+    REQUIRE_OK(zc_store_put(s, "b", fixture_bundle(100, 3), 0, NULL)); /* b1 */
+    zc_view *v;
+    REQUIRE_OK(zc_store_get(s, "a", 1, &v)); /* a1 is now most recently used and held */
+    zc_bundle *held = fixture_bundle(100, 4);
+    /* a1 is held, a2 is a's newest and b1 is b's newest: nothing can go. */
+    CHECK(zc_store_put(s, "c", held, 0, NULL) == ZC_E_BUDGET);
+    CHECK(strstr(zc_last_error(), "only 0 can be evicted") != NULL);
+    zc_store_stats st;
+    zc_store_stats_get(s, &st);
+    CHECK(st.evictions == 0 && st.host_bytes == 1200 && st.slots == 3);
+    zc_view_release(v);
+    REQUIRE_OK(zc_store_put(s, "c", held, 0, NULL)); /* released: a1 can go now */
+    zc_store_stats_get(s, &st);
+    CHECK(st.evictions == 1 && st.host_bytes == 1200);
+    zc_store_close(s);
+
+    s = open_store(4, 1200, 0);
+    REQUIRE_OK(zc_store_put(s, "a", fixture_bundle(100, 1), 0, NULL));
+    REQUIRE_OK(zc_store_put(s, "a", fixture_bundle(100, 2), 0, NULL));
+    REQUIRE_OK(zc_store_put(s, "b", fixture_bundle(100, 3), 0, NULL));
+    REQUIRE_OK(zc_store_put(s, "c", fixture_bundle(100, 4), 0, NULL));
+    zc_store_stats_get(s, &st);
+    CHECK(st.evictions == 1 && st.host_bytes == 1200 && st.slots == 3);
+    CHECK(zc_store_get(s, "a", 1, &v) == ZC_E_NOT_FOUND); /* the LRU non-newest slot went */
+    CHECK(zc_store_get(s, "a", 2, &v) == ZC_OK);
+    zc_view_release(v);
+    /* Now every slot is a tag's newest: a new tag cannot fit without permission. */
+    zc_bundle *b = fixture_bundle(100, 5);
+    CHECK(zc_store_put(s, "d", b, 0, NULL) == ZC_E_BUDGET);
+    CHECK(strstr(zc_last_error(), "host budget exceeded for tag \"d\"") != NULL);
+    CHECK(strstr(zc_last_error(), "needs 400 bytes, the budget is 1200") != NULL);
+    zc_store_stats_get(s, &st);
+    CHECK(st.slots == 3 && st.host_bytes == 1200); /* nothing lost */
+    REQUIRE_OK(zc_store_put(s, "d", b, ZC_PUT_MAY_EVICT_NEWEST, NULL));
+    zc_store_stats_get(s, &st);
+    CHECK(st.slots == 3 && st.evictions == 2);
+    CHECK(zc_store_get(s, "b", 0, &v) == ZC_E_NOT_FOUND); /* b was least recently used */
+    /* A bundle larger than the whole budget is refused outright. */
+    b = fixture_bundle(1000, 1);
+    CHECK(zc_store_put(s, "e", b, ZC_PUT_MAY_EVICT_NEWEST, NULL) == ZC_E_BUDGET);
+    zc_bundle_free(b);
+    zc_store_close(s);
+}
+
+TEST(device_budget_counts_references)
+{
+    int deleted = 0;
+    float fake[25];
+    int64_t shape[1] = {25};
+    zc_store *s = open_store(4, 0, 200);
+    for (int i = 0; i < 3; i++) {
+        zc_bundle *b;
+        zc_bundle_create(&b);
+        zc_bundle_add_reference(b, "v", fixture_managed_new(fake, ZC_DL_CUDA, 1, shape, &deleted), 1,
+                                NULL);
+        REQUIRE_OK(zc_store_put(s, "dev", b, 0, NULL));
+    }
+    zc_store_stats st;
+    zc_store_stats_get(s, &st);
+    CHECK(st.device_bytes == 200 && st.evictions == 1 && deleted == 1);
+    zc_store_close(s);
+    CHECK(deleted == 3);
+}
+
+TEST(describe_json_lists_tags)
+{
+    zc_store *s = open_store(0, 0, 0);
+    zc_bundle *b = fixture_bundle(4, 1);
+    zc_bundle_set_meta(b, "note", "quote \" backslash \\ newline \n");
+    REQUIRE_OK(zc_store_put(s, "described", b, 0, NULL));
+    size_t need = 0;
+    CHECK(zc_store_describe_json(s, NULL, 0, &need) == ZC_E_LIMIT);
+    REQUIRE(need > 10);
+    char *buf = malloc(need);
+    REQUIRE_OK(zc_store_describe_json(s, buf, need, NULL));
+    CHECK(strstr(buf, "\"tag\":\"described\"") != NULL);
+    CHECK(strstr(buf, "\"dtype\":\"F32\",\"shape\":[4]") != NULL);
+    CHECK(strstr(buf, "quote \\\" backslash \\\\ newline \\n") != NULL);
+    CHECK(strstr(buf, "\"digest\":\"xxh64:") != NULL);
+    free(buf);
+    zc_store_close(s);
+}
+
+TEST(many_tags_lookup)
+{
+    zc_store *s = open_store(1, 0, 0);
+    char tag[32];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(tag, sizeof tag, "tag_%d", i);
+        REQUIRE_OK(zc_store_put(s, tag, fixture_bundle(2, (float)i), 0, NULL));
+    }
+    for (int i = 0; i < 3000; i += 7) {
+        zc_view *v;
+        snprintf(tag, sizeof tag, "tag_%d", i);
+        REQUIRE_OK(zc_store_get(s, tag, 0, &v));
+        zc_tensor_info ti;
+        zc_view_tensor(v, 0, &ti);
+        CHECK(((float *)ti.data)[1] == (float)i);
+        zc_view_release(v);
+    }
+    zc_store_stats st;
+    zc_store_stats_get(s, &st);
+    CHECK(st.tags == 3000);
+    zc_store_close(s);
+}

@@ -1,0 +1,194 @@
+"""Loading libzc.so with ctypes and declaring its functions.
+
+One shared library serves every Python version (no Python headers at build
+time, as ComfyUI's portable builds lack them). ``ZC_LIBRARY`` overrides the
+path, which is how the tests load the AddressSanitizer build.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from pathlib import Path
+
+from .errors import EngineNotBuilt, error_for
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MAX_RANK = 8
+
+c_int, c_uint32, c_uint64, c_size_t = ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
+c_char_p, c_void_p, POINTER = ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", POINTER(ctypes.c_int64)),
+        ("strides", POINTER(ctypes.c_int64)),
+        ("byte_offset", c_uint64),
+    ]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("version_major", c_uint32),
+        ("version_minor", c_uint32),
+        ("manager_ctx", c_void_p),
+        ("deleter", c_void_p),
+        ("flags", c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", c_void_p), ("deleter", c_void_p)]
+
+
+class StoreConfig(ctypes.Structure):
+    _fields_ = [
+        ("default_depth", c_uint32),
+        ("host_budget_bytes", c_uint64),
+        ("device_budget_bytes", c_uint64),
+        ("spill_dir", c_char_p),
+        ("disk_keep", c_uint32),
+    ]
+
+
+class StoreStats(ctypes.Structure):
+    _fields_ = [(name, c_uint64) for name in (
+        "tags", "slots", "host_bytes", "device_bytes", "retained_bytes", "evictions",
+        "spills_written", "spill_errors", "restores", "files_rejected", "pending_spills")]
+
+
+class TensorInfo(ctypes.Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("dtype", c_int),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MAX_RANK),
+        ("byte_strides", ctypes.c_int64 * MAX_RANK),
+        ("device_type", ctypes.c_int32),
+        ("device_id", ctypes.c_int32),
+        ("tier", c_int),
+        ("nbytes", c_uint64),
+        ("digest", c_uint64),
+        ("has_digest", c_int),
+        ("data", c_void_p),
+    ]
+
+
+class FileTensor(ctypes.Structure):
+    _fields_ = [
+        ("name", c_char_p),
+        ("dtype", c_int),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MAX_RANK),
+        ("nbytes", c_uint64),
+        ("offset", c_uint64),
+        ("has_digest", c_int),
+        ("recorded_digest", c_uint64),
+    ]
+
+
+_PROTOTYPES = {
+    # name: (restype, argtypes)
+    "zc_version": (c_char_p, []),
+    "zc_last_error": (c_char_p, []),
+    "zc_status_name": (c_char_p, [c_int]),
+    "zc_xxh64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
+    "zc_tag_check": (c_int, [c_char_p]),
+    "zc_bundle_create": (c_int, [POINTER(c_void_p)]),
+    "zc_bundle_free": (None, [c_void_p]),
+    "zc_bundle_add_copy": (c_int, [c_void_p, c_char_p, c_void_p]),
+    "zc_bundle_add_reference": (c_int, [c_void_p, c_char_p, c_void_p, c_int, c_void_p]),
+    "zc_bundle_set_meta": (c_int, [c_void_p, c_char_p, c_char_p]),
+    "zc_store_config_init": (None, [POINTER(StoreConfig)]),
+    "zc_store_open": (c_int, [POINTER(StoreConfig), POINTER(c_void_p)]),
+    "zc_store_close": (None, [c_void_p]),
+    "zc_store_set_depth": (c_int, [c_void_p, c_char_p, c_uint32]),
+    "zc_store_put": (c_int, [c_void_p, c_char_p, c_void_p, c_uint32, POINTER(c_uint64)]),
+    "zc_store_get": (c_int, [c_void_p, c_char_p, c_uint64, POINTER(c_void_p)]),
+    "zc_store_drop": (c_int, [c_void_p, c_char_p, c_uint32]),
+    "zc_store_flush": (c_int, [c_void_p]),
+    "zc_store_stats_get": (c_int, [c_void_p, POINTER(StoreStats)]),
+    "zc_store_describe_json": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "zc_view_tag": (c_char_p, [c_void_p]),
+    "zc_view_generation": (c_uint64, [c_void_p]),
+    "zc_view_count": (c_uint32, [c_void_p]),
+    "zc_view_tensor": (c_int, [c_void_p, c_uint32, POINTER(TensorInfo)]),
+    "zc_view_meta_count": (c_uint32, [c_void_p]),
+    "zc_view_meta_at": (c_int, [c_void_p, c_uint32, POINTER(c_char_p), POINTER(c_char_p)]),
+    "zc_view_export_dlpack": (c_int, [c_void_p, c_uint32, c_int, POINTER(c_void_p)]),
+    "zc_view_verify": (c_int, [c_void_p]),
+    "zc_view_save": (c_int, [c_void_p, c_char_p]),
+    "zc_view_release": (None, [c_void_p]),
+    "zc_file_open": (c_int, [c_char_p, POINTER(c_void_p)]),
+    "zc_file_close": (None, [c_void_p]),
+    "zc_file_count": (c_uint32, [c_void_p]),
+    "zc_file_tensor_at": (c_int, [c_void_p, c_uint32, POINTER(FileTensor)]),
+    "zc_file_meta_count": (c_uint32, [c_void_p]),
+    "zc_file_meta_at": (c_int, [c_void_p, c_uint32, POINTER(c_char_p), POINTER(c_char_p)]),
+    "zc_file_read": (c_int, [c_void_p, c_uint32, c_void_p, c_size_t, POINTER(c_uint64)]),
+}
+
+
+def _candidates() -> list[Path]:
+    override = os.environ.get("ZC_LIBRARY")
+    if override:
+        return [Path(override)]
+    here = Path(__file__).resolve().parent
+    return [REPO_ROOT / "build" / "libzc.so", here / "libzc.so"]
+
+
+def _load() -> ctypes.CDLL:
+    tried = []
+    for path in _candidates():
+        tried.append(str(path))
+        if path.is_file():
+            try:
+                lib = ctypes.CDLL(str(path))
+            except OSError as exc:
+                raise EngineNotBuilt(
+                    f"ZeroCopy-Continuity: cannot load the C engine {path}: {exc}; rebuild it "
+                    f"with `make -C {REPO_ROOT}`") from exc
+            break
+    else:
+        raise EngineNotBuilt(
+            f"ZeroCopy-Continuity: the C engine is not built (looked for {', '.join(tried)}); "
+            f"build it with `make -C {REPO_ROOT}` (needs a C compiler: gcc or clang)")
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return lib
+
+
+lib = _load()
+
+
+def check(status: int) -> int:
+    """Raise the engine's error for a failing status, else return it."""
+    if status < 0:
+        message = (lib.zc_last_error() or b"").decode("utf-8", "replace")
+        raise error_for(status, message or lib.zc_status_name(status).decode())
+    return status
+
+
+def encode(text: str, what: str) -> bytes:
+    """UTF-8 bytes for a C string argument; refuses embedded NULs."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a str, not {type(text).__name__}")
+    if "\0" in text:
+        raise error_for(-1, f"{what} {text!r} contains a NUL character; remove it")
+    return text.encode("utf-8")

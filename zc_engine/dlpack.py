@@ -1,0 +1,138 @@
+"""Moving torch tensors in and out of the C engine through DLPack.
+
+In: a host tensor is *borrowed* (the engine copies it while the capsule is
+alive; torch's own capsule destructor then releases it); a tensor held by
+reference is *consumed* (the capsule is renamed ``used_dltensor*`` as the
+DLPack protocol requires and the engine calls its deleter exactly once).
+
+Out: the engine exports a managed tensor that holds its own reference on the
+stored slot; it travels to torch inside a capsule whose destructor calls the
+deleter only if torch never consumed it. The tensor torch builds views the
+store's memory (host) or the original device memory; no byte is copied.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+
+from ._library import DLManagedTensor, DLManagedTensorVersioned, check, lib
+
+VERSIONED = b"dltensor_versioned"
+LEGACY = b"dltensor"
+USED_VERSIONED = b"used_dltensor_versioned"
+USED_LEGACY = b"used_dltensor"
+
+_py = ctypes.pythonapi
+# Separate prototypes so that the capsule destructor can call them on a
+# dying object without touching its reference count.
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", _py))
+_capsule_get_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _py))
+_capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", _py))
+_capsule_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_SetName", _py))
+_capsule_get_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(
+    ("PyCapsule_GetName", _py))
+_CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
+                                 _CapsuleDestructor)(("PyCapsule_New", _py))
+_Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+VERSIONED_TENSOR_OFFSET = DLManagedTensorVersioned.dl_tensor.offset
+LEGACY_TENSOR_OFFSET = DLManagedTensor.dl_tensor.offset
+
+
+def _call_deleter(managed: int, versioned: bool) -> None:
+    cls = DLManagedTensorVersioned if versioned else DLManagedTensor
+    deleter = cls.from_address(managed).deleter
+    if deleter:
+        _Deleter(deleter)(managed)
+
+
+@_CapsuleDestructor
+def _unconsumed_capsule_destructor(capsule: int) -> None:
+    # A consumer renames the capsule when it takes ownership; if the name is
+    # unchanged nobody did, so the deleter is ours to call.
+    for name, versioned in ((VERSIONED, True), (LEGACY, False)):
+        if _capsule_is_valid(capsule, name):
+            managed = _capsule_get_pointer_raw(capsule, name)
+            if managed:
+                _call_deleter(managed, versioned)
+            return
+
+
+def _export_capsule(tensor: torch.Tensor):
+    """torch's capsule for tensor, versioned when torch offers it."""
+    try:
+        return tensor.__dlpack__(max_version=(1, 0)), True
+    except TypeError:  # torch without DLPack 1.0 support
+        return torch.utils.dlpack.to_dlpack(tensor), False
+
+
+def _capsule_pointer(capsule, versioned: bool) -> int:
+    name = VERSIONED if versioned else LEGACY
+    if _capsule_get_name(capsule) != name:
+        raise RuntimeError(f"DLPack capsule is named {_capsule_get_name(capsule)!r}, expected "
+                           f"{name!r}; it was already consumed")
+    return _capsule_get_pointer(capsule, name)
+
+
+@contextmanager
+def borrowed_dltensor(tensor: torch.Tensor) -> Iterator[int]:
+    """Address of a DLTensor describing tensor, valid inside the block."""
+    capsule, versioned = _export_capsule(tensor.detach())
+    managed = _capsule_pointer(capsule, versioned)
+    offset = VERSIONED_TENSOR_OFFSET if versioned else LEGACY_TENSOR_OFFSET
+    try:
+        yield managed + offset
+    finally:
+        del capsule  # torch's destructor calls the deleter: the capsule was never consumed
+
+
+def consume(tensor: torch.Tensor) -> tuple[int, bool]:
+    """Take ownership of tensor's managed DLPack tensor; returns (pointer, versioned).
+
+    The caller must hand the pointer to an engine call that consumes it (which
+    calls the deleter exactly once, even when it fails)."""
+    capsule, versioned = _export_capsule(tensor.detach())
+    managed = _capsule_pointer(capsule, versioned)
+    _capsule_set_name(capsule, USED_VERSIONED if versioned else USED_LEGACY)
+    return managed, versioned
+
+
+class _SlotExport:
+    """A DLPack producer for one tensor of a view (the protocol's __dlpack__)."""
+
+    __slots__ = ("_view", "_index", "_device")
+
+    def __init__(self, view: int, index: int, device: tuple[int, int]):
+        self._view = view
+        self._index = index
+        self._device = device
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if copy:
+            raise BufferError("the store exports views only; copy the tensor afterwards")
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        out = ctypes.c_void_p()
+        check(lib.zc_view_export_dlpack(self._view, self._index, int(versioned), ctypes.byref(out)))
+        name = VERSIONED if versioned else LEGACY
+        try:
+            return _capsule_new(out.value, name, _unconsumed_capsule_destructor)
+        except BaseException:
+            _call_deleter(out.value, versioned)
+            raise
+
+
+def view_tensor(view: int, index: int, device: tuple[int, int]) -> torch.Tensor:
+    """A torch tensor over tensor index of a view, without a copy."""
+    return torch.from_dlpack(_SlotExport(view, index, device))

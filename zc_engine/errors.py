@@ -1,0 +1,73 @@
+"""Exceptions raised by the engine bridge, one per engine status code.
+
+Every message comes from the C engine and names the value at fault, what was
+expected, and the fix.
+"""
+
+from __future__ import annotations
+
+
+class ZeroCopyError(Exception):
+    """Base class of every engine error. ``code`` is the engine's status."""
+
+    code = -100
+
+    def __init__(self, message: str, code: int | None = None):
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class EngineNotBuilt(ZeroCopyError, ImportError):
+    """libzc.so was not found or could not be loaded."""
+
+
+class InvalidInput(ZeroCopyError, ValueError):
+    code = -1
+
+
+class OutOfMemory(ZeroCopyError, MemoryError):
+    code = -2
+
+
+class NotFound(ZeroCopyError, KeyError):
+    code = -3
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class BudgetExceeded(ZeroCopyError):
+    code = -4
+
+
+class LimitExceeded(ZeroCopyError, ValueError):
+    code = -5
+
+
+class EngineIOError(ZeroCopyError, OSError):
+    code = -6
+
+
+class CorruptFile(ZeroCopyError):
+    code = -7
+
+
+class InvalidState(ZeroCopyError, RuntimeError):
+    code = -8
+
+
+class Unsupported(ZeroCopyError):
+    code = -9
+
+
+_BY_CODE = {
+    cls.code: cls
+    for cls in (InvalidInput, OutOfMemory, NotFound, BudgetExceeded, LimitExceeded,
+                EngineIOError, CorruptFile, InvalidState, Unsupported)
+}
+
+
+def error_for(code: int, message: str) -> ZeroCopyError:
+    """The exception for an engine status code and message."""
+    return _BY_CODE.get(code, ZeroCopyError)(message, code)

@@ -1,0 +1,303 @@
+"""The tagged latent store, as torch sees it.
+
+``LatentStore.put`` takes named torch tensors on any device: host tensors are
+copied into C-owned aligned memory (and digested in the same pass); device
+tensors are held by reference (optionally after a defensive clone on their
+own device) with a host copy when they must be digested or spilled.
+``LatentStore.get`` returns torch tensors that view the stored memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import torch
+
+from . import dlpack
+from ._library import StoreConfig, StoreStats, TensorInfo, check, encode, lib
+
+DEFAULT_DEPTH = 4
+PUT_SPILL = 1
+PUT_MAY_EVICT_NEWEST = 2
+DROP_DISK = 1
+TIER_NAMES = {0: "host", 1: "device", 2: "disk"}
+DTYPE_NAMES = ["F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2", "I8", "I16", "I32", "I64",
+               "U8", "BOOL"]
+
+
+def format_digest(value: int) -> str:
+    """The engine's text form of a digest: ``xxh64:`` and 16 hex digits."""
+    return f"xxh64:{value:016x}"
+
+
+def digest_bytes(data: bytes | memoryview) -> str:
+    """XXH64 (seed 0) of raw bytes, computed by the engine."""
+    buf = (ctypes.c_char * len(data)).from_buffer_copy(data) if len(data) else None
+    return format_digest(lib.zc_xxh64(buf, len(data), 0))
+
+
+def digest_tensor(tensor: torch.Tensor) -> str:
+    """XXH64 of a tensor's canonical contiguous bytes (copied to the host if needed)."""
+    host = tensor.detach()
+    if host.device.type != "cpu":
+        host = host.to("cpu")
+    host = host.contiguous()
+    return format_digest(lib.zc_xxh64(host.data_ptr() if host.numel() else None,
+                                      host.numel() * host.element_size(), 0))
+
+
+@dataclass
+class StoredTensorInfo:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    tier: str
+    digest: str | None
+
+
+@dataclass
+class StoredBundle:
+    """One generation of one tag: tensors that view the store, and metadata."""
+
+    tag: str
+    generation: int
+    tensors: dict[str, torch.Tensor]
+    meta: dict[str, str]
+    info: dict[str, StoredTensorInfo] = field(default_factory=dict)
+
+    def digest(self, name: str) -> str | None:
+        return self.info[name].digest
+
+
+class LatentStore:
+    """A thread-safe store of tagged latent bundles backed by the C engine.
+
+    Parameters: ``depth`` slots kept per tag; byte budgets for the host and
+    device tiers (0 = unlimited); ``spill_dir`` enables the disk tier;
+    ``disk_keep`` spill files kept per tag (default: depth).
+    """
+
+    def __init__(self, *, depth: int = DEFAULT_DEPTH, host_budget_bytes: int = 0,
+                 device_budget_bytes: int = 0, spill_dir: str | Path | None = None,
+                 disk_keep: int = 0):
+        config = StoreConfig()
+        lib.zc_store_config_init(ctypes.byref(config))
+        config.default_depth = depth
+        config.host_budget_bytes = host_budget_bytes
+        config.device_budget_bytes = device_budget_bytes
+        config.disk_keep = disk_keep
+        self.spill_dir = Path(spill_dir) if spill_dir is not None else None
+        if self.spill_dir is not None:
+            config.spill_dir = encode(str(self.spill_dir), "spill_dir")
+        handle = ctypes.c_void_p()
+        check(lib.zc_store_open(ctypes.byref(config), ctypes.byref(handle)))
+        self._handle = handle.value
+        self._close_lock = threading.Lock()
+
+    # -- lifecycle -------------------------------------------------------
+    def close(self) -> None:
+        """Flush pending spills and free the store. Tensors already returned stay valid."""
+        with self._close_lock:
+            handle, self._handle = self._handle, None
+        if handle:
+            lib.zc_store_close(handle)
+
+    def __enter__(self) -> "LatentStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def handle(self) -> int:
+        if not self._handle:
+            raise RuntimeError("the LatentStore is closed")
+        return self._handle
+
+    # -- writing ---------------------------------------------------------
+    def put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None = None,
+            *, spill: bool = False, host_copy: bool | None = None, defensive_clone: bool = False,
+            may_evict_newest: bool = False) -> int:
+        """Store tensors under tag as its next generation; returns the generation.
+
+        Host tensors are copied. Tensors on other devices are held by
+        reference; ``defensive_clone`` first clones them on their device (so
+        later in-place writes by the caller cannot change what was stored);
+        ``host_copy`` (default: when spilling) also keeps a host copy, which
+        gives the tensor a digest and lets it spill.
+        """
+        if not isinstance(tensors, Mapping) or not tensors:
+            raise TypeError("tensors must be a non-empty mapping of name -> torch.Tensor")
+        tag_b = encode(tag, "tag")
+        check(lib.zc_tag_check(tag_b))
+        bundle = ctypes.c_void_p()
+        check(lib.zc_bundle_create(ctypes.byref(bundle)))
+        try:
+            for name, tensor in tensors.items():
+                self._add(bundle.value, name, tensor, spill if host_copy is None else host_copy,
+                          defensive_clone)
+            for key, value in (meta or {}).items():
+                check(lib.zc_bundle_set_meta(bundle.value, encode(key, "metadata key"),
+                                             encode(str(value), f"metadata {key!r}")))
+            flags = (PUT_SPILL if spill else 0) | (PUT_MAY_EVICT_NEWEST if may_evict_newest else 0)
+            generation = ctypes.c_uint64()
+            check(lib.zc_store_put(self.handle, tag_b, bundle.value, flags, ctypes.byref(generation)))
+            bundle = None  # the store owns it now
+            return generation.value
+        finally:
+            if bundle is not None:
+                lib.zc_bundle_free(bundle.value)
+
+    @staticmethod
+    def _add(bundle: int, name: str, tensor: torch.Tensor, host_copy: bool, clone: bool) -> None:
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"tensor {name!r} is a {type(tensor).__name__}, not a torch.Tensor")
+        name_b = encode(name, "tensor name")
+        if tensor.is_nested:
+            raise TypeError(f"tensor {name!r} is a nested tensor; put each of its streams "
+                            "(tensor.unbind()) under its own name")
+        if tensor.device.type == "cpu":
+            with dlpack.borrowed_dltensor(tensor) as dl:
+                check(lib.zc_bundle_add_copy(bundle, name_b, dl))
+            return
+        held = tensor.detach().clone() if clone else tensor.detach()
+        shadow = held.to("cpu") if host_copy else None
+        managed, versioned = dlpack.consume(held)
+        if shadow is None:
+            check(lib.zc_bundle_add_reference(bundle, name_b, managed, int(versioned), None))
+            return
+        with dlpack.borrowed_dltensor(shadow) as dl:
+            check(lib.zc_bundle_add_reference(bundle, name_b, managed, int(versioned), dl))
+
+    def put_by_reference(self, tag: str, tensors: Mapping[str, torch.Tensor],
+                         meta: Mapping[str, str] | None = None, *, host_copy: bool = False) -> int:
+        """Store tensors of any device (CPU included) by reference, without a copy.
+
+        This is the device tier's path; for CPU tensors it exists so the
+        by-reference ownership can be exercised where no GPU is present.
+        """
+        tag_b = encode(tag, "tag")
+        check(lib.zc_tag_check(tag_b))
+        bundle = ctypes.c_void_p()
+        check(lib.zc_bundle_create(ctypes.byref(bundle)))
+        try:
+            for name, tensor in tensors.items():
+                shadow = tensor.detach().to("cpu", copy=True) if host_copy else None
+                managed, versioned = dlpack.consume(tensor)
+                if shadow is None:
+                    check(lib.zc_bundle_add_reference(bundle.value, encode(name, "tensor name"),
+                                                      managed, int(versioned), None))
+                else:
+                    with dlpack.borrowed_dltensor(shadow) as dl:
+                        check(lib.zc_bundle_add_reference(bundle.value, encode(name, "tensor name"),
+                                                          managed, int(versioned), dl))
+            for key, value in (meta or {}).items():
+                check(lib.zc_bundle_set_meta(bundle.value, encode(key, "metadata key"),
+                                             encode(str(value), f"metadata {key!r}")))
+            generation = ctypes.c_uint64()
+            check(lib.zc_store_put(self.handle, tag_b, bundle.value, 0, ctypes.byref(generation)))
+            bundle = None
+            return generation.value
+        finally:
+            if bundle is not None:
+                lib.zc_bundle_free(bundle.value)
+
+    # -- reading ---------------------------------------------------------
+    def get(self, tag: str, generation: int = 0) -> StoredBundle:
+        """The tag's newest bundle (or a given generation), as zero-copy torch views.
+
+        A tag that lives only on disk (after a restart) is restored and every
+        tensor verified against its digest first.
+        """
+        view = ctypes.c_void_p()
+        check(lib.zc_store_get(self.handle, encode(tag, "tag"), generation, ctypes.byref(view)))
+        try:
+            return self._bundle_from_view(view.value)
+        finally:
+            lib.zc_view_release(view.value)
+
+    @staticmethod
+    def _bundle_from_view(view: int) -> StoredBundle:
+        tensors: dict[str, torch.Tensor] = {}
+        infos: dict[str, StoredTensorInfo] = {}
+        ti = TensorInfo()
+        for index in range(lib.zc_view_count(view)):
+            check(lib.zc_view_tensor(view, index, ctypes.byref(ti)))
+            name = ti.name.decode("utf-8")
+            device = (ti.device_type, ti.device_id)
+            tensors[name] = dlpack.view_tensor(view, index, device)
+            infos[name] = StoredTensorInfo(
+                name=name, dtype=DTYPE_NAMES[ti.dtype], shape=tuple(ti.shape[: ti.ndim]),
+                nbytes=ti.nbytes, tier=TIER_NAMES[ti.tier],
+                digest=format_digest(ti.digest) if ti.has_digest else None)
+        meta = {}
+        key, value = ctypes.c_char_p(), ctypes.c_char_p()
+        for index in range(lib.zc_view_meta_count(view)):
+            check(lib.zc_view_meta_at(view, index, ctypes.byref(key), ctypes.byref(value)))
+            meta[key.value.decode("utf-8")] = value.value.decode("utf-8")
+        return StoredBundle(tag=lib.zc_view_tag(view).decode("utf-8"),
+                            generation=lib.zc_view_generation(view), tensors=tensors, meta=meta,
+                            info=infos)
+
+    def verify(self, tag: str, generation: int = 0) -> None:
+        """Re-digest the stored host bytes; raises CorruptFile if any changed."""
+        view = ctypes.c_void_p()
+        check(lib.zc_store_get(self.handle, encode(tag, "tag"), generation, ctypes.byref(view)))
+        try:
+            check(lib.zc_view_verify(view.value))
+        finally:
+            lib.zc_view_release(view.value)
+
+    def save(self, tag: str, path: str | Path, generation: int = 0) -> None:
+        """Write a stored bundle as a safetensors/.latent file (crash-safe, synchronous)."""
+        view = ctypes.c_void_p()
+        check(lib.zc_store_get(self.handle, encode(tag, "tag"), generation, ctypes.byref(view)))
+        try:
+            check(lib.zc_view_save(view.value, encode(str(path), "path")))
+        finally:
+            lib.zc_view_release(view.value)
+
+    # -- management ------------------------------------------------------
+    def drop(self, tag: str, *, disk: bool = False) -> None:
+        """Forget a tag (tensors already returned stay valid); ``disk`` also deletes its files."""
+        check(lib.zc_store_drop(self.handle, encode(tag, "tag"), DROP_DISK if disk else 0))
+
+    def set_depth(self, tag: str, depth: int) -> None:
+        check(lib.zc_store_set_depth(self.handle, encode(tag, "tag"), depth))
+
+    def flush(self) -> None:
+        """Wait until every queued spill is on disk; raises the first spill error."""
+        check(lib.zc_store_flush(self.handle))
+
+    def stats(self) -> dict[str, int]:
+        st = StoreStats()
+        check(lib.zc_store_stats_get(self.handle, ctypes.byref(st)))
+        return {name: getattr(st, name) for name, _ in StoreStats._fields_}
+
+    def describe(self) -> dict:
+        """Every tag with its slots, tensors, digests, metadata and disk files."""
+        needed = ctypes.c_size_t(0)
+        size = 4096
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            status = lib.zc_store_describe_json(self.handle, buf, size, ctypes.byref(needed))
+            if status == -5 and needed.value > size:  # ZC_E_LIMIT: grow and retry
+                size = needed.value
+                continue
+            check(status)
+            return json.loads(buf.value.decode("utf-8"))
+
+    def tags(self) -> list[str]:
+        return sorted(entry["tag"] for entry in self.describe()["tags"])
