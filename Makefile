@@ -17,8 +17,8 @@ HDRS = $(wildcard engine/include/*.h engine/src/*.h)
 TEST_SRCS = $(sort $(wildcard engine/tests/test_*.c))
 CLI_SRCS = $(sort $(wildcard engine/cli/*.c))
 
-.PHONY: all lib cli test-c asan-lib fuzz clean
-all: lib cli
+.PHONY: all lib cli test-c test-helpers asan-lib fuzz clean
+all: lib cli test-helpers
 
 lib: $(BUILD)/libzc.so
 cli: $(BUILD)/zc
@@ -41,6 +41,10 @@ $(BUILD)/test_concurrency_tsan: engine/tests/concurrency_main.c engine/tests/har
 
 $(BUILD)/fuzz_replay: engine/fuzz/fuzz_safetensors.c engine/fuzz/replay_main.c $(SRCS) $(HDRS) | $(BUILD)
 	$(CC) $(WARN) $(DEFS) $(INC) $(SAN) -o $@ engine/fuzz/fuzz_safetensors.c engine/fuzz/replay_main.c $(SRCS) -lm
+
+$(BUILD)/crash_child: engine/tests/crash_child.c $(SRCS) $(HDRS) | $(BUILD)
+	$(CC) $(WARN) $(DEFS) $(INC) -O1 -g -pthread -o $@ engine/tests/crash_child.c $(SRCS) -lm
+test-helpers: $(BUILD)/crash_child
 
 test-c: $(BUILD)/test_engine $(BUILD)/test_concurrency_tsan $(BUILD)/fuzz_replay
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/test_engine

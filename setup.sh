@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Set everything up on a fresh machine and run the main job.
+#   - a virtual environment in .venv/ with the pinned dependencies
+#   - the C engine (build/libzc.so) and the `zc` tool, installed into .venv/bin/
+#   - the main job: a multi-shot store -> spill -> new process -> restore -> verify
+#     run that prints the certificate
+# Usage: ./setup.sh [--no-demo]
+set -euo pipefail
+cd "$(dirname "$0")"
+
+demo=1
+[ "${1:-}" = "--no-demo" ] && demo=0
+
+if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
+    echo "setup: no C compiler found; install one (Debian/Ubuntu: apt-get install build-essential) and run ./setup.sh again" >&2
+    exit 1
+fi
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+    echo "setup: creating .venv with $($PYTHON --version)"
+    "$PYTHON" -m venv .venv
+fi
+echo "setup: installing pinned dependencies (requirements-dev.txt)"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+echo "setup: building the C engine"
+make --no-print-directory -s all
+install -m 0755 build/zc .venv/bin/zc
+echo "setup: engine $(.venv/bin/zc --version) built; zc installed in .venv/bin"
+
+if [ "$demo" = 1 ]; then
+    .venv/bin/python -m zc_engine.demo
+fi

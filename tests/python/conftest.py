@@ -1,0 +1,62 @@
+"""Shared fixtures for the engine's Python tests (no ComfyUI needed)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = REPO / "build"
+
+ALL_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn,
+              torch.float8_e5m2, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8,
+              torch.bool]
+
+
+def random_tensor(shape, dtype, generator=None) -> torch.Tensor:
+    """Random values of any dtype, built from random bytes so every bit pattern can occur."""
+    numel = 1
+    for d in shape:
+        numel *= d
+    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    raw = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, generator=generator)
+    if dtype == torch.bool:
+        return (raw % 2).to(torch.bool).reshape(shape)
+    return raw.view(dtype).reshape(shape)
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit-for-bit equality (NaNs included), dtype and shape too."""
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.numel() == 0:
+        return True
+    return torch.equal(canonical_bytes(a), canonical_bytes(b))
+
+
+def canonical_bytes(t: torch.Tensor) -> torch.Tensor:
+    """The tensor's canonical contiguous bytes as a flat uint8 tensor."""
+    flat = t.reshape(-1)
+    dense = flat.new_empty(flat.shape).copy_(flat)  # standard strides whatever the input had
+    return dense.view(torch.uint8)
+
+
+def run_python(code: str, *, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run code in a fresh interpreter (a "new process" for restart tests)."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    if env:
+        full_env.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=full_env, timeout=timeout)
+
+
+@pytest.fixture
+def spill_dir(tmp_path) -> Path:
+    path = tmp_path / "spill"
+    return path

@@ -1,0 +1,119 @@
+"""DLPack ownership is exact. These tests also run against the AddressSanitizer
+build of the engine (test.sh, marker ``asan``), where a use after free, a double
+deleter call or a leak of a slot would be reported."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+
+from zc_engine import LatentStore
+from zc_engine import dlpack as zdl
+from zc_engine._library import lib
+
+pytestmark = pytest.mark.asan
+
+
+def test_view_outlives_eviction_then_reads_fine():
+    with LatentStore(depth=1) as store:
+        x = torch.arange(100000, dtype=torch.float32)
+        store.put("a", {"latent_tensor": x})
+        view = store.get("a").tensors["latent_tensor"]
+        store.put("a", {"latent_tensor": torch.zeros(100000)})  # evicts generation 1
+        store.drop("a")
+        assert store.stats()["retained_bytes"] == 400000
+        assert torch.equal(view, x)  # reads memory the store no longer lists
+        assert float(view.sum()) == float(x.sum())
+        del view
+        gc.collect()
+        assert store.stats()["retained_bytes"] == 0
+
+
+def test_view_outlives_the_store_itself():
+    store = LatentStore()
+    store.put("a", {"latent_tensor": torch.full((5000,), 3.0)})
+    view = store.get("a").tensors["latent_tensor"]
+    store.close()
+    assert torch.all(view == 3.0)
+
+
+def test_versioned_and_legacy_capsules_release_once():
+    with LatentStore() as store:
+        store.put("a", {"latent_tensor": torch.arange(10.0)})
+        view = ctypes_view(store, "a")
+        try:
+            exporter = zdl._SlotExport(view, 0, (1, 0))
+            legacy_capsule = exporter.__dlpack__()  # no max_version: the legacy struct
+            legacy = torch.utils.dlpack.from_dlpack(legacy_capsule)
+            versioned = torch.from_dlpack(zdl._SlotExport(view, 0, (1, 0)))
+            unconsumed = zdl._SlotExport(view, 0, (1, 0)).__dlpack__(max_version=(1, 0))
+        finally:
+            lib.zc_view_release(view)
+        store.drop("a")
+        assert store.stats()["retained_bytes"] == 40
+        del unconsumed  # our capsule destructor calls the deleter: nobody consumed it
+        gc.collect()
+        assert store.stats()["retained_bytes"] == 40  # two torch tensors still hold it
+        assert torch.equal(legacy, torch.arange(10.0)) and torch.equal(versioned, legacy)
+        assert legacy.data_ptr() == versioned.data_ptr()
+        del legacy
+        gc.collect()
+        assert store.stats()["retained_bytes"] == 40
+        del versioned
+        gc.collect()
+        assert store.stats()["retained_bytes"] == 0
+
+
+def test_consumed_capsule_cannot_be_used_twice():
+    t = torch.arange(4.0)
+    capsule, versioned = zdl._export_capsule(t)
+    zdl._capsule_set_name(capsule, zdl.USED_VERSIONED if versioned else zdl.USED_LEGACY)
+    with pytest.raises(RuntimeError, match="already consumed"):
+        zdl._capsule_pointer(capsule, versioned)
+    # Renamed means consumed: hand the deleter call back by hand, exactly once.
+    managed = zdl._capsule_get_pointer(capsule, zdl.USED_VERSIONED if versioned else zdl.USED_LEGACY)
+    zdl._call_deleter(managed, versioned)
+
+
+def test_by_reference_keeps_producer_memory_alive_and_releases_it_once():
+    with LatentStore(depth=1) as store:
+        x = torch.arange(50000, dtype=torch.float32)
+        expected = x.clone()
+        store.put_by_reference("ref", {"latent_tensor": x})
+        ptr = x.data_ptr()
+        del x
+        gc.collect()
+        got = store.get("ref")
+        view = got.tensors["latent_tensor"]
+        assert view.data_ptr() == ptr  # the very memory torch allocated: no copy at all
+        assert got.info["latent_tensor"].tier == "device" and got.info["latent_tensor"].digest is None
+        store.put_by_reference("ref", {"latent_tensor": torch.zeros(3)})  # evicts it
+        assert torch.equal(view, expected)
+        del view, got
+        gc.collect()
+        assert store.stats()["retained_bytes"] == 0
+
+
+def test_by_reference_with_host_copy_has_digest():
+    with LatentStore() as store:
+        x = torch.randn(33)
+        store.put_by_reference("ref", {"latent_tensor": x}, host_copy=True)
+        from zc_engine import digest_tensor
+        assert store.get("ref").info["latent_tensor"].digest == digest_tensor(x)
+
+
+def test_failed_put_releases_consumed_references():
+    with LatentStore(depth=1, device_budget_bytes=16) as store:
+        from zc_engine import BudgetExceeded
+        with pytest.raises(BudgetExceeded):
+            store.put_by_reference("ref", {"latent_tensor": torch.zeros(100)})
+        assert store.stats()["device_bytes"] == 0
+
+
+def ctypes_view(store, tag):
+    import ctypes
+    view = ctypes.c_void_p()
+    assert lib.zc_store_get(store.handle, tag.encode(), 0, ctypes.byref(view)) == 0
+    return view.value
