@@ -56,6 +56,15 @@ extern "C" {
 #define ZC_MAX_DEPTH 1024
 #define ZC_MAX_HEADER_BYTES (100u * 1024u * 1024u) /* safetensors JSON header */
 
+/* Names the engine writes into safetensors files (readers may rely on them). */
+#define ZC_FILE_META_FORMAT "zc.format"          /* value ZC_FILE_FORMAT_VALUE */
+#define ZC_FILE_FORMAT_VALUE "zerocopy-continuity/1"
+#define ZC_FILE_META_TAG "zc.tag"
+#define ZC_FILE_META_GENERATION "zc.generation"  /* decimal */
+#define ZC_FILE_META_DIGEST_PREFIX "zc.digest."  /* + tensor name: "xxh64:<16 hex>" */
+#define ZC_FILE_LATENT_TENSOR "latent_tensor"    /* ComfyUI's SaveLatent/LoadLatent key */
+#define ZC_FILE_LATENT_MARKER "latent_format_version_0" /* ComfyUI's empty F32 marker */
+
 /* ------------------------------------------------------------------------ */
 /* Errors                                                                     */
 /* ------------------------------------------------------------------------ */

@@ -14,13 +14,13 @@
 
 #define ZC_HOST_ALIGN 64u
 #define ZC_DIGEST_PREFIX "xxh64:"
-#define ZC_META_DIGEST_PREFIX "zc.digest."
-#define ZC_META_FORMAT "zc.format"
-#define ZC_FORMAT_VALUE "zerocopy-continuity/1"
-#define ZC_META_TAG "zc.tag"
-#define ZC_META_GENERATION "zc.generation"
-#define ZC_LATENT_TENSOR "latent_tensor"
-#define ZC_LATENT_MARKER "latent_format_version_0"
+#define ZC_META_DIGEST_PREFIX ZC_FILE_META_DIGEST_PREFIX
+#define ZC_META_FORMAT ZC_FILE_META_FORMAT
+#define ZC_FORMAT_VALUE ZC_FILE_FORMAT_VALUE
+#define ZC_META_TAG ZC_FILE_META_TAG
+#define ZC_META_GENERATION ZC_FILE_META_GENERATION
+#define ZC_LATENT_TENSOR ZC_FILE_LATENT_TENSOR
+#define ZC_LATENT_MARKER ZC_FILE_LATENT_MARKER
 #define ZC_SPILL_SUFFIX ".latent"
 #define ZC_TMP_PREFIX ".zc-tmp-"
 #define ZC_REJECTED_SUFFIX ".rejected"

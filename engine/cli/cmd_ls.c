@@ -1,0 +1,205 @@
+/* cmd_ls.c — "zc ls DIR": one line per safetensors file of a directory. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+typedef struct {
+    char **names;
+    size_t count;
+    size_t cap;
+} name_list;
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n > m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The kind shown for a file name, or NULL when ls skips it. */
+static const char *file_kind(const char *name)
+{
+    if (ends_with(name, ".rejected"))
+        return "rejected";
+    if (ends_with(name, ".latent"))
+        return "latent";
+    if (ends_with(name, ".safetensors"))
+        return "safetensors";
+    return NULL;
+}
+
+static char *join_path(const char *dir, const char *name)
+{
+    size_t n = strlen(dir), m = strlen(name);
+    char *p = malloc(n + m + 2);
+    if (p == NULL)
+        return NULL;
+    memcpy(p, dir, n);
+    size_t at = n;
+    if (n > 0 && dir[n - 1] != '/')
+        p[at++] = '/';
+    memcpy(p + at, name, m + 1);
+    return p;
+}
+
+static int is_regular_file(const char *dir, const char *name)
+{
+    char *path = join_path(dir, name);
+    struct stat st;
+    int ok = path != NULL && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    free(path);
+    return ok;
+}
+
+static int list_add(name_list *list, const char *name)
+{
+    if (list->count == list->cap) {
+        size_t cap = list->cap ? list->cap * 2 : 32;
+        char **grown = realloc(list->names, cap * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        list->names = grown;
+        list->cap = cap;
+    }
+    char *copy = strdup(name);
+    if (copy == NULL)
+        return -1;
+    list->names[list->count++] = copy;
+    return 0;
+}
+
+static void list_free(name_list *list)
+{
+    for (size_t i = 0; i < list->count; i++)
+        free(list->names[i]);
+    free(list->names);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Collect the listed file names of dir, sorted.  @return 0 or -1 (printed). */
+static int collect(const char *dir, name_list *list)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL) {
+        cli_error("cannot read directory '%s': %s", dir, strerror(errno));
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *e;
+    errno = 0;
+    while (rc == 0 && (e = readdir(d)) != NULL) {
+        if (file_kind(e->d_name) != NULL && is_regular_file(dir, e->d_name) &&
+            list_add(list, e->d_name) != 0) {
+            cli_error("out of memory listing '%s'", dir);
+            rc = -1;
+        }
+        errno = 0;
+    }
+    if (rc == 0 && errno != 0) {
+        cli_error("cannot read directory '%s': %s", dir, strerror(errno));
+        rc = -1;
+    }
+    closedir(d);
+    if (rc == 0 && list->count > 1)
+        qsort(list->names, list->count, sizeof *list->names, compare_names);
+    return rc;
+}
+
+static void put_meta_field(const zc_file *f, const char *label, const char *key)
+{
+    const char *value = zc_file_meta(f, key);
+    printf("  %s=", label);
+    cli_put_text(stdout, value != NULL && value[0] != '\0' ? value : "-");
+}
+
+static void put_digest_status(const zc_file *f)
+{
+    uint32_t data = 0, with = 0;
+    for (uint32_t i = 0; i < zc_file_count(f); i++) {
+        zc_file_tensor t;
+        if (zc_file_tensor_at(f, i, &t) != ZC_OK || cli_is_empty_marker(&t))
+            continue;
+        data++;
+        with += t.has_digest ? 1u : 0u;
+    }
+    if (with == 0)
+        fputs("  no digests", stdout);
+    else if (with == data)
+        fputs("  digests recorded", stdout);
+    else
+        printf("  digests partial (%" PRIu32 " of %" PRIu32 ")", with, data);
+}
+
+static uint64_t data_bytes(const zc_file *f)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < zc_file_count(f); i++) {
+        zc_file_tensor t;
+        if (zc_file_tensor_at(f, i, &t) == ZC_OK)
+            total += t.nbytes;
+    }
+    return total;
+}
+
+static void print_opened(const zc_file *f, const char *path)
+{
+    put_meta_field(f, "tag", CLI_META_TAG);
+    put_meta_field(f, "generation", CLI_META_GENERATION);
+    printf("  tensors=%" PRIu32 "  bytes=%" PRIu64 "  size=%" PRId64, zc_file_count(f),
+           data_bytes(f), cli_file_size(path));
+    put_digest_status(f);
+}
+
+static void print_entry(const char *dir, const char *name)
+{
+    cli_put_text(stdout, name);
+    printf("  %s", file_kind(name));
+    char *path = join_path(dir, name);
+    zc_file *f = NULL;
+    int rc = path != NULL ? zc_file_open(path, &f) : ZC_E_NOMEM;
+    if (rc == ZC_OK) {
+        print_opened(f, path);
+        zc_file_close(f);
+    } else {
+        fputs("  error: ", stdout);
+        cli_put_text(stdout, path != NULL ? cli_engine_message(rc) : "out of memory");
+    }
+    fputc('\n', stdout);
+    free(path);
+}
+
+int cli_cmd_ls(int argc, char **argv)
+{
+    cli_args args;
+    int rc = cli_args_parse("ls", argc, argv, NULL, &args);
+    if (rc != 0)
+        return rc;
+    if (args.help) {
+        cli_args_free(&args);
+        cli_help_command("ls", stdout);
+        return CLI_EXIT_OK;
+    }
+    if (args.count != 1) {
+        cli_args_free(&args);
+        return cli_usage_error("ls", "expected one directory, got %d arguments", args.count);
+    }
+    name_list list = {0};
+    const char *dir = args.operands[0];
+    if (collect(dir, &list) == 0) {
+        for (size_t i = 0; i < list.count; i++)
+            print_entry(dir, list.names[i]);
+    } else {
+        rc = CLI_EXIT_USAGE;
+    }
+    list_free(&list);
+    cli_args_free(&args);
+    return rc;
+}

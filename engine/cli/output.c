@@ -1,0 +1,147 @@
+/* output.c — error messages and the escaping of text and JSON output. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    fflush(stdout); /* keep stdout and stderr in order on a shared terminal */
+    fputs("zc: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+const char *cli_engine_message(int status)
+{
+    const char *msg = zc_last_error();
+    if (msg == NULL || msg[0] == '\0')
+        return zc_status_name(status);
+    return msg;
+}
+
+void cli_engine_message_copy(int status, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", cli_engine_message(status));
+}
+
+void cli_digest_format(uint64_t digest, char out[32])
+{
+    snprintf(out, 32, "xxh64:%016" PRIx64, digest);
+}
+
+const char *cli_plural(uint64_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
+void cli_put_text(FILE *out, const char *s)
+{
+    cli_put_text_n(out, s, strlen(s));
+}
+
+void cli_put_text_n(FILE *out, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (; len > 0; p++, len--) {
+        if (*p == '\\')
+            fputs("\\\\", out);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(out, "\\x%02x", *p);
+        else
+            fputc(*p, out);
+    }
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is invalid
+ * (overlong forms, surrogates and code points above U+10FFFF included). */
+static size_t utf8_sequence(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    if (c < 0x80)
+        return 1;
+    size_t len;
+    uint32_t cp;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1fu;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0fu;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07u;
+    } else {
+        return 0;
+    }
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0u) != 0x80u) /* also stops at the terminating NUL */
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3fu);
+    }
+    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+static void put_json_char(FILE *out, unsigned char c)
+{
+    switch (c) {
+    case '"': fputs("\\\"", out); break;
+    case '\\': fputs("\\\\", out); break;
+    case '\n': fputs("\\n", out); break;
+    case '\r': fputs("\\r", out); break;
+    case '\t': fputs("\\t", out); break;
+    case '\b': fputs("\\b", out); break;
+    case '\f': fputs("\\f", out); break;
+    default:
+        if (c < 0x20 || c == 0x7f)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+}
+
+void cli_put_json_string(FILE *out, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    fputc('"', out);
+    while (*p) {
+        size_t len = utf8_sequence(p);
+        if (len == 0) {
+            fputs("\\ufffd", out);
+            p++;
+        } else if (len == 1) {
+            put_json_char(out, *p);
+            p++;
+        } else {
+            fwrite(p, 1, len, out);
+            p += len;
+        }
+    }
+    fputc('"', out);
+}
+
+void cli_put_shape(FILE *out, int32_t ndim, const int64_t *shape)
+{
+    fputc('[', out);
+    for (int32_t i = 0; i < ndim && i < ZC_MAX_RANK; i++)
+        fprintf(out, "%s%" PRId64, i ? "," : "", shape[i]);
+    fputc(']', out);
+}
+
+void cli_put_number(FILE *out, double v, int precision)
+{
+    if (isnan(v))
+        fputs("nan", out);
+    else if (isinf(v))
+        fputs(v > 0 ? "inf" : "-inf", out);
+    else
+        fprintf(out, "%.*g", precision, v);
+}
