@@ -20,8 +20,14 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv with $($PYTHON --version)"
     "$PYTHON" -m venv .venv
 fi
-echo "setup: installing pinned dependencies (requirements-dev.txt)"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+requirements=requirements-dev.txt
+if [ -n "${COMFYUI_PATH:-}" ]; then
+    # The real-ComfyUI integration tests need ComfyUI's own dependencies.
+    requirements=requirements-comfyui.txt
+    [ -f "$COMFYUI_PATH/nodes.py" ] || { echo "setup: COMFYUI_PATH=$COMFYUI_PATH is not a ComfyUI checkout (no nodes.py)" >&2; exit 1; }
+fi
+echo "setup: installing pinned dependencies ($requirements)"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements"
 echo "setup: building the C engine"
 make --no-print-directory -s all
 install -m 0755 build/zc .venv/bin/zc

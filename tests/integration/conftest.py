@@ -58,7 +58,7 @@ class Comfy:
         self.input_dir, self.output_dir = input_dir, output_dir
         self.server = RecordingServer()
         self.executor = execution.PromptExecutor(self.server, cache_type=execution.CacheType.CLASSIC,
-                                                 cache_args={"lru": 0, "ram": 0})
+                                                 cache_args={"lru": 0, "ram": 0, "ram_inactive": 0})
 
     def run(self, prompt: dict) -> dict:
         """Validate and execute an API-format prompt; returns the raw outputs by node id."""
