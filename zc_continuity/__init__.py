@@ -1,0 +1,38 @@
+"""Pure continuity logic: from a stored shot's latent to the next shot's latent and conditioning.
+
+Only torch and the standard library are imported here, never ComfyUI: values
+that need ComfyUI (a latent format's ``process_out(0)``, a VAE encoding of gray
+frames) are passed in as tensors by the node layer's adapter. That keeps every
+rule testable without a ComfyUI checkout.
+
+The blend function is ``zc_continuity.blend.blend``: it is deliberately not
+re-exported here, so ``zc_continuity.blend`` stays the module (the node layer
+imports the modules by name).
+"""
+
+from . import assemble, blend, certificate, families, resample, shapes, tail
+from .assemble import InpaintLatent, WanI2VConcat, temporal_inpaint, wan_i2v_concat
+from .certificate import Certificate
+from .errors import ContinuityError
+from .families import (ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT, GENERIC_VIDEO, WAN21,
+                       FamilySpec, LengthRule, causal_length_rule, family_by_name,
+                       family_from_latent_format, infer_family_from_latent, known_families,
+                       pixel_frames, register)
+from .resample import CROP_MODES, RESAMPLE_METHODS, center_crop_box, resample_frames
+from .shapes import (latent_frames, latent_size, overlap_pixel_frames, target_shape, validate_canvas,
+                     validate_latent_for_family, validate_length)
+from .tail import DROPPED_KEY_REASONS, explain_dropped_keys, sanitize_latent_dict, take_tail
+
+__all__ = [
+    # modules
+    "assemble", "blend", "certificate", "families", "resample", "shapes", "tail",
+    # names
+    "ADAPTER_TEMPORAL_INPAINT", "ADAPTER_WAN_I2V_CONCAT", "CROP_MODES", "Certificate",
+    "ContinuityError", "DROPPED_KEY_REASONS", "FamilySpec", "GENERIC_VIDEO", "InpaintLatent",
+    "LengthRule", "RESAMPLE_METHODS", "WAN21", "WanI2VConcat", "causal_length_rule",
+    "center_crop_box", "explain_dropped_keys", "family_by_name", "family_from_latent_format",
+    "infer_family_from_latent", "known_families", "latent_frames", "latent_size",
+    "overlap_pixel_frames", "pixel_frames", "register", "resample_frames", "sanitize_latent_dict",
+    "take_tail", "target_shape", "temporal_inpaint", "validate_canvas",
+    "validate_latent_for_family", "validate_length", "wan_i2v_concat",
+]

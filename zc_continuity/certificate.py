@@ -1,0 +1,77 @@
+"""The record a Handoff gives users: what was continued, and whether it was bit-identical.
+
+"Bit-identical" is a claim users rely on when they chain many shots, so it is
+derived, never set: it holds only when nothing touched the tail (no resample,
+no blend) and the digest of the tensor actually used equals the digest taken
+when the tail was stored. The certificate covers the handoff's input; the
+sampler then re-applies the kept frames through the latent format's
+process_in/process_out, which may change their last bits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Certificate:
+    """What one handoff used and did. Digests are the engine's text form (``xxh64:...``) or None."""
+
+    tag: str
+    generation: int
+    stored_digest: str | None
+    used_digest: str | None
+    adapter: str
+    family: str
+    tail_frames: int
+    resampled: bool = False
+    blended: bool = False
+    blend_ratio: float = 0.0
+    overlap_pixel_frames: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def digests_match(self) -> bool:
+        return self.stored_digest is not None and self.stored_digest == self.used_digest
+
+    @property
+    def bit_identical(self) -> bool:
+        return not self.resampled and not self.blended and self.digests_match
+
+    def reasons(self) -> list[str]:
+        """Why the handoff is not bit-identical (empty when it is)."""
+        why = []
+        if self.resampled:
+            why.append("the tail was resampled in latent space to the new canvas")
+        if self.blended:
+            why.append(f"the tail was blended with the fallback (blend_ratio {self.blend_ratio:g})")
+        if self.stored_digest is None or self.used_digest is None:
+            why.append("a digest is missing, so identity cannot be certified")
+        elif not self.digests_match:
+            why.append("the used tail's digest differs from the stored one")
+        return why
+
+    def to_text(self) -> str:
+        """A short multi-line summary for the node's info output."""
+        lines = [
+            f"ZeroCopy handoff: tag {self.tag!r}, generation {self.generation}",
+            f"family {self.family}, adapter {self.adapter}, tail_frames {self.tail_frames}",
+            f"stored digest {self.stored_digest or 'none'}",
+            f"used digest   {self.used_digest or 'none'}",
+            f"bit-identical: {'yes' if self.bit_identical else 'no'}",
+        ]
+        lines += [f"  because {reason}" for reason in self.reasons()]
+        if self.overlap_pixel_frames:
+            lines.append(f"trim: the first {self.overlap_pixel_frames} pixel frames of this shot "
+                         "repeat the end of the previous one; drop them when joining the clips")
+        else:
+            lines.append("trim: nothing to trim")
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """Plain JSON-ready values, with the derived bit_identical flag included."""
+        data = dataclasses.asdict(self)
+        data["bit_identical"] = self.bit_identical
+        return data

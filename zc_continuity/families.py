@@ -1,0 +1,268 @@
+"""Model families: the latent-space facts the handoff needs, one frozen record per family.
+
+A stored tail can only continue a shot of the same latent space, and every size
+the Handoff computes (latent frames, latent height/width, channel count) follows
+from the family. ComfyUI does not name families; it names *latent format
+classes* (``type(model.get_model_object("latent_format")).__name__``), so each
+spec lists the class names that map to it. The map is by exact class name,
+never by ``isinstance``: ``Wan22`` subclasses ``Wan21`` in ComfyUI but is a
+different latent space (48 channels, 16x).
+
+To add a family, build a ``FamilySpec`` and pass it to ``register``; nothing
+else in the package has to change unless the family needs a new adapter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .errors import ContinuityError
+
+ADAPTER_TEMPORAL_INPAINT = "temporal_inpaint"
+"""Tail latents written into ``samples[:, :, :k]`` with ``noise_mask`` 0 there (assemble.temporal_inpaint)."""
+
+ADAPTER_WAN_I2V_CONCAT = "wan_i2v_concat"
+"""Tail latents as ``concat_latent_image`` + ``concat_mask`` conditioning (assemble.wan_i2v_concat)."""
+
+
+@dataclass(frozen=True)
+class LengthRule:
+    """How many pixel frames each latent frame of a causal video VAE covers.
+
+    Causal video VAEs encode the first latent from a single pixel frame and each
+    later latent from ``temporal_ratio`` frames; some (MiniMax H3) restart that
+    pattern every few latents. The rule is written as the pixel span of each
+    latent: ``head_spans`` for the first latents, then ``cycle_spans`` repeated.
+    Valid latent counts are ``first_latents + latent_step * k``; the pixel
+    lengths that produce them are then ``pixel_offset + pixel_step * k``.
+
+    Wan 2.1: head (1,), cycle (4,)  -> F = 4k+1, T = (F-1)//4+1.
+    MiniMax H3: head (), cycle (1, 4, 4, 4, 4), step 5, first 2 -> F = 17k+5, T = 5k+2.
+    """
+
+    head_spans: tuple[int, ...]
+    cycle_spans: tuple[int, ...]
+    latent_step: int = 1
+    first_latents: int = 1
+
+    def __post_init__(self) -> None:
+        # These are programming errors in a spec, not user errors: plain ValueError.
+        if not self.cycle_spans or any(s < 1 for s in self.head_spans + self.cycle_spans):
+            raise ValueError("LengthRule spans must be positive and the cycle non-empty")
+        if self.first_latents < max(1, len(self.head_spans)):
+            raise ValueError("LengthRule.first_latents must cover the head spans")
+        if self.latent_step < 1 or self.latent_step % len(self.cycle_spans):
+            raise ValueError("LengthRule.latent_step must be a multiple of the cycle length, "
+                             "or valid pixel lengths would not be evenly spaced")
+
+    def span(self, index: int) -> int:
+        """Pixel frames that latent frame ``index`` decodes to."""
+        if index < len(self.head_spans):
+            return self.head_spans[index]
+        return self.cycle_spans[(index - len(self.head_spans)) % len(self.cycle_spans)]
+
+    def pixels_for_latents(self, count: int) -> int:
+        """Pixel frames decoded from the first ``count`` latent frames of a clip."""
+        return sum(self.span(i) for i in range(count))
+
+    @property
+    def pixel_offset(self) -> int:
+        """The shortest valid pixel length."""
+        return self.pixels_for_latents(self.first_latents)
+
+    @property
+    def pixel_step(self) -> int:
+        """The distance between consecutive valid pixel lengths."""
+        return self.pixels_for_latents(self.first_latents + self.latent_step) - self.pixel_offset
+
+    def is_valid_pixel_length(self, length: int) -> bool:
+        return length >= self.pixel_offset and (length - self.pixel_offset) % self.pixel_step == 0
+
+    def latents_for_pixels(self, length: int) -> int:
+        """Latent frames of a clip of ``length`` pixel frames (``length`` must be valid)."""
+        k = (length - self.pixel_offset) // self.pixel_step
+        return self.first_latents + self.latent_step * k
+
+    def nearest_valid_pixel_lengths(self, length: int) -> tuple[int | None, int]:
+        """The closest valid pixel lengths strictly below and above ``length`` (below may be None)."""
+        if length < self.pixel_offset:
+            return None, self.pixel_offset
+        k = (length - self.pixel_offset) // self.pixel_step
+        below = self.pixel_offset + self.pixel_step * k
+        if below == length:
+            below = below - self.pixel_step if k > 0 else None
+        return below, self.pixel_offset + self.pixel_step * (k + 1)
+
+    def describe(self) -> str:
+        """The rule as users read it: 'pixel lengths are 4k+1'."""
+        if self.pixel_offset == 0:
+            return f"pixel lengths are multiples of {self.pixel_step}"
+        if self.pixel_step == 1:
+            return f"pixel lengths are at least {self.pixel_offset}"
+        return f"pixel lengths are {self.pixel_step}k+{self.pixel_offset}"
+
+
+def causal_length_rule(temporal_ratio: int) -> LengthRule:
+    """The common causal rule: first latent from 1 frame, each later one from ``temporal_ratio``."""
+    return LengthRule(head_spans=(1,), cycle_spans=(temporal_ratio,))
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    """What the handoff must know about one model family's latent space.
+
+    ``channels``/``spatial_ratio``/``temporal_ratio`` are None only for the
+    ``generic_video`` placeholder, which is completed from the stored latent's
+    metadata with ``resolved(...)`` before use. ``canvas_multiple`` is the step
+    pixel width/height must keep (VAE ratio times the DiT's patch size), and
+    ``canvas_reason`` says why, for error messages. ``shares_latent_shape_with``
+    names other models whose latents have the same rank and channel count, so a
+    shape alone cannot identify this family.
+    """
+
+    name: str
+    display_name: str
+    channels: int | None
+    spatial_ratio: int | None
+    temporal_ratio: int | None
+    latent_dims: int
+    length_rule: LengthRule | None
+    canvas_multiple: int | None
+    canvas_reason: str
+    latent_format_names: tuple[str, ...] = ()
+    adapters: tuple[str, ...] = ()
+    shares_latent_shape_with: tuple[str, ...] = ()
+
+    @property
+    def is_video(self) -> bool:
+        return self.latent_dims == 3
+
+    @property
+    def is_resolved(self) -> bool:
+        """True when every size can be computed (not an unfilled generic placeholder)."""
+        return None not in (self.channels, self.spatial_ratio, self.canvas_multiple) and (
+            not self.is_video or self.length_rule is not None)
+
+    @property
+    def length_rule_description(self) -> str:
+        if not self.is_video:
+            return "image family: one latent per image, no frame axis"
+        if self.length_rule is None:
+            return "taken from the stored latent's temporal ratio"
+        return self.length_rule.describe()
+
+    def require_resolved(self) -> FamilySpec:
+        if not self.is_resolved:
+            raise ContinuityError(
+                f"family {self.name!r} has no channel count or compression ratios yet; they come "
+                "from the stored latent's metadata (store the tail with a known family or pass "
+                "channels, spatial_ratio and temporal_ratio)")
+        return self
+
+    def resolved(self, channels: int, spatial_ratio: int, temporal_ratio: int) -> FamilySpec:
+        """A copy of a generic spec with the stored latent's channels and ratios filled in."""
+        for label, value in (("channels", channels), ("spatial_ratio", spatial_ratio),
+                             ("temporal_ratio", temporal_ratio)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ContinuityError(f"{label} {value!r} in the stored metadata is not a positive "
+                                      f"whole number; re-store the tail so its metadata is complete")
+        return dataclasses.replace(
+            self, channels=channels, spatial_ratio=spatial_ratio, temporal_ratio=temporal_ratio,
+            length_rule=causal_length_rule(temporal_ratio) if self.is_video else None,
+            canvas_multiple=spatial_ratio)
+
+
+def pixel_frames(latent_count: int, spec: FamilySpec) -> int:
+    """Pixel frames a clip of ``latent_count`` latent frames decodes to (Wan: 4T-3)."""
+    spec.require_resolved()
+    if not spec.is_video:
+        raise ContinuityError(f"{spec.display_name} is an image family, so it has no pixel frames; "
+                              "use a video family for frame-based continuity")
+    if isinstance(latent_count, bool) or not isinstance(latent_count, int) or latent_count < 1:
+        raise ContinuityError(f"latent frame count {latent_count!r} is not a whole number of 1 or "
+                              "more; pass the T of a [B, C, T, H, W] latent")
+    return spec.length_rule.pixels_for_latents(latent_count)
+
+
+_REGISTRY: dict[str, FamilySpec] = {}
+
+
+def register(spec: FamilySpec) -> FamilySpec:
+    """Add a family; names and latent-format class names must stay unique."""
+    if spec.name in _REGISTRY:
+        raise ValueError(f"family {spec.name!r} is already registered")
+    for other in _REGISTRY.values():
+        clash = set(other.latent_format_names) & set(spec.latent_format_names)
+        if clash:
+            raise ValueError(f"latent format {sorted(clash)} already maps to {other.name!r}")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def known_families() -> tuple[FamilySpec, ...]:
+    return tuple(_REGISTRY.values())
+
+
+def family_by_name(name: str) -> FamilySpec:
+    """The registered spec called ``name``; raises with the list of known names."""
+    spec = _REGISTRY.get(name)
+    if spec is None:
+        raise ContinuityError(f"model family {name!r} is unknown; expected one of "
+                              f"{', '.join(sorted(_REGISTRY))}")
+    return spec
+
+
+def family_from_latent_format(class_name: str) -> FamilySpec | None:
+    """The family whose ComfyUI latent format class is exactly ``class_name``, or None."""
+    for spec in _REGISTRY.values():
+        if class_name in spec.latent_format_names:
+            return spec
+    return None
+
+
+def infer_family_from_latent(shape) -> FamilySpec | None:
+    """The family a latent shape identifies without doubt, or None.
+
+    Only a concrete family whose rank and channel count no other model shares
+    is returned. A 5D 16-channel latent could be Wan 2.1, HunyuanVideo 1.0 or
+    Cosmos, so it gives None: the caller must ask for the model (its latent
+    format) or use the family recorded when the tail was stored.
+    """
+    dims = len(shape) - 2
+    if dims not in (2, 3):
+        return None
+    matches = [s for s in _REGISTRY.values()
+               if s.channels is not None and s.latent_dims == dims and s.channels == shape[1]]
+    if len(matches) != 1 or matches[0].shares_latent_shape_with:
+        return None
+    return matches[0]
+
+
+WAN21 = register(FamilySpec(
+    name="wan21",
+    display_name="Wan 2.1 / 2.2 A14B",
+    channels=16,
+    spatial_ratio=8,
+    temporal_ratio=4,
+    latent_dims=3,
+    length_rule=causal_length_rule(4),
+    canvas_multiple=16,
+    canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
+    latent_format_names=("Wan21",),
+    adapters=(ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT),
+    shares_latent_shape_with=("HunyuanVideo 1.0", "Cosmos 1.0 CV8x8x8", "SeedVR2"),
+))
+
+GENERIC_VIDEO = register(FamilySpec(
+    name="generic_video",
+    display_name="generic video latent",
+    channels=None,
+    spatial_ratio=None,
+    temporal_ratio=None,
+    latent_dims=3,
+    length_rule=None,
+    canvas_multiple=None,
+    canvas_reason="one latent per spatial_ratio pixels",
+    adapters=(ADAPTER_TEMPORAL_INPAINT,),
+))
