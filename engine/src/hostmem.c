@@ -7,10 +7,6 @@
 
 #include "internal.h"
 
-/* Chunk size of the fused copy+digest: small enough that the digest reads
- * the chunk back from cache right after the copy wrote it. */
-#define COPY_CHUNK (64u * 1024u)
-
 void *zc__host_alloc(uint64_t nbytes)
 {
     void *p = NULL;
@@ -43,19 +39,6 @@ static int is_contiguous(int32_t ndim, const int64_t *shape, const int64_t *byte
     return 1;
 }
 
-static uint64_t copy_contiguous(void *dst, const uint8_t *src, uint64_t nbytes)
-{
-    zc_xxh64_state st;
-    uint8_t *d = dst;
-    zc_xxh64_reset(&st, 0);
-    for (uint64_t off = 0; off < nbytes; off += COPY_CHUNK) {
-        size_t n = (size_t)(nbytes - off < COPY_CHUNK ? nbytes - off : COPY_CHUNK);
-        memcpy(d + off, src + off, n);
-        zc_xxh64_update(&st, d + off, n);
-    }
-    return zc_xxh64_digest(&st);
-}
-
 /* Recursive walk over all but the innermost dimension (rank <= 8). */
 static uint8_t *copy_strided(uint8_t *dst, const uint8_t *src, int32_t dim, int32_t ndim,
                              const int64_t *shape, const int64_t *byte_strides, size_t elem_size)
@@ -78,13 +61,13 @@ static uint8_t *copy_strided(uint8_t *dst, const uint8_t *src, int32_t dim, int3
     return dst;
 }
 
-uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
-                             const int64_t *byte_strides, size_t elem_size, uint64_t nbytes)
+void zc__copy_contiguous(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
+                         const int64_t *byte_strides, size_t elem_size, uint64_t nbytes)
 {
     if (nbytes == 0)
-        return zc_xxh64(NULL, 0, 0);
+        return;
     if (ndim == 0 || is_contiguous(ndim, shape, byte_strides, elem_size))
-        return copy_contiguous(dst, src, nbytes);
-    copy_strided(dst, src, 0, ndim, shape, byte_strides, elem_size);
-    return zc_xxh64(dst, (size_t)nbytes, 0);
+        memcpy(dst, src, (size_t)nbytes);
+    else
+        copy_strided(dst, src, 0, ndim, shape, byte_strides, elem_size);
 }

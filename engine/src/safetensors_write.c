@@ -1,0 +1,413 @@
+/*
+ * safetensors_write.c — writing a bundle as a safetensors file, crash-safe.
+ *
+ * The file is written under a temporary name (ZC_TMP_PREFIX...) in the
+ * destination directory, fsync'ed, closed, renamed over the destination and
+ * the directory fsync'ed: after a crash the destination holds either the old
+ * file or the complete new one, and a leftover temporary file is recognisable
+ * by its prefix (the store removes those when it opens).
+ *
+ * For speed the header goes out in one write and every tensor straight from
+ * its host buffer in large writes, with no copy; writeback of what was
+ * written is started as we go so the final fsync does not wait for all of it.
+ *
+ * Header layout (deterministic): "__metadata__" first (as the safetensors
+ * library writes it) with the bundle's entries, then the extra entries, then
+ * "zc.digest.<name>" per digested tensor; then the tensors in bundle order,
+ * with ComfyUI's marker "latent_format_version_0" right after
+ * "latent_tensor"; spaces pad the header to a multiple of 8 bytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "json_reader.h"
+#include "jsonbuf.h"
+
+/* Largest single write: below Linux's 0x7ffff000 cap per call. */
+#define WRITE_CHUNK ((size_t)64 << 20)
+/* Start writeback of every this many bytes written (Linux only). */
+#define WRITEBACK_STEP ((uint64_t)32 << 20)
+/* Longest file-name component we create (NAME_MAX on common filesystems). */
+#define TMP_NAME_MAX 255
+
+static atomic_ulong tmp_counter;
+
+/* One tensor as it appears in the file. */
+typedef struct {
+    const char *name;
+    int dtype;
+    int32_t ndim;
+    const int64_t *shape;
+    const void *bytes;
+    uint64_t nbytes;
+} out_tensor;
+
+typedef struct {
+    out_tensor t[ZC_MAX_TENSORS + 1];
+    uint32_t count;
+} out_list;
+
+/* ---- what goes into the file ---- */
+
+static int bundle_has(const zc_bundle *b, const char *name)
+{
+    for (uint32_t i = 0; i < b->count; i++)
+        if (strcmp(b->tensors[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static int collect_tensors(const zc_bundle *b, out_list *out)
+{
+    static const int64_t marker_shape[1] = {0};
+    out->count = 0;
+    for (uint32_t i = 0; i < b->count && i < ZC_MAX_TENSORS; i++) {
+        const zc_tensor *t = &b->tensors[i];
+        /* The reader would take such a tensor for the metadata object. */
+        if (strcmp(t->name, "__metadata__") == 0)
+            return zc__fail(ZC_E_INVALID, "a tensor named \"__metadata__\" cannot be written to "
+                            "safetensors (the name is reserved for metadata); rename it");
+        if (t->host == NULL && t->nbytes > 0)
+            return zc__fail(ZC_E_UNSUPPORTED,
+                            "tensor \"%s\" is held by reference on device %d:%d without a host "
+                            "copy; put it with a host copy to spill it", t->name,
+                            (int)t->device_type, (int)t->device_id);
+        out->t[out->count++] = (out_tensor){t->name, t->dtype, t->ndim, t->shape, t->host,
+                                            t->nbytes};
+        /* ComfyUI's LoadLatent reads a latent unscaled when this empty F32
+         * tensor (torch.tensor([]) in SaveLatent) is present. */
+        if (strcmp(t->name, ZC_LATENT_TENSOR) == 0 && !bundle_has(b, ZC_LATENT_MARKER))
+            out->t[out->count++] = (out_tensor){ZC_LATENT_MARKER, ZC_F32, 1, marker_shape, NULL, 0};
+    }
+    return ZC_OK;
+}
+
+static int utf8_ok(const char *what, const char *s)
+{
+    if (zc__json_utf8_valid(s, strlen(s)) != 0)
+        return zc__fail(ZC_E_INVALID, "%s is not valid UTF-8; safetensors headers are UTF-8 JSON",
+                        what);
+    return ZC_OK;
+}
+
+static int is_extra_key(const zc_meta_entry *extra, uint32_t n, const char *key)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (strcmp(extra[i].key, key) == 0)
+            return 1;
+    return 0;
+}
+
+static int is_digest_key(const char *key)
+{
+    return strncmp(key, ZC_META_DIGEST_PREFIX, strlen(ZC_META_DIGEST_PREFIX)) == 0;
+}
+
+static int emit_meta(zc_jsonbuf *jb, int *first, const char *key, const char *value)
+{
+    int rc;
+    if ((rc = utf8_ok("metadata key", key)) != ZC_OK ||
+        (rc = utf8_ok("metadata value", value)) != ZC_OK)
+        return rc;
+    zc__jb_raw(jb, *first ? "" : ",");
+    zc__jb_string(jb, key);
+    zc__jb_raw(jb, ":");
+    zc__jb_string(jb, value);
+    *first = 0;
+    return ZC_OK;
+}
+
+/* "__metadata__": bundle entries, extras, digests.  Keys must be unique (a
+ * reader refuses duplicates), so extras win over bundle entries of the same
+ * key, and stored "zc.digest." entries give way to the ones made here from
+ * the tensors themselves. */
+static int emit_metadata(zc_jsonbuf *jb, const zc_bundle *b, const zc_meta_entry *extra,
+                         uint32_t extra_count, int *wrote)
+{
+    int first = 1, rc;
+    size_t open_at = jb->len;
+    zc__jb_raw(jb, "\"__metadata__\":{");
+    for (uint32_t i = 0; i < b->meta_count && i < ZC_MAX_META; i++) {
+        const zc_meta_entry *e = &b->meta[i];
+        if (is_digest_key(e->key) || is_extra_key(extra, extra_count, e->key))
+            continue;
+        if ((rc = emit_meta(jb, &first, e->key, e->value)) != ZC_OK)
+            return rc;
+    }
+    for (uint32_t i = 0; i < extra_count; i++) {
+        if (is_digest_key(extra[i].key) || is_extra_key(extra, i, extra[i].key))
+            continue;
+        if ((rc = emit_meta(jb, &first, extra[i].key, extra[i].value)) != ZC_OK)
+            return rc;
+    }
+    for (uint32_t i = 0; i < b->count && i < ZC_MAX_TENSORS; i++) {
+        const zc_tensor *t = &b->tensors[i];
+        char key[sizeof ZC_META_DIGEST_PREFIX + ZC_MAX_NAME_LEN], value[32];
+        if (!t->has_digest)
+            continue;
+        snprintf(key, sizeof key, ZC_META_DIGEST_PREFIX "%s", t->name);
+        zc__digest_format(t->digest, value);
+        if ((rc = emit_meta(jb, &first, key, value)) != ZC_OK)
+            return rc;
+    }
+    if (first) { /* nothing to record: leave the object out, as safetensors does */
+        jb->len = open_at;
+        if (jb->data)
+            jb->data[open_at] = '\0';
+    } else {
+        zc__jb_raw(jb, "}");
+    }
+    *wrote = !first;
+    return ZC_OK;
+}
+
+static void emit_tensor(zc_jsonbuf *jb, const out_tensor *t, uint64_t begin)
+{
+    zc__jb_string(jb, t->name);
+    zc__jb_printf(jb, ":{\"dtype\":\"%s\",\"shape\":[", zc_dtype_name(t->dtype));
+    for (int32_t d = 0; d < t->ndim; d++)
+        zc__jb_printf(jb, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+    zc__jb_printf(jb, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)begin,
+                  (unsigned long long)(begin + t->nbytes));
+}
+
+/* The 8-byte length prefix and the padded JSON header, ready to write. */
+static int build_header(zc_jsonbuf *jb, const zc_bundle *b, const out_list *ts,
+                        const zc_meta_entry *extra, uint32_t extra_count)
+{
+    uint64_t at = 0;
+    int rc, has_meta = 0;
+    zc__jb_init(jb);
+    zc__jb_rawn(jb, "\0\0\0\0\0\0\0\0", 8);
+    zc__jb_raw(jb, "{");
+    if ((rc = emit_metadata(jb, b, extra, extra_count, &has_meta)) != ZC_OK)
+        return rc;
+    for (uint32_t i = 0; i < ts->count; i++) {
+        char what[ZC_MAX_NAME_LEN + 32];
+        snprintf(what, sizeof what, "tensor name \"%s\"", ts->t[i].name);
+        if ((rc = utf8_ok(what, ts->t[i].name)) != ZC_OK)
+            return rc;
+        if (zc_dtype_name(ts->t[i].dtype) == NULL || ts->t[i].ndim < 0 ||
+            ts->t[i].ndim > ZC_MAX_RANK)
+            return zc__fail(ZC_E_INVALID, "tensor \"%s\" has dtype %d and rank %d; cannot "
+                            "describe it", ts->t[i].name, ts->t[i].dtype, (int)ts->t[i].ndim);
+        zc__jb_raw(jb, i || has_meta ? "," : "");
+        emit_tensor(jb, &ts->t[i], at);
+        if (zc__add_u64(at, ts->t[i].nbytes, &at) != 0)
+            return zc__fail(ZC_E_LIMIT, "tensors add up to more than 2^64 bytes");
+    }
+    zc__jb_raw(jb, "}");
+    /* Spaces to a multiple of 8, as the safetensors library pads. */
+    zc__jb_rawn(jb, "        ", (8 - (jb->len - 8) % 8) % 8);
+    if (jb->failed)
+        return zc__fail(ZC_E_NOMEM, "out of host memory building a safetensors header");
+    uint64_t n = jb->len - 8;
+    if (n > ZC_MAX_HEADER_BYTES)
+        return zc__fail(ZC_E_LIMIT, "safetensors header of %llu bytes exceeds the %u-byte limit; "
+                        "shorten the metadata", (unsigned long long)n, ZC_MAX_HEADER_BYTES);
+    for (int i = 0; i < 8; i++)
+        jb->data[i] = (char)(uint8_t)(n >> (8 * i));
+    return ZC_OK;
+}
+
+/* ---- file system ---- */
+
+/* Write all n bytes, retrying short writes and EINTR.  @return 0 or -1 with
+ * errno set. */
+static int write_full(int fd, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    while (n > 0) {
+        size_t step = n < WRITE_CHUNK ? n : WRITE_CHUNK;
+        ssize_t w = write(fd, p, step);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (w == 0) {
+            errno = EIO; /* should not happen for a regular file; avoid spinning */
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The directory part of path: "." for a bare name, "/" for the root. */
+static char *parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL)
+        return strdup(".");
+    if (slash == path)
+        return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+int zc__fsync_parent_dir(const char *path)
+{
+    int rc = ZC_OK;
+    char *dir = parent_dir(path);
+    if (dir == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory syncing the directory of %s", path);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        rc = zc__fail(ZC_E_IO, "cannot open directory %s to sync it: %s", dir, strerror(errno));
+    } else {
+        /* Some file systems cannot sync a directory (EINVAL); their renames
+         * are as durable as they get. */
+        if (fsync(fd) != 0 && errno != EINVAL)
+            rc = zc__fail(ZC_E_IO, "cannot sync directory %s: %s", dir, strerror(errno));
+        close(fd);
+    }
+    free(dir);
+    return rc;
+}
+
+/* "<dir>/.zc-tmp-<pid>-<n>-<basename>", unique per process and call. */
+static char *temp_path(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
+    char prefix[64];
+    int n = snprintf(prefix, sizeof prefix, ZC_TMP_PREFIX "%ld-%lu-", (long)getpid(),
+                     (unsigned long)atomic_fetch_add(&tmp_counter, 1));
+    size_t base_len = strlen(base);
+    if ((size_t)n + base_len > TMP_NAME_MAX)
+        base_len = TMP_NAME_MAX - (size_t)n; /* keep the component a legal file name */
+    char *tmp = malloc(dir_len + (size_t)n + base_len + 1);
+    if (tmp == NULL)
+        return NULL;
+    memcpy(tmp, path, dir_len);
+    memcpy(tmp + dir_len, prefix, (size_t)n);
+    memcpy(tmp + dir_len + (size_t)n, base, base_len);
+    tmp[dir_len + (size_t)n + base_len] = '\0';
+    return tmp;
+}
+
+/* Reserve the whole file up front: an early, clear ENOSPC instead of one
+ * after gigabytes, and contiguous extents.  Unsupported is fine. */
+static int preallocate(int fd, uint64_t total)
+{
+#ifdef __linux__
+    if (total > 0 && fallocate(fd, 0, 0, (off_t)total) != 0 && errno != EOPNOTSUPP &&
+        errno != ENOSYS && errno != EINVAL && errno != EINTR)
+        return -1;
+#else
+    (void)fd;
+    (void)total;
+#endif
+    return 0;
+}
+
+/* Ask the kernel to start writing back [from, to) now, so that writeback
+ * overlaps with the rest of the writes instead of all happening in fsync. */
+static void start_writeback(int fd, uint64_t from, uint64_t to)
+{
+#ifdef SYNC_FILE_RANGE_WRITE
+    if (to > from)
+        (void)sync_file_range(fd, (off_t)from, (off_t)(to - from), SYNC_FILE_RANGE_WRITE);
+#else
+    (void)fd;
+    (void)from;
+    (void)to;
+#endif
+}
+
+/* Write the tensor bytes after the header. */
+static int write_tensors(int fd, const out_list *ts, uint64_t at)
+{
+    uint64_t hinted = 0;
+    for (uint32_t i = 0; i < ts->count; i++) {
+        const uint8_t *p = ts->t[i].bytes;
+        uint64_t left = ts->t[i].nbytes;
+        while (left > 0) {
+            size_t step = left < WRITE_CHUNK ? (size_t)left : WRITE_CHUNK;
+            if (write_full(fd, p, step) != 0)
+                return -1;
+            p += step;
+            left -= step;
+            at += step;
+            if (at - hinted >= WRITEBACK_STEP) {
+                start_writeback(fd, hinted, at);
+                hinted = at;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Everything from creating the temporary file to the rename. */
+static int write_file(const char *path, const char *tmp, const zc_jsonbuf *hdr, const out_list *ts,
+                      uint64_t data_len)
+{
+    uint64_t total = hdr->len + data_len;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return zc__fail(ZC_E_IO, "cannot create %s (to write %s): %s", tmp, path, strerror(errno));
+    const char *step = "preallocate";
+    if (preallocate(fd, total) != 0)
+        goto fail;
+    step = "write";
+    if (write_full(fd, hdr->data, hdr->len) != 0 || write_tensors(fd, ts, hdr->len) != 0)
+        goto fail;
+    step = "sync";
+    if (fsync(fd) != 0)
+        goto fail;
+    step = "close";
+    int r = close(fd);
+    fd = -1;
+    if (r != 0)
+        goto fail;
+    step = "rename";
+    if (rename(tmp, path) != 0)
+        goto fail;
+    return ZC_OK;
+fail:;
+    int err = errno;
+    if (fd >= 0)
+        close(fd);
+    unlink(tmp);
+    return zc__fail(ZC_E_IO, "cannot write %s (%s of %s failed): %s", path, step, tmp,
+                    strerror(err));
+}
+
+int zc__safetensors_write(const char *path, const zc_bundle *b, const zc_meta_entry *extra,
+                          uint32_t extra_count)
+{
+    out_list ts;
+    zc_jsonbuf hdr;
+    uint64_t data_len = 0;
+    char *tmp = NULL;
+    int rc;
+    if (path == NULL || b == NULL || (extra == NULL && extra_count > 0))
+        return zc__fail(ZC_E_INVALID, "zc__safetensors_write: path, bundle or extra is NULL");
+    if ((rc = collect_tensors(b, &ts)) != ZC_OK)
+        return rc;
+    for (uint32_t i = 0; i < ts.count; i++)
+        data_len += ts.t[i].nbytes; /* cannot overflow: build_header checked */
+    if ((rc = build_header(&hdr, b, &ts, extra, extra_count)) != ZC_OK)
+        goto cleanup;
+    if ((tmp = temp_path(path)) == NULL) {
+        rc = zc__fail(ZC_E_NOMEM, "out of host memory writing %s", path);
+        goto cleanup;
+    }
+    if ((rc = write_file(path, tmp, &hdr, &ts, data_len)) != ZC_OK)
+        goto cleanup;
+    if ((rc = zc__fsync_parent_dir(path)) != ZC_OK)
+        zc__fail_context("%s was written, but its directory entry may not be durable", path);
+cleanup:
+    free(tmp);
+    zc__jb_free(&hdr);
+    return rc;
+}

@@ -1,0 +1,288 @@
+"""TEST-ONLY fake nodes for driving real ComfyUI graphs in-process on CPU.
+
+Nothing here ships with the pack. These nodes stand in for what cannot be built
+tiny (the UMT5-XXL text encoder) or for what a graph must prove it never touches (a
+VAE in zero_copy_latent_only mode), and they let a test read what a sampler produced.
+
+Written against ComfyUI's V3 node API (comfy_api.latest io.ComfyNode / io.Schema,
+ComfyExtension + comfy_entrypoint) and loaded with ``nodes.load_custom_node(<this dir>)``:
+the module must NOT define NODE_CLASS_MAPPINGS, or ComfyUI takes the V1 branch and never
+calls comfy_entrypoint. V3 classes are cloned per execution, so all state lives in the
+module-level ``CAPTURED`` / ``CAPTURE_LOG`` below. Every node id starts with ``ZCTest``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import torch
+from comfy_api.latest import ComfyExtension, io
+
+CATEGORY = "_for_testing/zerocopy (fakes)"
+WAN_TEXT_DIM = 4096  # UMT5-XXL width, what Wan's text_embedding expects
+VAE_MUST_NOT_BE_CALLED = "VAE must not be called in zero_copy_latent_only"
+
+# label -> the last LATENT a ZCTestCaptureLatent node with that label received (cloned).
+CAPTURED: dict[str, dict] = {}
+# every capture in execution order, as (label, latent) — shows how often a node really ran.
+CAPTURE_LOG: list[tuple[str, dict]] = []
+
+
+def reset_captures() -> None:
+    CAPTURED.clear()
+    CAPTURE_LOG.clear()
+
+
+def _clone_value(value):
+    """Deep copy of a LATENT value: tensors cloned, NestedTensor per stream, containers recursed."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone()
+    if getattr(value, "is_nested", False) and hasattr(value, "tensors"):
+        return type(value)([t.detach().clone() for t in value.tensors])
+    if isinstance(value, dict):
+        return {k: _clone_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clone_value(v) for v in value)
+    return value
+
+
+def _seeded_randn(seed: int, *shape: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, generator=generator, dtype=torch.float32)
+
+
+def _text_seed(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little") & (2**63 - 1)
+
+
+class FakeUMT5Clip:
+    """Stands in for ComfyUI's CLIP object wrapping UMT5-XXL (which cannot be built tiny).
+
+    ``tokenize`` keeps the text; ``encode_from_tokens_scheduled`` returns CONDITIONING
+    ``[[cond [1, tokens, 4096], {"pooled_output": None}]]`` where ``cond`` is seeded from a
+    SHA-256 of the text: the same text always gives the same tensor, different texts differ.
+    """
+
+    is_zc_test_fake = True
+
+    def __init__(self, tokens: int = 8):
+        self.tokens = tokens
+        self.calls: list[str] = []  # texts encoded, in order (per instance)
+
+    def clone(self):
+        return FakeUMT5Clip(self.tokens)
+
+    def tokenize(self, text, return_word_ids=False, **kwargs):
+        return {"zc_test_text": str(text), "zc_test_tokens": self.tokens}
+
+    def encode_from_tokens(self, tokens, return_pooled=False, return_dict=False):
+        text = tokens["zc_test_text"]
+        self.calls.append(text)
+        cond = _seeded_randn(_text_seed(text), 1, tokens["zc_test_tokens"], WAN_TEXT_DIM)
+        if return_dict:
+            return {"cond": cond, "pooled_output": None}
+        return (cond, None) if return_pooled else cond
+
+    def encode_from_tokens_scheduled(self, tokens, unprojected=False, add_dict=None, show_pbar=True,
+                                     **kwargs):
+        out = self.encode_from_tokens(tokens, return_dict=True)
+        cond = out.pop("cond")
+        out.update(add_dict or {})
+        return [[cond, out]]
+
+    def encode(self, text):
+        return self.encode_from_tokens(self.tokenize(text))
+
+
+class RaisingVAE:
+    """A VAE that fails loudly if used, carrying the Wan 2.1 VAE's shape attributes.
+
+    Nodes may read its geometry (latent_channels, compression ratios, index formulas)
+    but any encode/decode raises AssertionError: proof that a path stayed in latent space.
+    """
+
+    is_zc_test_fake = True
+    latent_channels = 16
+    latent_dim = 3
+    output_channels = 3
+    downscale_index_formula = (4, 8, 8)
+    upscale_index_formula = (4, 8, 8)
+    downscale_ratio = (lambda frames: max(0, (frames + 3) // 4), 8, 8)
+    upscale_ratio = (lambda frames: max(0, frames * 4 - 3), 8, 8)
+    vae_dtype = torch.float32
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def _refuse(self, what: str):
+        self.calls.append(what)
+        raise AssertionError(VAE_MUST_NOT_BE_CALLED + f" ({what} was called)")
+
+    def encode(self, *args, **kwargs):
+        self._refuse("encode")
+
+    def decode(self, *args, **kwargs):
+        self._refuse("decode")
+
+    def encode_tiled(self, *args, **kwargs):
+        self._refuse("encode_tiled")
+
+    def decode_tiled(self, *args, **kwargs):
+        self._refuse("decode_tiled")
+
+    def spacial_compression_encode(self):
+        return 8
+
+    def spacial_compression_decode(self):
+        return 8
+
+    def temporal_compression_decode(self):
+        return 4
+
+    def temporal_compression_encode(self):
+        return 4
+
+    def throw_exception_if_invalid(self):
+        pass
+
+    def is_dynamic(self):
+        return False
+
+
+class ZCTestConditioning(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestConditioning",
+            display_name="ZC TEST fake conditioning (seeded randn)",
+            category=CATEGORY,
+            description="TEST ONLY. CONDITIONING [[randn(1, tokens, 4096), {}]] seeded by `seed`.",
+            inputs=[io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
+                    io.Int.Input("tokens", default=8, min=1, max=512)],
+            outputs=[io.Conditioning.Output()],
+        )
+
+    @classmethod
+    def execute(cls, seed, tokens) -> io.NodeOutput:
+        return io.NodeOutput([[_seeded_randn(seed, 1, tokens, WAN_TEXT_DIM), {}]])
+
+
+class ZCTestClip(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestClip",
+            display_name="ZC TEST fake UMT5 CLIP (text hash)",
+            category=CATEGORY,
+            description="TEST ONLY. A CLIP stand-in whose encodings are seeded from a hash of the text.",
+            inputs=[io.Int.Input("tokens", default=8, min=1, max=512)],
+            outputs=[io.Clip.Output()],
+        )
+
+    @classmethod
+    def execute(cls, tokens) -> io.NodeOutput:
+        return io.NodeOutput(FakeUMT5Clip(tokens))
+
+
+class ZCTestRaisingVAE(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestRaisingVAE",
+            display_name="ZC TEST fake VAE (raises if used)",
+            category=CATEGORY,
+            description="TEST ONLY. A Wan 2.1-shaped VAE whose encode/decode raise AssertionError.",
+            inputs=[],
+            outputs=[io.Vae.Output()],
+        )
+
+    @classmethod
+    def execute(cls) -> io.NodeOutput:
+        return io.NodeOutput(RaisingVAE())
+
+
+class ZCTestNoiseImage(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestNoiseImage",
+            display_name="ZC TEST seeded noise IMAGE",
+            category=CATEGORY,
+            description="TEST ONLY. IMAGE [frames, height, width, 3] of seeded uniform noise in [0, 1].",
+            inputs=[io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
+                    io.Int.Input("width", default=64, min=8, max=4096, step=8),
+                    io.Int.Input("height", default=64, min=8, max=4096, step=8),
+                    io.Int.Input("frames", default=1, min=1, max=1024)],
+            outputs=[io.Image.Output()],
+        )
+
+    @classmethod
+    def execute(cls, seed, width, height, frames) -> io.NodeOutput:
+        generator = torch.Generator().manual_seed(seed)
+        return io.NodeOutput(torch.rand(frames, height, width, 3, generator=generator))
+
+
+class ZCTestFrameMask(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestFrameMask",
+            display_name="ZC TEST per-frame MASK (0 = keep)",
+            category=CATEGORY,
+            description="TEST ONLY. MASK [frames, height, width]: 0 on the first `keep_first` frames, "
+                        "1 after. Build it at the exact latent size: SetLatentNoiseMask reads "
+                        "[T, H, W] as frames.",
+            inputs=[io.Int.Input("frames", default=3, min=1, max=1024),
+                    io.Int.Input("height", default=8, min=1, max=4096),
+                    io.Int.Input("width", default=8, min=1, max=4096),
+                    io.Int.Input("keep_first", default=1, min=0, max=1024)],
+            outputs=[io.Mask.Output()],
+        )
+
+    @classmethod
+    def execute(cls, frames, height, width, keep_first) -> io.NodeOutput:
+        mask = torch.ones(frames, height, width)
+        mask[:keep_first] = 0.0
+        return io.NodeOutput(mask)
+
+
+class ZCTestCaptureLatent(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestCaptureLatent",
+            display_name="ZC TEST capture LATENT",
+            category=CATEGORY,
+            description="TEST ONLY. Records a clone of the LATENT it receives under `label`.",
+            inputs=[io.Latent.Input("samples"),
+                    io.String.Input("label", default="out"),
+                    io.Boolean.Input("always_run", default=False, optional=True,
+                                     tooltip="re-run even when ComfyUI's cache would skip it")],
+            outputs=[],
+            is_output_node=True,
+        )
+
+    @classmethod
+    def fingerprint_inputs(cls, samples=None, label="out", always_run=False):
+        return float("nan") if always_run else label
+
+    @classmethod
+    def execute(cls, samples, label, always_run=False) -> io.NodeOutput:
+        captured = _clone_value(samples)
+        CAPTURED[label] = captured
+        CAPTURE_LOG.append((label, captured))
+        shape = list(getattr(samples.get("samples"), "shape", []))
+        return io.NodeOutput(ui={"zc_test_capture": [{"label": label, "shape": shape}]})
+
+
+NODES = [ZCTestConditioning, ZCTestClip, ZCTestRaisingVAE, ZCTestNoiseImage, ZCTestFrameMask,
+         ZCTestCaptureLatent]
+
+
+class ZCTestNodesExtension(ComfyExtension):
+    async def get_node_list(self) -> list[type[io.ComfyNode]]:
+        return list(NODES)
+
+
+async def comfy_entrypoint() -> ZCTestNodesExtension:
+    return ZCTestNodesExtension()
