@@ -54,7 +54,7 @@ test-c: $(BUILD)/test_engine $(BUILD)/test_concurrency_tsan $(BUILD)/fuzz_replay
 FUZZ_CC ?= clang
 $(BUILD)/fuzz_safetensors: engine/fuzz/fuzz_safetensors.c $(SRCS) $(HDRS) | $(BUILD)
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzzing needs clang with libFuzzer: apt-get install clang libclang-rt-14-dev"; exit 1; }
-	$(FUZZ_CC) $(DEFS) $(INC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -pthread -o $@ engine/fuzz/fuzz_safetensors.c $(SRCS) -lm
+	$(FUZZ_CC) $(DEFS) $(INC) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -pthread -o $@ engine/fuzz/fuzz_safetensors.c $(SRCS) -lm
 fuzz: $(BUILD)/fuzz_safetensors
 
 $(BUILD):

@@ -217,10 +217,9 @@ static int copy_in(zc_tensor *t, const char *name, const zc_dl_tensor *src, cons
         return zc__fail(ZC_E_NOMEM, "out of host memory copying tensor \"%s\" (%llu bytes)", name,
                         (unsigned long long)t->nbytes);
     const uint8_t *base = (const uint8_t *)src->data + src->byte_offset;
-    zc__copy_contiguous(t->host, base, t->ndim, t->shape, t->byte_strides,
-                        zc_dtype_size(t->dtype), t->nbytes);
-    t->has_digest = 0;
-    t->digest_pending = 1; /* computed by the store's worker, or by the first reader */
+    t->digest = zc__copy_and_digest(t->host, base, t->ndim, t->shape, t->byte_strides,
+                                    zc_dtype_size(t->dtype), t->nbytes);
+    t->has_digest = 1;
     return ZC_OK;
 }
 
@@ -288,7 +287,8 @@ int zc_bundle_add_reference(zc_bundle *b, const char *name, void *managed, int v
             goto fail;
         }
         t.host = shadow.host;
-        t.digest_pending = 1;
+        t.digest = shadow.digest;
+        t.has_digest = 1;
     }
     snprintf(t.name, sizeof t.name, "%s", name);
     t.tier = ZC_TIER_DEVICE;

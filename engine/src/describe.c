@@ -11,7 +11,7 @@ static const char *tier_name(int tier)
     return tier == ZC_TIER_DEVICE ? "device" : tier == ZC_TIER_DISK ? "disk" : "host";
 }
 
-static void describe_tensor(zc_jsonbuf *jb, const zc_tensor *t, int digests_ready)
+static void describe_tensor(zc_jsonbuf *jb, const zc_tensor *t)
 {
     zc__jb_raw(jb, "{\"name\":");
     zc__jb_string(jb, t->name);
@@ -22,17 +22,17 @@ static void describe_tensor(zc_jsonbuf *jb, const zc_tensor *t, int digests_read
                   "\"host_copy\":%s,\"digest\":",
                   (unsigned long long)t->nbytes, tier_name(t->tier), (int)t->device_type,
                   (int)t->device_id, t->host ? "true" : "false");
-    if (digests_ready && t->has_digest) {
+    if (t->has_digest) {
         char d[32];
         zc__digest_format(t->digest, d);
         zc__jb_string(jb, d);
     } else {
         zc__jb_raw(jb, "null");
     }
-    zc__jb_printf(jb, ",\"digest_pending\":%s}", digests_ready ? "false" : "true");
+    zc__jb_raw(jb, "}");
 }
 
-static void describe_slot(zc_jsonbuf *jb, zc_slot *s)
+static void describe_slot(zc_jsonbuf *jb, const zc_slot *s)
 {
     const zc_bundle *b = s->bundle;
     zc__jb_printf(jb, "{\"generation\":%llu,\"created_unix_ms\":%llu,\"readers\":%lld,"
@@ -44,7 +44,7 @@ static void describe_slot(zc_jsonbuf *jb, zc_slot *s)
     for (uint32_t i = 0; i < b->count; i++) {
         if (i)
             zc__jb_raw(jb, ",");
-        describe_tensor(jb, &b->tensors[i], zc__slot_digests_ready(s));
+        describe_tensor(jb, &b->tensors[i]);
     }
     zc__jb_raw(jb, "],\"meta\":{");
     for (uint32_t i = 0; i < b->meta_count; i++) {

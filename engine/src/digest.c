@@ -67,6 +67,30 @@ static size_t stripes(uint64_t acc[4], const uint8_t *p, size_t len)
     return done;
 }
 
+/* Stripes of src copied to dst while they are hashed: one pass over memory,
+ * each word loaded once, stored and hashed.  Returns the bytes consumed. */
+static size_t stripes_copy(uint64_t acc[4], uint8_t *restrict dst, const uint8_t *restrict src,
+                           size_t len)
+{
+    uint64_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    size_t done = 0;
+    while (len - done >= 32) {
+        uint64_t l0 = read64(src + done), l1 = read64(src + done + 8);
+        uint64_t l2 = read64(src + done + 16), l3 = read64(src + done + 24);
+        memcpy(dst + done, &l0, 8);
+        memcpy(dst + done + 8, &l1, 8);
+        memcpy(dst + done + 16, &l2, 8);
+        memcpy(dst + done + 24, &l3, 8);
+        a0 = round64(a0, l0);
+        a1 = round64(a1, l1);
+        a2 = round64(a2, l2);
+        a3 = round64(a3, l3);
+        done += 32;
+    }
+    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
+    return done;
+}
+
 static uint64_t finish(const uint64_t acc[4], int long_input, uint64_t seed, uint64_t total,
                        const uint8_t *tail, size_t tail_len)
 {
@@ -155,6 +179,22 @@ uint64_t zc_xxh64(const void *data, size_t len, uint64_t seed)
     zc_xxh64_reset(&s, seed);
     size_t done = stripes(s.acc, p, len);
     return finish(s.acc, 1, seed, len, p + done, len - done);
+}
+
+uint64_t zc__xxh64_copy(void *dst, const void *src, size_t len)
+{
+    const uint8_t *p = src;
+    uint8_t *d = dst;
+    if (len < 32) {
+        uint64_t none[4] = {0, 0, 0, 0};
+        memcpy(d, p, len);
+        return finish(none, 0, 0, len, d, len);
+    }
+    zc_xxh64_state s;
+    zc_xxh64_reset(&s, 0);
+    size_t done = stripes_copy(s.acc, d, p, len);
+    memcpy(d + done, p + done, len - done);
+    return finish(s.acc, 1, 0, len, d + done, len - done);
 }
 
 void zc__digest_format(uint64_t digest, char out[32])

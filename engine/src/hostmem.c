@@ -61,13 +61,13 @@ static uint8_t *copy_strided(uint8_t *dst, const uint8_t *src, int32_t dim, int3
     return dst;
 }
 
-void zc__copy_contiguous(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
-                         const int64_t *byte_strides, size_t elem_size, uint64_t nbytes)
+uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
+                             const int64_t *byte_strides, size_t elem_size, uint64_t nbytes)
 {
     if (nbytes == 0)
-        return;
+        return zc_xxh64(NULL, 0, 0);
     if (ndim == 0 || is_contiguous(ndim, shape, byte_strides, elem_size))
-        memcpy(dst, src, (size_t)nbytes);
-    else
-        copy_strided(dst, src, 0, ndim, shape, byte_strides, elem_size);
+        return zc__xxh64_copy(dst, src, (size_t)nbytes); /* one pass: copy and digest */
+    copy_strided(dst, src, 0, ndim, shape, byte_strides, elem_size);
+    return zc_xxh64(dst, (size_t)nbytes, 0);
 }

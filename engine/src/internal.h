@@ -53,10 +53,10 @@ int zc__shape_nbytes(int32_t ndim, const int64_t *shape, size_t elem_size, uint6
 void *zc__host_alloc(uint64_t nbytes);   /* ZC_HOST_ALIGN-aligned, never NULL for 0 bytes */
 void zc__host_free(void *p);
 
-/* Copy a (possibly strided, byte strides) tensor into contiguous dst.  The
- * digest is computed later, off the caller's path (see slot.c). */
-void zc__copy_contiguous(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
-                         const int64_t *byte_strides, size_t elem_size, uint64_t nbytes);
+/* Copy a (possibly strided, byte strides) tensor into contiguous dst and
+ * return the XXH64 of the copied bytes. */
+uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
+                             const int64_t *byte_strides, size_t elem_size, uint64_t nbytes);
 
 /* ---- bundles (bundle.c) ---- */
 
@@ -76,7 +76,6 @@ typedef struct zc_tensor {
     void *ref_data;      /* first element of the referenced tensor */
     uint64_t digest;
     int has_digest;
-    int digest_pending;  /* host bytes copied, digest not computed yet */
 } zc_tensor;
 
 typedef struct zc_meta_entry {
@@ -128,6 +127,10 @@ int zc__safetensors_write(const char *path, const zc_bundle *b,
 int zc__fsync_parent_dir(const char *path);
 
 /* ---- digest (digest.c) ---- */
+
+/* Copy len bytes from src to dst and return their XXH64 (seed 0), in one
+ * pass: each word is loaded once, stored and hashed. */
+uint64_t zc__xxh64_copy(void *dst, const void *src, size_t len);
 
 /* ---- digests as text ---- */
 

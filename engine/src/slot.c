@@ -18,11 +18,6 @@ zc_slot *zc__slot_new(zc_core *core, zc_bundle *bundle, const char *tag)
     atomic_init(&s->refs, 1);
     atomic_init(&s->readers, 0);
     atomic_init(&s->retained, 0);
-    int pending = 0;
-    for (uint32_t i = 0; i < bundle->count; i++)
-        pending |= bundle->tensors[i].digest_pending;
-    atomic_init(&s->digests_ready, !pending);
-    pthread_mutex_init(&s->digest_lock, NULL);
     s->bundle = bundle;
     s->core = core;
     atomic_fetch_add(&core->refs, 1);
@@ -52,37 +47,7 @@ void zc__slot_unref(zc_slot *s)
         atomic_fetch_sub(&s->core->retained_bytes, s->host_bytes + s->device_bytes);
     zc_bundle_free(s->bundle);
     zc__core_unref(s->core);
-    pthread_mutex_destroy(&s->digest_lock);
     free(s);
-}
-
-/* put copies the bytes and returns; the digest is computed here, by the
- * store's worker thread or by the first reader that needs it, whichever comes
- * first.  The bytes of a slot never change after put, so the digest is the
- * same whoever computes it. */
-void zc__slot_ensure_digests(zc_slot *s)
-{
-    if (atomic_load_explicit(&s->digests_ready, memory_order_acquire))
-        return;
-    pthread_mutex_lock(&s->digest_lock);
-    if (!atomic_load_explicit(&s->digests_ready, memory_order_relaxed)) {
-        zc_bundle *b = s->bundle;
-        for (uint32_t i = 0; i < b->count; i++) {
-            zc_tensor *t = &b->tensors[i];
-            if (t->digest_pending) {
-                t->digest = zc_xxh64(t->host, (size_t)t->nbytes, 0);
-                t->has_digest = 1;
-                t->digest_pending = 0;
-            }
-        }
-        atomic_store_explicit(&s->digests_ready, 1, memory_order_release);
-    }
-    pthread_mutex_unlock(&s->digest_lock);
-}
-
-int zc__slot_digests_ready(zc_slot *s)
-{
-    return atomic_load_explicit(&s->digests_ready, memory_order_acquire);
 }
 
 void zc__slot_retire(zc_slot *s)

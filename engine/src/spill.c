@@ -145,12 +145,55 @@ static int index_directory(zc_store *s)
     return rc;
 }
 
+static void *writer_main(void *arg);
+
 int zc__spill_open(zc_store *s)
 {
     int rc = mkdir_p(s->spill_dir);
     if (rc != ZC_OK)
         return rc;
-    return index_directory(s);
+    if ((rc = index_directory(s)) != ZC_OK)
+        return rc;
+    if (pthread_create(&s->writer, NULL, writer_main, s) != 0)
+        return zc__fail(ZC_E_STATE, "cannot start the spill writer thread");
+    s->writer_running = 1;
+    return ZC_OK;
+}
+
+void zc__spill_close(zc_store *s)
+{
+    if (!s->writer_running)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->closing = 1;
+    pthread_cond_broadcast(&s->work_ready);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->writer, NULL);
+    s->writer_running = 0;
+}
+
+void zc__spill_enqueue(zc_store *s, zc_slot *slot)
+{
+    zc_spill_job *job = malloc(sizeof *job);
+    if (job == NULL) {
+        s->stats.spill_errors++;
+        if (s->flush_status == ZC_OK) {
+            s->flush_status = ZC_E_NOMEM;
+            snprintf(s->flush_message, sizeof s->flush_message,
+                     "out of host memory queueing the spill of tag \"%s\"", slot->tag);
+        }
+        return;
+    }
+    zc__slot_ref(slot);
+    job->slot = slot;
+    job->next = NULL;
+    if (s->queue_tail)
+        s->queue_tail->next = job;
+    else
+        s->queue_head = job;
+    s->queue_tail = job;
+    s->stats.pending_spills++;
+    pthread_cond_signal(&s->work_ready);
 }
 
 /* After a successful write: index it and choose older files to prune. */
@@ -167,45 +210,87 @@ static uint32_t after_write(zc_store *s, const zc_slot *slot, uint64_t *prune, u
     return n;
 }
 
-/* Write one slot's spill file (worker thread, lock not held) and account for it. */
-void zc__spill_write(zc_store *s, zc_slot *slot)
+static void *writer_main(void *arg)
 {
-    char path[4096];
-    char gen[32];
-    zc__slot_ensure_digests(slot);
-    snprintf(gen, sizeof gen, "%llu", (unsigned long long)slot->generation);
-    zc_meta_entry extra[3] = {
-        {(char *)ZC_META_FORMAT, (char *)ZC_FORMAT_VALUE},
-        {(char *)ZC_META_TAG, slot->tag},
-        {(char *)ZC_META_GENERATION, gen},
-    };
-    int rc = zc__spill_path(s, slot->tag, slot->generation, path, sizeof path);
-    if (rc == ZC_OK)
-        rc = zc__safetensors_write(path, slot->bundle, extra, 3);
-    const char *err = rc == ZC_OK ? NULL : zc_last_error();
-
-    uint64_t prune[64];
-    uint32_t nprune = 0;
+    zc_store *s = arg;
     pthread_mutex_lock(&s->lock);
-    s->stats.pending_spills--;
-    if (rc == ZC_OK) {
-        s->stats.spills_written++;
-        nprune = after_write(s, slot, prune, 64);
-    } else {
-        s->stats.spill_errors++;
-        if (s->flush_status == ZC_OK) {
-            s->flush_status = rc;
-            snprintf(s->flush_message, sizeof s->flush_message, "spill of tag \"%s\" "
-                     "generation %llu failed: %s", slot->tag,
-                     (unsigned long long)slot->generation, err);
+    for (;;) {
+        while (s->queue_head == NULL && !s->closing)
+            pthread_cond_wait(&s->work_ready, &s->lock);
+        if (s->queue_head == NULL)
+            break;
+        zc_spill_job *job = s->queue_head;
+        s->queue_head = job->next;
+        if (s->queue_head == NULL)
+            s->queue_tail = NULL;
+        s->writer_busy = 1;
+        pthread_mutex_unlock(&s->lock);
+
+        zc_slot *slot = job->slot;
+        char path[4096];
+        char gen[32];
+        snprintf(gen, sizeof gen, "%llu", (unsigned long long)slot->generation);
+        zc_meta_entry extra[3] = {
+            {(char *)ZC_META_FORMAT, (char *)ZC_FORMAT_VALUE},
+            {(char *)ZC_META_TAG, slot->tag},
+            {(char *)ZC_META_GENERATION, gen},
+        };
+        int rc = zc__spill_path(s, slot->tag, slot->generation, path, sizeof path);
+        if (rc == ZC_OK)
+            rc = zc__safetensors_write(path, slot->bundle, extra, 3);
+        const char *err = rc == ZC_OK ? NULL : zc_last_error();
+
+        uint64_t prune[64];
+        uint32_t nprune = 0;
+        pthread_mutex_lock(&s->lock);
+        s->stats.pending_spills--;
+        if (rc == ZC_OK) {
+            s->stats.spills_written++;
+            nprune = after_write(s, slot, prune, 64);
+        } else {
+            s->stats.spill_errors++;
+            if (s->flush_status == ZC_OK) {
+                s->flush_status = rc;
+                snprintf(s->flush_message, sizeof s->flush_message, "spill of tag \"%s\" "
+                         "generation %llu failed: %s", slot->tag,
+                         (unsigned long long)slot->generation, err);
+            }
         }
+        pthread_mutex_unlock(&s->lock);
+        for (uint32_t i = 0; i < nprune; i++) {
+            char old[4096];
+            if (zc__spill_path(s, slot->tag, prune[i], old, sizeof old) == ZC_OK)
+                unlink(old);
+        }
+        zc__slot_unref(slot);
+        free(job);
+
+        pthread_mutex_lock(&s->lock);
+        s->writer_busy = 0;
+        if (s->queue_head == NULL)
+            pthread_cond_broadcast(&s->work_done);
     }
+    pthread_cond_broadcast(&s->work_done);
     pthread_mutex_unlock(&s->lock);
-    for (uint32_t i = 0; i < nprune; i++) {
-        char old[4096];
-        if (zc__spill_path(s, slot->tag, prune[i], old, sizeof old) == ZC_OK)
-            unlink(old);
-    }
+    return NULL;
+}
+
+int zc_store_flush(zc_store *s)
+{
+    if (s == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_flush: store is NULL");
+    pthread_mutex_lock(&s->lock);
+    while (s->writer_running && (s->queue_head != NULL || s->writer_busy))
+        pthread_cond_wait(&s->work_done, &s->lock);
+    int rc = s->flush_status;
+    char msg[sizeof s->flush_message];
+    memcpy(msg, s->flush_message, sizeof msg);
+    s->flush_status = ZC_OK;
+    s->flush_message[0] = '\0';
+    pthread_mutex_unlock(&s->lock);
+    if (rc != ZC_OK)
+        return zc__fail(rc, "%s", msg);
+    return ZC_OK;
 }
 
 void zc__spill_reject(zc_store *s, const char *path)

@@ -146,18 +146,15 @@ int zc_store_open(const zc_store_config *config, zc_store **out)
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work_ready, NULL);
     pthread_cond_init(&s->work_done, NULL);
-    int rc = ZC_OK;
     if (c.spill_dir) {
         s->spill_dir = strdup(c.spill_dir);
-        rc = s->spill_dir ? zc__spill_open(s)
-                          : zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
+        int rc = s->spill_dir ? zc__spill_open(s)
+                              : zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
+        if (rc != ZC_OK) {
+            zc_store_close(s);
+            return rc;
+        }
         s->config.spill_dir = s->spill_dir;
-    }
-    if (rc == ZC_OK)
-        rc = zc__worker_start(s);
-    if (rc != ZC_OK) {
-        zc_store_close(s);
-        return rc;
     }
     *out = s;
     return ZC_OK;
@@ -181,7 +178,7 @@ void zc_store_close(zc_store *s)
     pthread_mutex_lock(&s->lock);
     s->closing = 1;
     pthread_mutex_unlock(&s->lock);
-    zc__worker_stop(s);
+    zc__spill_close(s);
     for (size_t i = 0; i < s->bucket_count; i++) {
         zc_tag_entry *e = s->buckets[i];
         while (e) {
@@ -416,10 +413,8 @@ int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uin
     s->stats.slots++;
     s->stats.host_bytes += slot->host_bytes;
     s->stats.device_bytes += slot->device_bytes;
-    if (!zc__slot_digests_ready(slot))
-        zc__job_enqueue(s, slot, ZC_JOB_DIGEST);
     if (flags & ZC_PUT_SPILL)
-        zc__job_enqueue(s, slot, ZC_JOB_SPILL);
+        zc__spill_enqueue(s, slot);
     if (generation)
         *generation = slot->generation;
     pthread_mutex_unlock(&s->lock);

@@ -23,8 +23,6 @@ typedef struct zc_slot {
     atomic_int_fast64_t refs;      /* ring membership + readers + pending spill jobs */
     atomic_int_fast64_t readers;   /* views and exported DLPack tensors */
     atomic_int retained;           /* left the ring while still referenced */
-    atomic_int digests_ready;      /* every tensor's digest is computed (see slot.c) */
-    pthread_mutex_t digest_lock;
     zc_bundle *bundle;
     zc_core *core;
     char tag[ZC_MAX_TAG_LEN + 1];
@@ -48,13 +46,9 @@ typedef struct zc_tag_entry {
     uint32_t disk_cap;
 } zc_tag_entry;
 
-typedef enum { ZC_JOB_DIGEST, ZC_JOB_SPILL } zc_job_kind;
-
-/* Work for the store's background worker thread. */
 typedef struct zc_spill_job {
     struct zc_spill_job *next;
     zc_slot *slot;                 /* holds one slot reference */
-    zc_job_kind kind;
 } zc_spill_job;
 
 struct zc_store {
@@ -69,7 +63,7 @@ struct zc_store {
     zc_store_stats stats;          /* counters kept under the lock */
     int closing;
 
-    /* background worker: digests of new slots, and the disk tier's spills */
+    /* disk tier */
     pthread_t writer;
     int writer_running;
     pthread_cond_t work_ready;     /* a job was queued or closing */
@@ -94,22 +88,15 @@ void zc__slot_reader_release(zc_slot *slot);
 /* Mark a slot as having left its ring (caller then drops the ring's ref). */
 void zc__slot_retire(zc_slot *slot);
 void zc__core_unref(zc_core *core);
-/* Compute the digests put deferred (once; any thread; blocks while another
- * thread computes them). */
-void zc__slot_ensure_digests(zc_slot *slot);
-/* Non-blocking: have the digests been computed? */
-int zc__slot_digests_ready(zc_slot *slot);
 
 /* store.c (call with the lock held) */
 zc_tag_entry *zc__tag_find(zc_store *store, const char *tag);
 zc_tag_entry *zc__tag_get_or_create(zc_store *store, const char *tag);
 
 /* spill.c */
-int zc__spill_open(zc_store *store);      /* index the spill directory */
-int zc__worker_start(zc_store *store);
-void zc__worker_stop(zc_store *store);    /* drain the queue and stop the worker */
-/* Queue a job for slot (lock held; takes a slot reference). */
-void zc__job_enqueue(zc_store *store, zc_slot *slot, zc_job_kind kind);
+int zc__spill_open(zc_store *store);      /* index the directory, start the writer */
+void zc__spill_close(zc_store *store);    /* drain and stop the writer */
+void zc__spill_enqueue(zc_store *store, zc_slot *slot); /* lock held; takes a slot ref */
 int zc__spill_path(const zc_store *store, const char *tag, uint64_t generation, char *out,
                    size_t cap);
 /* Restore tag@generation from disk as a new slot (lock NOT held). */

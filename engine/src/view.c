@@ -58,7 +58,6 @@ int zc_view_tensor(const zc_view *v, uint32_t index, zc_tensor_info *out)
         return ZC_E_NOT_FOUND;
     if (out == NULL)
         return zc__fail(ZC_E_INVALID, "zc_view_tensor: out is NULL");
-    zc__slot_ensure_digests(v->slot);
     memset(out, 0, sizeof *out);
     out->name = t->name;
     out->dtype = t->dtype;
@@ -201,7 +200,6 @@ int zc_view_verify(const zc_view *v)
 {
     if (v == NULL)
         return zc__fail(ZC_E_INVALID, "zc_view_verify: view is NULL");
-    zc__slot_ensure_digests(v->slot);
     const zc_bundle *b = v->slot->bundle;
     for (uint32_t i = 0; i < b->count; i++) {
         const zc_tensor *t = &b->tensors[i];
@@ -227,7 +225,6 @@ int zc_view_save(const zc_view *v, const char *path)
     if (v == NULL || path == NULL)
         return zc__fail(ZC_E_INVALID, "zc_view_save: view or path is NULL");
     char gen[32];
-    zc__slot_ensure_digests(v->slot);
     snprintf(gen, sizeof gen, "%llu", (unsigned long long)v->slot->generation);
     zc_meta_entry extra[3] = {
         {(char *)ZC_META_FORMAT, (char *)ZC_FORMAT_VALUE},
