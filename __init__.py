@@ -1,0 +1,25 @@
+"""ComfyUI-ZeroCopy-Continuity: keep video DiTs resident between shots and hand
+shot N to shot N+1 in latent space, bit-identical (see README.md).
+
+Importing this pack never raises: if the C engine is not built, the nodes are
+not registered and the log says in one line how to build it.
+"""
+
+import logging
+
+_log = logging.getLogger("zerocopy_continuity")
+
+
+async def comfy_entrypoint():
+    try:
+        from .zc_engine import EngineNotBuilt  # noqa: F401  (loads libzc.so)
+    except ImportError as exc:
+        _log.error("[ZeroCopy-Continuity] %s", exc)
+        from comfy_api.latest import ComfyExtension
+
+        class _Unavailable(ComfyExtension):
+            async def get_node_list(self):
+                return []
+        return _Unavailable()
+    from .zc_nodes.extension import ZeroCopyContinuityExtension
+    return ZeroCopyContinuityExtension()

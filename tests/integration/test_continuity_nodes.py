@@ -1,0 +1,327 @@
+"""ZeroCopyLatentStore and ZeroCopyLatentHandoff on real ComfyUI graphs (CPU,
+tiny random-weight Wan 2.1 DiTs, fake text encoder and conditioning from the
+test-only nodes, a VAE that raises whenever zero-copy mode would call it)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import COMFYUI_PATH, ComfyRunError, Graph
+
+REPO = Path(__file__).resolve().parents[2]
+CANVAS = dict(width=64, height=64, length=9)  # latent [1,16,3,8,8]
+
+
+@pytest.fixture(scope="session")
+def pack(comfy, zc_test_nodes, tmp_path_factory):
+    """Our pack, loaded by ComfyUI's own loader, with its spill directory in tmp and
+    every log record of the load kept for the no-warning check."""
+    spill = tmp_path_factory.mktemp("zc_spill")
+    os.environ["ZEROCOPY_SPILL_DIR"] = str(spill)
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record)
+
+    handler = Keep(level=logging.DEBUG)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        module = comfy.load_custom_node(REPO)
+    finally:
+        root.removeHandler(handler)
+    module.load_records = records
+    module.spill_dir = spill
+    return module
+
+
+def runtime_of(pack):
+    return sys.modules[pack.__name__ + ".zc_nodes.runtime"]
+
+
+def sampler(g, model, latent, positive, negative, seed=7):
+    return g.add("KSampler", model=g.out(model), seed=seed, steps=2, cfg=1.0, sampler_name="euler",
+                 scheduler="simple", positive=g.out(positive), negative=g.out(negative),
+                 latent_image=latent, denoise=1.0)
+
+
+def handoff(g, clip, vae, tag, *, model=None, continuity=None, mode="zero_copy_latent_only",
+            ratio=0.0, fallback=None, **overrides):
+    inputs = dict(clip=g.out(clip), vae=g.out(vae), prompt="the next shot", **CANVAS,
+                  buffer_tag=tag, continuity_mode=mode, blend_ratio=ratio)
+    inputs.update(overrides)
+    if model is not None:
+        inputs["model"] = g.out(model)
+    if continuity is not None:
+        inputs["continuity"] = g.out(continuity, 1)
+    if fallback is not None:
+        inputs["fallback_first_frame"] = g.out(fallback)
+    return g.add("ZeroCopyLatentHandoff", **inputs)
+
+
+def first_shot_graph(unet, tag, seed=7):
+    g = Graph()
+    model = g.add("UNETLoader", unet_name=unet, weight_dtype="default")
+    pos = g.add("ZCTestConditioning", seed=1, tokens=8)
+    neg = g.add("ZCTestConditioning", seed=2, tokens=8)
+    empty = g.add("EmptyHunyuanLatentVideo", batch_size=1, **CANVAS)
+    shot = sampler(g, model, g.out(empty), pos, neg, seed=seed)
+    store = g.add("ZeroCopyLatentStore", samples=g.out(shot), buffer_tag=tag, model=g.out(model))
+    g.add("ZCTestCaptureLatent", samples=g.out(store), label=f"{tag}:stored")
+    return g, model, store
+
+
+def next_shot_graph(unet, tag, seed, *, vae="ZCTestRaisingVAE"):
+    """Handoff (from the store, no link) -> KSampler -> Store, all captured."""
+    g = Graph()
+    model = g.add("UNETLoader", unet_name=unet, weight_dtype="default")
+    clip = g.add("ZCTestClip", tokens=8)
+    vae_node = g.add(vae)
+    hand = handoff(g, clip, vae_node, tag, model=model)
+    shot = sampler(g, model, g.out(hand, 1), hand, hand, seed=seed)
+    g.prompt[shot]["inputs"]["negative"] = g.out(hand, 2)
+    g.add("ZCTestCaptureLatent", samples=g.out(hand, 1), label=f"{tag}:handoff")
+    store = g.add("ZeroCopyLatentStore", samples=g.out(shot), buffer_tag=tag, model=g.out(model))
+    g.add("ZCTestCaptureLatent", samples=g.out(store), label=f"{tag}:stored", always_run=True)
+    return g, hand
+
+
+def test_pack_loads_without_warnings_or_errors(pack):
+    ours = [r for r in pack.load_records if r.levelno >= logging.WARNING]
+    assert not ours, [r.getMessage() for r in ours]
+    import nodes
+    assert {"ZeroCopyLatentStore", "ZeroCopyLatentHandoff"} <= set(nodes.NODE_CLASS_MAPPINGS)
+
+
+def test_three_shot_chain_in_one_graph_is_bit_identical(comfy, captures, pack, tiny_wan21_t2v):
+    tag = "one_graph"
+    g, model, store1 = first_shot_graph(tiny_wan21_t2v.name, tag)
+    clip = g.add("ZCTestClip", tokens=8)
+    vae = g.add("ZCTestRaisingVAE")  # zero_copy_latent_only must never call it
+    neg = g.add("ZCTestConditioning", seed=2, tokens=8)
+    previous = store1
+    for shot in (2, 3):
+        hand = handoff(g, clip, vae, tag, model=model, continuity=previous)
+        g.add("ZCTestCaptureLatent", samples=g.out(hand, 1), label=f"handoff{shot}")
+        s = sampler(g, model, g.out(hand, 1), hand, neg, seed=100 + shot)
+        previous = g.add("ZeroCopyLatentStore", samples=g.out(s), buffer_tag=tag, model=g.out(model))
+        g.add("ZCTestCaptureLatent", samples=g.out(previous), label=f"shot{shot}")
+    run = comfy.run(g.prompt)
+    shots = [captures.CAPTURED[f"{tag}:stored"]["samples"], captures.CAPTURED["shot2"]["samples"]]
+    for index, shot in enumerate((2, 3)):
+        handed = captures.CAPTURED[f"handoff{shot}"]
+        assert torch.equal(handed["samples"][:, :, :1], shots[index][:, :, -1:])
+        assert handed["noise_mask"].shape == (1, 1, 3, 8, 8)
+        assert handed["noise_mask"][:, :, 0].eq(0).all() and handed["noise_mask"][:, :, 1:].eq(1).all()
+    info = comfy.output(run, [n for n, v in g.prompt.items()
+                              if v["class_type"] == "ZeroCopyLatentHandoff"][0], 3)
+    assert "bit-identical: yes" in info and "adapter temporal_inpaint" in info
+
+
+def test_three_separate_queue_runs_continue_from_the_store(comfy, captures, pack, tiny_wan21_t2v):
+    tag = "queue_runs"
+    g1, _, _ = first_shot_graph(tiny_wan21_t2v.name, tag)
+    comfy.run(g1.prompt)
+    previous = captures.CAPTURED[f"{tag}:stored"]["samples"]
+    for run_index, seed in enumerate((21, 22)):
+        g, hand = next_shot_graph(tiny_wan21_t2v.name, tag, seed)
+        run = comfy.run(g.prompt)
+        handed = captures.CAPTURED[f"{tag}:handoff"]["samples"]
+        assert torch.equal(handed[:, :, :1], previous[:, :, -1:]), run_index
+        info = comfy.output(run, hand, 3)
+        assert f"generation {run_index + 1}" in info and "bit-identical: yes" in info
+        previous = captures.CAPTURED[f"{tag}:stored"]["samples"]
+
+
+def test_handoff_cache_follows_the_store_generation(comfy, captures, pack, tiny_wan21_t2v):
+    tag = "cache_check"
+    g1, _, _ = first_shot_graph(tiny_wan21_t2v.name, tag)
+    comfy.run(g1.prompt)
+    g, hand = next_shot_graph(tiny_wan21_t2v.name, tag, seed=5)
+    g.prompt = {k: v for k, v in g.prompt.items()
+                if v["class_type"] not in ("ZeroCopyLatentStore",) and
+                not (v["class_type"] == "ZCTestCaptureLatent" and v["inputs"]["label"].endswith("stored"))}
+    first = comfy.run(g.prompt)
+    assert hand in first.executed
+    again = comfy.run(g.prompt)
+    assert hand not in again.executed  # nothing new in the store: cached
+    comfy.run(first_shot_graph(tiny_wan21_t2v.name, tag, seed=99)[0].prompt)  # a new shot arrives
+    after = comfy.run(g.prompt)
+    assert hand in after.executed
+    assert "generation 2" in comfy.output(after, hand, 3)
+
+
+def test_wan_i2v_concat_keys_from_the_tail(comfy, captures, pack, tiny_wan21_i2v):
+    tag = "i2v"
+    g = Graph()
+    model = g.add("UNETLoader", unet_name=tiny_wan21_i2v.name, weight_dtype="default")
+    neg = g.add("ZCTestConditioning", seed=2, tokens=8)
+    # The previous shot, stored directly (its sampling is covered by the T2V tests).
+    latent = torch.randn(1, 16, 3, 8, 8, generator=torch.Generator().manual_seed(4))
+    store = runtime_of(pack).store()
+    store.put(tag, {"latent_tensor": latent}, {"family": "wan21", "latent_format": "Wan21",
+                                                 "channels": "16", "spatial_ratio": "8",
+                                                 "temporal_ratio": "4"})
+    clip = g.add("ZCTestClip", tokens=8)
+    raising = g.add("ZCTestRaisingVAE")
+    hand = handoff(g, clip, raising, tag, model=model, tail_frames=2)
+    s = sampler(g, model, g.out(hand, 1), hand, neg, seed=3)
+    g.prompt[s]["inputs"]["negative"] = g.out(hand, 2)
+    g.add("ZCTestCaptureLatent", samples=g.out(s), label="i2v_out")
+    run = comfy.run(g.prompt)
+    conditioning = comfy.output(run, hand, 0)
+    extra = conditioning[0][1]
+    assert torch.equal(extra["concat_latent_image"][:, :, :2], latent[:, :, -2:])
+    mask = extra["concat_mask"]
+    assert mask.shape == (1, 1, 3, 8, 8) and mask[:, :, :2].eq(0).all() and mask[:, :, 2:].eq(1).all()
+    negative = comfy.output(run, hand, 2)
+    assert torch.equal(negative[0][1]["concat_latent_image"], extra["concat_latent_image"])
+    assert "noise_mask" not in comfy.output(run, hand, 1)
+    info = comfy.output(run, hand, 3)
+    assert "adapter wan_i2v" in info and "bit-identical: yes" in info
+    assert captures.CAPTURED["i2v_out"]["samples"].shape == (1, 16, 3, 8, 8)
+
+
+def test_canvas_change_resamples_like_common_upscale(comfy, captures, pack, tiny_wan21_t2v):
+    from comfy.utils import common_upscale  # a plain `import comfy.utils` would shadow the fixture
+    tag = "canvas"
+    comfy.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
+    stored = captures.CAPTURED[f"{tag}:stored"]["samples"]
+    g, hand = next_shot_graph(tiny_wan21_t2v.name, tag, seed=4)
+    g.prompt[hand]["inputs"].update(width=96, height=64)
+    run = comfy.run(g.prompt, targets=[hand])
+    handed = comfy.output(run, hand, 1)["samples"]
+    assert handed.shape == (1, 16, 3, 8, 12)
+    expected = common_upscale(stored[:, :, -1:], 12, 8, "bicubic", "disabled")
+    assert torch.equal(handed[:, :, :1], expected)
+    info = comfy.output(run, hand, 3)
+    assert "bit-identical: no" in info and "resampled" in info
+
+
+def test_blend_with_fallback_uses_a_real_wan_vae(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+    tag = "blend"
+    comfy.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
+    stored = captures.CAPTURED[f"{tag}:stored"]["samples"]
+    g = Graph()
+    model = g.add("UNETLoader", unet_name=tiny_wan21_t2v.name, weight_dtype="default")
+    clip = g.add("ZCTestClip", tokens=8)
+    vae = g.add("VAELoader", vae_name=wan21_vae.name)
+    image = g.add("ZCTestNoiseImage", seed=5, width=64, height=64, frames=1)
+    hand = handoff(g, clip, vae, tag, model=model, mode="blend_with_fallback", ratio=0.25,
+                   fallback=image)
+    encode = g.add("VAEEncode", pixels=g.out(image), vae=g.out(vae))
+    run = comfy.run(g.prompt, targets=[hand, encode])
+    handed = comfy.output(run, hand, 1)["samples"]
+    fallback = comfy.output(run, encode, 0)["samples"]
+    expected = torch.lerp(stored[:, :, -1:], fallback[:, :, :1], 0.25)
+    assert torch.allclose(handed[:, :, :1], expected, atol=1e-6)
+    info = comfy.output(run, hand, 3)
+    assert "bit-identical: no" in info and "blend" in info
+
+
+def test_first_shot_uses_the_fallback_frame(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+    g = Graph()
+    clip = g.add("ZCTestClip", tokens=8)
+    vae = g.add("VAELoader", vae_name=wan21_vae.name)
+    image = g.add("ZCTestNoiseImage", seed=6, width=64, height=64, frames=1)
+    hand = handoff(g, clip, vae, "never_stored", fallback=image)
+    run = comfy.run(g.prompt, targets=[hand])
+    latent = comfy.output(run, hand, 1)
+    assert latent["samples"].shape == (1, 16, 3, 8, 8) and latent["noise_mask"][:, :, 0].eq(0).all()
+    assert "holds no latent yet" in comfy.output(run, hand, 3)
+
+
+def test_clear_errors(comfy, captures, pack, tiny_wan21_t2v):
+    g = Graph()
+    clip = g.add("ZCTestClip", tokens=8)
+    vae = g.add("ZCTestRaisingVAE")
+    hand = handoff(g, clip, vae, "nothing_here")
+    with pytest.raises(ComfyRunError, match="nothing_here.*fallback_first_frame"):
+        comfy.run(g.prompt, targets=[hand])
+
+    store = runtime_of(pack).store()
+    store.put("wide", {"latent_tensor": torch.zeros(1, 48, 3, 4, 4)}, {"family": "unknown"})
+    g = Graph()
+    model = g.add("UNETLoader", unet_name=tiny_wan21_t2v.name, weight_dtype="default")
+    clip = g.add("ZCTestClip", tokens=8)
+    vae = g.add("ZCTestRaisingVAE")
+    hand = handoff(g, clip, vae, "wide", model=model)
+    with pytest.raises(ComfyRunError, match="channel mismatch.*48.*16"):
+        comfy.run(g.prompt, targets=[hand])
+
+    store.put("wan", {"latent_tensor": torch.zeros(1, 16, 3, 8, 8)}, {"family": "wan21"})
+    g = Graph()
+    clip = g.add("ZCTestClip", tokens=8)
+    vae = g.add("ZCTestRaisingVAE")
+    hand = handoff(g, clip, vae, "wan", length=10)
+    with pytest.raises(ComfyRunError, match="length 10.*use 9 or 13"):
+        comfy.run(g.prompt, targets=[hand])
+
+    g = Graph()
+    clip = g.add("ZCTestClip", tokens=8)
+    vae = g.add("ZCTestRaisingVAE")
+    hand = handoff(g, clip, vae, "bad/tag")
+    with pytest.raises(ComfyRunError, match="bad/tag.*position 3"):
+        comfy.run(g.prompt, targets=[hand])
+
+
+def test_store_never_keeps_noise_mask(comfy, captures, pack, tiny_wan21_t2v):
+    tag = "masked"
+    g = Graph()
+    empty = g.add("EmptyHunyuanLatentVideo", batch_size=1, **CANVAS)
+    mask = g.add("ZCTestFrameMask", frames=3, height=8, width=8, keep_first=1)
+    masked = g.add("SetLatentNoiseMask", samples=g.out(empty), mask=g.out(mask))
+    store = g.add("ZeroCopyLatentStore", samples=g.out(masked), buffer_tag=tag)
+    g.add("ZCTestCaptureLatent", samples=g.out(store), label="passthrough", always_run=True)
+    comfy.run(g.prompt)
+    assert "noise_mask" in captures.CAPTURED["passthrough"]  # passed through untouched
+    shot = runtime_of(pack).store().get(tag)
+    assert list(shot.tensors) == ["latent_tensor"]
+    assert "noise_mask" in shot.meta["keys_not_kept"].split(",")
+
+
+RESTART_SCRIPT = r"""
+import asyncio, json, os, sys
+sys.path.insert(0, os.environ["COMFYUI_PATH"])
+from comfy.cli_args import args
+args.cpu = True
+import nodes
+asyncio.run(nodes.init_extra_nodes(init_custom_nodes=False, init_api_nodes=False))
+assert asyncio.run(nodes.load_custom_node(sys.argv[1]))
+handoff = nodes.NODE_CLASS_MAPPINGS["ZeroCopyLatentHandoff"]
+class Clip:
+    def tokenize(self, text, **kw): return text
+    def encode_from_tokens_scheduled(self, tokens, **kw): return [[None, {}]]
+out = handoff.execute(Clip(), None, "after restart", 64, 64, 9, buffer_tag=sys.argv[2])
+import torch
+from safetensors.torch import save_file
+latent = out.args[1] if hasattr(out, "args") else out[1]
+save_file({"samples": latent["samples"].contiguous()}, sys.argv[3])
+print(json.dumps({"info": out.args[3] if hasattr(out, "args") else out[3]}))
+"""
+
+
+def test_restart_continues_from_the_spilled_tail(comfy, captures, pack, tiny_wan21_t2v, tmp_path):
+    tag = "restart"
+    comfy.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
+    stored = captures.CAPTURED[f"{tag}:stored"]["samples"]
+    runtime_of(pack).store().flush()
+    out = tmp_path / "restarted.safetensors"
+    env = dict(os.environ, COMFYUI_PATH=COMFYUI_PATH, ZEROCOPY_SPILL_DIR=str(pack.spill_dir))
+    proc = subprocess.run([sys.executable, "-c", RESTART_SCRIPT, str(REPO), tag, str(out)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = json.loads(proc.stdout.strip().splitlines()[-1])["info"]
+    assert "bit-identical: yes" in info
+    from safetensors.torch import load_file
+    handed = load_file(str(out))["samples"]
+    assert torch.equal(handed[:, :, :1], stored[:, :, -1:])

@@ -1,0 +1,69 @@
+"""The pack's one LatentStore, shared by every node instance.
+
+ComfyUI clones V3 node classes per call, so state cannot live on the class:
+it lives here, created on first use. The spill directory survives restarts:
+``$ZEROCOPY_SPILL_DIR`` or ``<ComfyUI user dir>/zerocopy_continuity/spill``.
+Budgets: ``$ZEROCOPY_HOST_BUDGET_MB`` (default: a quarter of RAM, at most
+16 GiB) and ``$ZEROCOPY_DEPTH`` (slots kept per tag, default 4).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from . import log
+
+_lock = threading.Lock()
+_store = None
+
+
+def default_spill_dir() -> Path:
+    env = os.environ.get("ZEROCOPY_SPILL_DIR")
+    if env:
+        return Path(env)
+    try:
+        import folder_paths
+        return Path(folder_paths.get_user_directory()) / "zerocopy_continuity" / "spill"
+    except Exception:
+        return Path.home() / ".cache" / "zerocopy_continuity" / "spill"
+
+
+def default_host_budget() -> int:
+    env = os.environ.get("ZEROCOPY_HOST_BUDGET_MB")
+    if env:
+        return int(env) * (1 << 20)
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 16 << 30
+    return min(total // 4, 16 << 30)
+
+
+def store():
+    """The shared LatentStore (created, and its spill directory indexed, on first use)."""
+    global _store
+    with _lock:
+        if _store is None:
+            from ..zc_engine import LatentStore
+            spill = default_spill_dir()
+            _store = LatentStore(depth=int(os.environ.get("ZEROCOPY_DEPTH", "4")),
+                                 host_budget_bytes=default_host_budget(), spill_dir=spill)
+            log.info("latent store ready: spill directory %s, %d tags on disk", spill,
+                     len(_store.tags()))
+        return _store
+
+
+def reset(spill_dir: str | os.PathLike | None = None) -> None:
+    """Close the shared store (flushing spills); the next use opens a fresh one.
+
+    With spill_dir, the next store uses that directory (tests, and users who
+    move their spill directory at runtime)."""
+    global _store
+    with _lock:
+        if _store is not None:
+            _store.close()
+            _store = None
+        if spill_dir is not None:
+            os.environ["ZEROCOPY_SPILL_DIR"] = str(spill_dir)
