@@ -3,7 +3,8 @@
 #   - a virtual environment in .venv/ with the pinned dependencies
 #   - the C engine (build/libzc.so) and the `zc` tool, installed into .venv/bin/
 #   - the main job: a multi-shot store -> spill -> new process -> restore -> verify
-#     run that prints the certificate
+#     run that prints the certificate; with COMFYUI_PATH set, also a tiny 3-shot film
+#     through real ComfyUI (tools/comfy_chain_demo.py) that prints each handoff's certificate
 # Usage: ./setup.sh [--no-demo]
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -35,4 +36,8 @@ echo "setup: engine $(.venv/bin/zc --version) built; zc installed in .venv/bin"
 
 if [ "$demo" = 1 ]; then
     .venv/bin/python -m zc_engine.demo
+    if [ -n "${COMFYUI_PATH:-}" ]; then
+        echo "setup: the same continuity through real ComfyUI ($COMFYUI_PATH): a tiny 3-shot chain"
+        .venv/bin/python tools/comfy_chain_demo.py
+    fi
 fi
