@@ -175,4 +175,7 @@ double cli_diff_psnr(const cli_diff_stats *s);
  * printf's %.*g. */
 void cli_put_number(FILE *out, double v, int precision);
 
+/* Bytes of tensor data in a file (the sum over its tensors). */
+uint64_t cli_data_bytes(const zc_file *f);
+
 #endif /* ZC_CLI_H */

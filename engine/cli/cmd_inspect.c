@@ -47,17 +47,6 @@ static const char *dtype_text(int dtype)
     return name != NULL ? name : "?";
 }
 
-static uint64_t data_bytes(const zc_file *f)
-{
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < zc_file_count(f); i++) {
-        zc_file_tensor t;
-        if (zc_file_tensor_at(f, i, &t) == ZC_OK)
-            total += t.nbytes;
-    }
-    return total;
-}
-
 /* ---- text ---- */
 
 static void text_tensor(const cli_tensor *t, int loaded)
@@ -116,7 +105,7 @@ static void text_header(const zc_file *f, const char *path)
     fputs("file: ", stdout);
     cli_put_text(stdout, path);
     printf(" (%" PRId64 " bytes)\n", cli_file_size(path));
-    printf("tensors: %" PRIu32 " (%" PRIu64 " data bytes)\n", zc_file_count(f), data_bytes(f));
+    printf("tensors: %" PRIu32 " (%" PRIu64 " data bytes)\n", zc_file_count(f), cli_data_bytes(f));
 }
 
 static void text_summary(const inspect_counts *c)

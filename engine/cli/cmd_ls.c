@@ -138,23 +138,12 @@ static void put_digest_status(const zc_file *f)
         printf("  digests partial (%" PRIu32 " of %" PRIu32 ")", with, data);
 }
 
-static uint64_t data_bytes(const zc_file *f)
-{
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < zc_file_count(f); i++) {
-        zc_file_tensor t;
-        if (zc_file_tensor_at(f, i, &t) == ZC_OK)
-            total += t.nbytes;
-    }
-    return total;
-}
-
 static void print_opened(const zc_file *f, const char *path)
 {
     put_meta_field(f, "tag", CLI_META_TAG);
     put_meta_field(f, "generation", CLI_META_GENERATION);
     printf("  tensors=%" PRIu32 "  bytes=%" PRIu64 "  size=%" PRId64, zc_file_count(f),
-           data_bytes(f), cli_file_size(path));
+           cli_data_bytes(f), cli_file_size(path));
     put_digest_status(f);
 }
 

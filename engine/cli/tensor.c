@@ -122,3 +122,14 @@ void cli_tensor_free(cli_tensor *t)
     free(t->data);
     t->data = NULL;
 }
+
+uint64_t cli_data_bytes(const zc_file *f)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < zc_file_count(f); i++) {
+        zc_file_tensor t;
+        if (zc_file_tensor_at(f, i, &t) == ZC_OK)
+            total += t.nbytes;
+    }
+    return total;
+}
