@@ -71,7 +71,9 @@ def run(execution, executor, prompt: dict, targets: list[str]) -> dict:
     executor.execute(prompt, str(uuid.uuid4()), extra_data={}, execute_outputs=targets)
     if not executor.success:
         raise SystemExit("demo: the graph failed; see the log above")
-    return {node: executor.caches.outputs.get_local(node) for node in prompt}
+    cache = executor.caches.outputs
+    lookup = getattr(cache, "get_local", None) or cache.get  # v0.33.0 / v0.3.75
+    return {node: lookup(node) for node in prompt}
 
 
 def shot_graph(unet: str, tag: str, shot: int) -> tuple[dict, str | None, str]:
