@@ -19,7 +19,7 @@ from typing import Iterator
 
 import torch
 
-from ._library import DLManagedTensor, DLManagedTensorVersioned, check, lib
+from ._library import DLManagedTensor, DLManagedTensorVersioned, DLTensor, check, lib
 
 VERSIONED = b"dltensor_versioned"
 LEGACY = b"dltensor"
@@ -67,12 +67,42 @@ def _unconsumed_capsule_destructor(capsule: int) -> None:
             return
 
 
-def _export_capsule(tensor: torch.Tensor):
-    """torch's capsule for tensor, versioned when torch offers it."""
+# DLPack type codes of dtypes that some torch releases cannot exchange through
+# DLPack (torch 2.9 refuses float8 both ways). Such tensors travel as a uint8
+# view of the same bytes, with the real type code written into the DLTensor.
+_BYTE_VIEW_CODES = {torch.float8_e4m3fn: 10, torch.float8_e5m2: 12}
+_CODE_TO_DTYPE = {code: dtype for dtype, code in _BYTE_VIEW_CODES.items()}
+
+
+def _dlpack_supports(dtype: torch.dtype) -> bool:
     try:
-        return tensor.__dlpack__(max_version=(1, 0)), True
+        torch.zeros(1, dtype=dtype).__dlpack__()
+        torch.from_dlpack(torch.zeros(1, dtype=dtype))
+        return True
+    except (BufferError, RuntimeError, TypeError):
+        return False
+
+
+_NEEDS_BYTE_VIEW = {dtype for dtype in _BYTE_VIEW_CODES if not _dlpack_supports(dtype)}
+
+
+def _dltensor_at(managed: int, versioned: bool):
+    cls = DLManagedTensorVersioned if versioned else DLManagedTensor
+    return cls.from_address(managed).dl_tensor
+
+
+def _export_capsule(tensor: torch.Tensor):
+    """torch's capsule for tensor, versioned when torch offers it. Returns
+    (capsule, versioned, real_code): real_code is the DLPack type code to write
+    over the uint8 view's when the dtype had to travel as bytes, else None."""
+    real_code = None
+    if tensor.dtype in _NEEDS_BYTE_VIEW:
+        real_code = _BYTE_VIEW_CODES[tensor.dtype]
+        tensor = tensor.view(torch.uint8)  # same shape and strides: one byte per element
+    try:
+        return tensor.__dlpack__(max_version=(1, 0)), True, real_code
     except TypeError:  # torch without DLPack 1.0 support
-        return torch.utils.dlpack.to_dlpack(tensor), False
+        return torch.utils.dlpack.to_dlpack(tensor), False, real_code
 
 
 def _capsule_pointer(capsule, versioned: bool) -> int:
@@ -86,11 +116,16 @@ def _capsule_pointer(capsule, versioned: bool) -> int:
 @contextmanager
 def borrowed_dltensor(tensor: torch.Tensor) -> Iterator[int]:
     """Address of a DLTensor describing tensor, valid inside the block."""
-    capsule, versioned = _export_capsule(tensor.detach())
+    capsule, versioned, real_code = _export_capsule(tensor.detach())
     managed = _capsule_pointer(capsule, versioned)
-    offset = VERSIONED_TENSOR_OFFSET if versioned else LEGACY_TENSOR_OFFSET
     try:
-        yield managed + offset
+        if real_code is None:
+            offset = VERSIONED_TENSOR_OFFSET if versioned else LEGACY_TENSOR_OFFSET
+            yield managed + offset
+        else:  # describe the bytes with their real type in our own copy of the struct
+            described = DLTensor.from_buffer_copy(_dltensor_at(managed, versioned))
+            described.dtype.code = real_code
+            yield ctypes.addressof(described)
     finally:
         del capsule  # torch's destructor calls the deleter: the capsule was never consumed
 
@@ -100,9 +135,11 @@ def consume(tensor: torch.Tensor) -> tuple[int, bool]:
 
     The caller must hand the pointer to an engine call that consumes it (which
     calls the deleter exactly once, even when it fails)."""
-    capsule, versioned = _export_capsule(tensor.detach())
+    capsule, versioned, real_code = _export_capsule(tensor.detach())
     managed = _capsule_pointer(capsule, versioned)
     _capsule_set_name(capsule, USED_VERSIONED if versioned else USED_LEGACY)
+    if real_code is not None:  # the struct is ours now: give it the real type
+        _dltensor_at(managed, versioned).dtype.code = real_code
     return managed, versioned
 
 
@@ -125,6 +162,9 @@ class _SlotExport:
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         out = ctypes.c_void_p()
         check(lib.zc_view_export_dlpack(self._view, self._index, int(versioned), ctypes.byref(out)))
+        described = _dltensor_at(out.value, versioned).dtype
+        if _CODE_TO_DTYPE.get(described.code) in _NEEDS_BYTE_VIEW:
+            described.code = 1  # kDLUInt: torch reads the bytes, view_tensor restores the type
         name = VERSIONED if versioned else LEGACY
         try:
             return _capsule_new(out.value, name, _unconsumed_capsule_destructor)
@@ -133,6 +173,12 @@ class _SlotExport:
             raise
 
 
-def view_tensor(view: int, index: int, device: tuple[int, int]) -> torch.Tensor:
-    """A torch tensor over tensor index of a view, without a copy."""
-    return torch.from_dlpack(_SlotExport(view, index, device))
+def view_tensor(view: int, index: int, device: tuple[int, int], dtype_code: int | None = None
+                ) -> torch.Tensor:
+    """A torch tensor over tensor index of a view, without a copy. dtype_code is
+    the stored DLPack type code, needed to restore a dtype that travelled as bytes."""
+    tensor = torch.from_dlpack(_SlotExport(view, index, device))
+    real = _CODE_TO_DTYPE.get(dtype_code)
+    if real in _NEEDS_BYTE_VIEW:
+        tensor = tensor.view(real)
+    return tensor

@@ -26,6 +26,8 @@ PUT_SPILL = 1
 PUT_MAY_EVICT_NEWEST = 2
 DROP_DISK = 1
 TIER_NAMES = {0: "host", 1: "device", 2: "disk"}
+# DLPack type code of each engine dtype (zc_dtype order).
+DLPACK_CODES = [2, 2, 4, 2, 10, 12, 0, 0, 0, 0, 1, 6]
 DTYPE_NAMES = ["F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2", "I8", "I16", "I32", "I64",
                "U8", "BOOL"]
 
@@ -237,7 +239,7 @@ class LatentStore:
             check(lib.zc_view_tensor(view, index, ctypes.byref(ti)))
             name = ti.name.decode("utf-8")
             device = (ti.device_type, ti.device_id)
-            tensors[name] = dlpack.view_tensor(view, index, device)
+            tensors[name] = dlpack.view_tensor(view, index, device, DLPACK_CODES[ti.dtype])
             infos[name] = StoredTensorInfo(
                 name=name, dtype=DTYPE_NAMES[ti.dtype], shape=tuple(ti.shape[: ti.ndim]),
                 nbytes=ti.nbytes, tier=TIER_NAMES[ti.tier],

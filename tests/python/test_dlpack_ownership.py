@@ -68,7 +68,7 @@ def test_versioned_and_legacy_capsules_release_once():
 
 def test_consumed_capsule_cannot_be_used_twice():
     t = torch.arange(4.0)
-    capsule, versioned = zdl._export_capsule(t)
+    capsule, versioned, _ = zdl._export_capsule(t)
     zdl._capsule_set_name(capsule, zdl.USED_VERSIONED if versioned else zdl.USED_LEGACY)
     with pytest.raises(RuntimeError, match="already consumed"):
         zdl._capsule_pointer(capsule, versioned)
@@ -117,3 +117,19 @@ def ctypes_view(store, tag):
     view = ctypes.c_void_p()
     assert lib.zc_store_get(store.handle, tag.encode(), 0, ctypes.byref(view)) == 0
     return view.value
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_float8_travels_as_bytes_where_torch_dlpack_refuses_it(monkeypatch, dtype):
+    # torch 2.9 cannot exchange float8 through DLPack; force that path on any torch.
+    monkeypatch.setattr(zdl, "_NEEDS_BYTE_VIEW", {torch.float8_e4m3fn, torch.float8_e5m2})
+    x = torch.randn(3, 5).to(dtype)
+    with LatentStore() as store:
+        store.put("f8", {"latent_tensor": x})
+        store.put_by_reference("f8ref", {"latent_tensor": x.clone()})
+        for tag in ("f8", "f8ref"):
+            got = store.get(tag)
+            assert got.tensors["latent_tensor"].dtype == dtype
+            assert got.info["latent_tensor"].dtype == ("F8_E4M3" if dtype == torch.float8_e4m3fn
+                                                       else "F8_E5M2")
+            assert torch.equal(got.tensors["latent_tensor"].view(torch.uint8), x.view(torch.uint8))
