@@ -83,7 +83,18 @@ def _dlpack_supports(dtype: torch.dtype) -> bool:
         return False
 
 
-_NEEDS_BYTE_VIEW = {dtype for dtype in _BYTE_VIEW_CODES if not _dlpack_supports(dtype)}
+# Probed on first use, not at import: the probe makes torch raise, which must not
+# happen while the pack is being imported (nor under a preloaded AddressSanitizer).
+_NEEDS_BYTE_VIEW: set | None = None
+
+
+def _needs_byte_view(dtype) -> bool:
+    global _NEEDS_BYTE_VIEW
+    if dtype not in _BYTE_VIEW_CODES:
+        return False
+    if _NEEDS_BYTE_VIEW is None:
+        _NEEDS_BYTE_VIEW = {d for d in _BYTE_VIEW_CODES if not _dlpack_supports(d)}
+    return dtype in _NEEDS_BYTE_VIEW
 
 
 def _dltensor_at(managed: int, versioned: bool):
@@ -96,7 +107,7 @@ def _export_capsule(tensor: torch.Tensor):
     (capsule, versioned, real_code): real_code is the DLPack type code to write
     over the uint8 view's when the dtype had to travel as bytes, else None."""
     real_code = None
-    if tensor.dtype in _NEEDS_BYTE_VIEW:
+    if _needs_byte_view(tensor.dtype):
         real_code = _BYTE_VIEW_CODES[tensor.dtype]
         tensor = tensor.view(torch.uint8)  # same shape and strides: one byte per element
     try:
@@ -163,7 +174,7 @@ class _SlotExport:
         out = ctypes.c_void_p()
         check(lib.zc_view_export_dlpack(self._view, self._index, int(versioned), ctypes.byref(out)))
         described = _dltensor_at(out.value, versioned).dtype
-        if _CODE_TO_DTYPE.get(described.code) in _NEEDS_BYTE_VIEW:
+        if _needs_byte_view(_CODE_TO_DTYPE.get(described.code)):
             described.code = 1  # kDLUInt: torch reads the bytes, view_tensor restores the type
         name = VERSIONED if versioned else LEGACY
         try:
@@ -179,6 +190,6 @@ def view_tensor(view: int, index: int, device: tuple[int, int], dtype_code: int 
     the stored DLPack type code, needed to restore a dtype that travelled as bytes."""
     tensor = torch.from_dlpack(_SlotExport(view, index, device))
     real = _CODE_TO_DTYPE.get(dtype_code)
-    if real in _NEEDS_BYTE_VIEW:
+    if _needs_byte_view(real):
         tensor = tensor.view(real)
     return tensor
