@@ -68,7 +68,8 @@ class StoreConfig(ctypes.Structure):
 class StoreStats(ctypes.Structure):
     _fields_ = [(name, c_uint64) for name in (
         "tags", "slots", "host_bytes", "device_bytes", "retained_bytes", "evictions",
-        "spills_written", "spill_errors", "restores", "files_rejected", "pending_spills")]
+        "spills_written", "spill_errors", "restores", "files_rejected", "pending_spills",
+        "pooled_bytes")]
 
 
 class TensorInfo(ctypes.Structure):
@@ -110,6 +111,7 @@ _PROTOTYPES = {
     "zc_tag_check": (c_int, [c_char_p]),
     "zc_bundle_create": (c_int, [POINTER(c_void_p)]),
     "zc_bundle_free": (None, [c_void_p]),
+    "zc_store_bundle_create": (c_int, [c_void_p, POINTER(c_void_p)]),
     "zc_bundle_add_copy": (c_int, [c_void_p, c_char_p, c_void_p]),
     "zc_bundle_add_reference": (c_int, [c_void_p, c_char_p, c_void_p, c_int, c_void_p]),
     "zc_bundle_set_meta": (c_int, [c_void_p, c_char_p, c_char_p]),

@@ -145,7 +145,7 @@ class LatentStore:
         tag_b = encode(tag, "tag")
         check(lib.zc_tag_check(tag_b))
         bundle = ctypes.c_void_p()
-        check(lib.zc_bundle_create(ctypes.byref(bundle)))
+        check(lib.zc_store_bundle_create(self.handle, ctypes.byref(bundle)))
         try:
             for name, tensor in tensors.items():
                 self._add(bundle.value, name, tensor, spill if host_copy is None else host_copy,
@@ -193,7 +193,7 @@ class LatentStore:
         tag_b = encode(tag, "tag")
         check(lib.zc_tag_check(tag_b))
         bundle = ctypes.c_void_p()
-        check(lib.zc_bundle_create(ctypes.byref(bundle)))
+        check(lib.zc_store_bundle_create(self.handle, ctypes.byref(bundle)))
         try:
             for name, tensor in tensors.items():
                 shadow = tensor.detach().to("cpu", copy=True) if host_copy else None

@@ -179,6 +179,12 @@ typedef enum {
 /* Create an empty bundle.  @return ZC_OK or ZC_E_NOMEM. */
 ZC_API int zc_bundle_create(zc_bundle **out);
 
+/* Create an empty bundle whose host copies reuse buffers the store has
+ * recycled (slots of the same size that left it), so steady-state puts fault
+ * in no fresh pages.  Otherwise the same as zc_bundle_create.
+ * @return ZC_OK, ZC_E_INVALID or ZC_E_NOMEM. */
+ZC_API int zc_store_bundle_create(zc_store *store, zc_bundle **out);
+
 /* Free a bundle the store did not take (NULL is a no-op). */
 ZC_API void zc_bundle_free(zc_bundle *bundle);
 
@@ -293,6 +299,7 @@ typedef struct {
     uint64_t restores;
     uint64_t files_rejected;     /* files renamed aside as corrupt or foreign */
     uint64_t pending_spills;
+    uint64_t pooled_bytes;       /* freed host buffers kept for reuse by later puts */
 } zc_store_stats;
 
 /* Snapshot of the store's counters. */

@@ -35,7 +35,9 @@ void zc__managed_delete(void *managed, int versioned)
 
 void zc__tensor_release(zc_tensor *t)
 {
-    zc__host_free(t->host);
+    zc__bufpool_give(t->pool, t->host, t->nbytes);
+    zc__bufpool_unref(t->pool);
+    t->pool = NULL;
     t->host = NULL;
     zc__managed_delete(t->ref, t->ref_versioned);
     t->ref = NULL;
@@ -51,6 +53,7 @@ void zc_bundle_free(zc_bundle *b)
         free(b->meta[i].key);
         free(b->meta[i].value);
     }
+    zc__bufpool_unref(b->pool);
     free(b);
 }
 
@@ -195,7 +198,8 @@ static int check_slot(const zc_bundle *b, const char *name)
 }
 
 /* Host copy of src into t->host with digest; src must be host-readable. */
-static int copy_in(zc_tensor *t, const char *name, const zc_dl_tensor *src, const zc_tensor *shape_of)
+static int copy_in(zc_tensor *t, const char *name, const zc_dl_tensor *src, const zc_tensor *shape_of,
+                   zc_bufpool *pool)
 {
     if (!is_host_device(src->device.device_type))
         return zc__fail(ZC_E_INVALID,
@@ -212,7 +216,7 @@ static int copy_in(zc_tensor *t, const char *name, const zc_dl_tensor *src, cons
     if (t->nbytes > 0 && src->data == NULL)
         return zc__fail(ZC_E_INVALID, "tensor \"%s\" has %llu bytes but a NULL data pointer", name,
                         (unsigned long long)t->nbytes);
-    t->host = zc__host_alloc(t->nbytes);
+    t->host = zc__bufpool_take(pool, t->nbytes);
     if (t->host == NULL)
         return zc__fail(ZC_E_NOMEM, "out of host memory copying tensor \"%s\" (%llu bytes)", name,
                         (unsigned long long)t->nbytes);
@@ -239,8 +243,11 @@ int zc_bundle_add_copy(zc_bundle *b, const char *name, const zc_dl_tensor *src)
         return rc;
     zc_tensor t;
     memset(&t, 0, sizeof t);
-    if ((rc = describe(&t, name, src)) != ZC_OK || (rc = copy_in(&t, name, src, NULL)) != ZC_OK)
+    if ((rc = describe(&t, name, src)) != ZC_OK ||
+        (rc = copy_in(&t, name, src, NULL, b->pool)) != ZC_OK)
         return rc;
+    t.pool = b->pool;
+    zc__bufpool_ref(t.pool);
     snprintf(t.name, sizeof t.name, "%s", name);
     t.tier = ZC_TIER_HOST;
     t.device_type = ZC_DL_CPU;
@@ -282,10 +289,12 @@ int zc_bundle_add_reference(zc_bundle *b, const char *name, void *managed, int v
         zc_tensor shadow;
         memset(&shadow, 0, sizeof shadow);
         if ((rc = describe(&shadow, name, host_copy)) != ZC_OK ||
-            (rc = copy_in(&shadow, name, host_copy, &t)) != ZC_OK) {
-            zc__host_free(shadow.host);
+            (rc = copy_in(&shadow, name, host_copy, &t, b->pool)) != ZC_OK) {
+            zc__bufpool_give(b->pool, shadow.host, shadow.nbytes);
             goto fail;
         }
+        t.pool = b->pool;
+        zc__bufpool_ref(t.pool);
         t.host = shadow.host;
         t.digest = shadow.digest;
         t.has_digest = 1;

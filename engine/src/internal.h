@@ -58,6 +58,19 @@ void zc__host_free(void *p);
 uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
                              const int64_t *byte_strides, size_t elem_size, uint64_t nbytes);
 
+/* ---- host buffer recycling (bufpool.c) ---- */
+
+typedef struct zc_bufpool zc_bufpool;
+zc_bufpool *zc__bufpool_new(uint64_t limit_bytes);
+void zc__bufpool_ref(zc_bufpool *pool);
+void zc__bufpool_unref(zc_bufpool *pool);
+/* A buffer of exactly nbytes: a recycled one if the pool has it, else fresh.
+ * pool may be NULL (plain allocation). */
+void *zc__bufpool_take(zc_bufpool *pool, uint64_t nbytes);
+/* Keep a buffer for reuse if the pool has room, else free it (pool may be NULL). */
+void zc__bufpool_give(zc_bufpool *pool, void *p, uint64_t nbytes);
+uint64_t zc__bufpool_bytes(zc_bufpool *pool);
+
 /* ---- bundles (bundle.c) ---- */
 
 typedef struct zc_tensor {
@@ -76,6 +89,7 @@ typedef struct zc_tensor {
     void *ref_data;      /* first element of the referenced tensor */
     uint64_t digest;
     int has_digest;
+    zc_bufpool *pool;    /* where host goes back when released (a reference), or NULL */
 } zc_tensor;
 
 typedef struct zc_meta_entry {
@@ -84,6 +98,7 @@ typedef struct zc_meta_entry {
 } zc_meta_entry;
 
 struct zc_bundle {
+    zc_bufpool *pool;    /* host buffers come from here (a reference), or NULL */
     uint32_t count;
     zc_tensor tensors[ZC_MAX_TENSORS];
     uint32_t meta_count;

@@ -736,6 +736,11 @@ int zc_file_read(zc_file *f, uint32_t index, void *dst, size_t cap, uint64_t *di
     if (nbytes > 0 && dst == NULL)
         return zc__fail(ZC_E_INVALID, "zc_file_read: dst is NULL for %llu bytes",
                         (unsigned long long)nbytes);
+    /* Ask the kernel to start reading the whole tensor now, so the disk works
+     * while this thread hashes (readahead alone waits for each window). */
+    if (!f->mem && nbytes > READ_CHUNK)
+        (void)posix_fadvise(f->fd, (off_t)(f->data_start + t->begin), (off_t)nbytes,
+                            POSIX_FADV_WILLNEED);
     /* Digest each chunk right after reading it, while it is still in cache:
      * a second pass over a large tensor would run at memory bandwidth. */
     zc_xxh64_reset(&st, 0);

@@ -142,6 +142,11 @@ int zc_store_open(const zc_store_config *config, zc_store **out)
         return zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
     }
     atomic_init(&s->core->refs, 1);
+    /* Keep up to a quarter of the host budget (at most 256 MiB) of freed buffers. */
+    uint64_t pool_limit = 256u << 20;
+    if (c.host_budget_bytes && c.host_budget_bytes / 4 < pool_limit)
+        pool_limit = c.host_budget_bytes / 4;
+    s->pool = zc__bufpool_new(pool_limit);
     atomic_init(&s->core->retained_bytes, 0);
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->work_ready, NULL);
@@ -192,8 +197,21 @@ void zc_store_close(zc_store *s)
     pthread_cond_destroy(&s->work_ready);
     pthread_cond_destroy(&s->work_done);
     zc__core_unref(s->core);
+    zc__bufpool_unref(s->pool);
     free(s->spill_dir);
     free(s);
+}
+
+int zc_store_bundle_create(zc_store *s, zc_bundle **out)
+{
+    if (s == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_bundle_create: store is NULL");
+    int rc = zc_bundle_create(out);
+    if (rc == ZC_OK && s->pool) {
+        zc__bufpool_ref(s->pool);
+        (*out)->pool = s->pool;
+    }
+    return rc;
 }
 
 /* Remove ring[index] from e, keeping order.  Returns the slot (the ring's
@@ -594,5 +612,6 @@ int zc_store_stats_get(zc_store *s, zc_store_stats *out)
                 out->tags++;
     pthread_mutex_unlock(&s->lock);
     out->retained_bytes = atomic_load(&s->core->retained_bytes);
+    out->pooled_bytes = zc__bufpool_bytes(s->pool);
     return ZC_OK;
 }

@@ -53,6 +53,7 @@ typedef struct zc_spill_job {
 
 struct zc_store {
     pthread_mutex_t lock;
+    zc_bufpool *pool;              /* recycled host buffers (see bufpool.c) */
     zc_store_config config;
     char *spill_dir;
     zc_core *core;
