@@ -9,6 +9,18 @@ import logging
 
 _log = logging.getLogger("zerocopy_continuity")
 
+# The frontend extension (badges, tail thumbnails, the buffers sidebar), served by
+# ComfyUI at /extensions/<this folder>/.
+WEB_DIRECTORY = "./web"
+
+# The /zerocopy/ REST API, only when a ComfyUI web server exists (never in tests).
+try:
+    from .zc_nodes import api as _api
+
+    _api.register()
+except Exception as _exc:  # noqa: BLE001 - the pack must import even if the API cannot register
+    _log.warning("[ZeroCopy-Continuity] web API not registered: %s", _exc)
+
 
 async def comfy_entrypoint():
     try:

@@ -26,6 +26,16 @@ if [ -n "${COMFYUI_PATH:-}" ]; then
     # The real-ComfyUI integration tests need ComfyUI's own dependencies.
     requirements=requirements-comfyui.txt
     [ -f "$COMFYUI_PATH/nodes.py" ] || { echo "setup: COMFYUI_PATH=$COMFYUI_PATH is not a ComfyUI checkout (no nodes.py)" >&2; exit 1; }
+    # The browser test drives Debian's headless Chromium.
+    if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+            echo "setup: installing chromium and chromium-driver for the browser test"
+            (apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null) ||
+                echo "setup: could not install chromium; the browser test will be skipped" >&2
+        else
+            echo "setup: chromium/chromedriver not found; the browser test will be skipped (apt-get install chromium chromium-driver)" >&2
+        fi
+    fi
 fi
 echo "setup: installing pinned dependencies ($requirements)"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements"

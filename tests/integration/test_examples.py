@@ -1,0 +1,123 @@
+"""The example workflows against real ComfyUI: every example checked against the node
+schemas (node types, input names and types, widget values, links), the shipped files
+equal to what tools/build_examples.py builds, every pack node documented, and the Wan
+2.1 I2V 3-shot chain run end to end on the tiny test models (same graph, tiny profile).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tools"))
+
+PACK_NODES = ("ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyVRAMPin")
+
+
+@pytest.fixture(scope="session")
+def loaded_pack(comfy, zc_test_nodes, tmp_path_factory):
+    """This pack inside ComfyUI (reusing it if another test module loaded it already)."""
+    module = sys.modules.get(str(REPO).replace(".", "_x_"))
+    if module is None:
+        os.environ.setdefault("ZEROCOPY_SPILL_DIR", str(tmp_path_factory.mktemp("zc_spill_examples")))
+        module = comfy.load_custom_node(REPO)
+    return module
+
+
+@pytest.fixture(scope="session")
+def schemas(loaded_pack):
+    from comfy_workflows import Schemas
+
+    return Schemas()
+
+
+def example_files():
+    return sorted((REPO / "example_workflows").glob("*.json"))
+
+
+def test_there_is_an_example_per_family():
+    names = {path.stem for path in example_files()}
+    assert {"wan21_i2v_3shot_chain", "wan22_5b_2shot_chain", "ltx2_av_2shot_chain",
+            "minimax_h3_av_2shot_chain", "flux_kontext_stills_chain"} <= names
+
+
+@pytest.mark.parametrize("path", example_files(), ids=lambda p: p.stem)
+def test_example_matches_the_node_schemas(schemas, path):
+    from comfy_workflows import validate
+
+    workflow = json.loads(path.read_text())
+    problems = validate(workflow, schemas)
+    assert not problems, "\n".join(problems)
+    types = {node["type"] for node in workflow["nodes"]}
+    assert {"ZeroCopyLatentStore", "ZeroCopyLatentHandoff"} <= types
+    assert not any(t.startswith("ZCTest") for t in types), "a shipped example uses a test-only node"
+
+
+def test_shipped_examples_and_their_index_are_what_the_builder_makes(schemas):
+    import build_examples
+
+    built = build_examples.build_all(schemas)
+    stale = [name for name, text in built.items()
+             if (REPO / "example_workflows" / f"{name}.json").read_text() != text]
+    if (REPO / "examples" / "README.md").read_text() != build_examples.index_text(built, schemas):
+        stale.append("examples/README.md")
+    assert not stale, f"out of date: {stale}; run COMFYUI_PATH=... python tools/build_examples.py"
+    # ComfyUI lists the JSON files of examples/ as templates too: a copy there would show twice
+    assert not list((REPO / "examples").glob("*.json"))
+
+
+def test_every_pack_node_has_a_description_and_input_tooltips(schemas):
+    import nodes
+
+    present = [name for name in PACK_NODES if name in nodes.NODE_CLASS_MAPPINGS]
+    assert {"ZeroCopyLatentStore", "ZeroCopyLatentHandoff"} <= set(present)
+    for name in present:
+        info = schemas.info(name)
+        assert info.get("description", "").strip(), f"{name} has no description"
+        for section in ("required", "optional"):
+            for input_name, spec in info["input"].get(section, {}).items():
+                options = spec[1] if len(spec) > 1 else {}
+                assert str(options.get("tooltip", "")).strip(), f"{name}.{input_name} has no tooltip"
+
+
+def test_wan21_i2v_example_runs_on_the_tiny_models(comfy, schemas, loaded_pack, tiny_wan21_i2v, wan21_vae):
+    """The shipped Wan 2.1 I2V chain's graph, with the tiny profile: three shots, the second and
+    third continued from the store, every handoff certified bit-identical."""
+    import build_examples
+    from comfy_workflows import to_api_prompt, validate
+
+    tag = "zc_example_chain"
+    runtime = sys.modules[loaded_pack.__name__ + ".zc_nodes.runtime"]
+    try:
+        runtime.store().drop(tag, disk=True)
+    except Exception:
+        pass
+    workflow = build_examples.wan21_i2v_chain(
+        schemas, build_examples.tiny_profile(tiny_wan21_i2v.name, wan21_vae.name, tag)).to_json()
+    release = json.loads((REPO / "example_workflows" / "wan21_i2v_3shot_chain.json").read_text())
+    shipped_types = {n["type"] for n in release["nodes"]}
+    tiny_types = {n["type"] for n in workflow["nodes"]}
+    # the tiny graph differs only where the models cannot be tiny
+    assert tiny_types - shipped_types == {"ZCTestClip", "ZCTestNoiseImage"}
+    assert shipped_types - tiny_types == {"CLIPLoader", "LoadImage", "CLIPVisionLoader", "CLIPVisionEncode"}
+    assert not validate(workflow, schemas)
+    prompt = to_api_prompt(workflow, schemas)
+    residency = sys.modules[loaded_pack.__name__ + ".zc_nodes.residency"]
+    try:
+        run = comfy.run(prompt)
+    finally:  # the example's VRAM pin locks the model process-wide: leave no lock to later tests
+        residency.get_service().release_all("example test finished")
+    handoffs = [nid for nid, node in prompt.items() if node["class_type"] == "ZeroCopyLatentHandoff"]
+    assert len(handoffs) == 2
+    for nid in handoffs:
+        info = comfy.output(run, nid, 3)
+        assert "bit-identical: yes" in info, info
+    entry = next(t for t in runtime.store().describe()["tags"] if t["tag"] == tag)
+    assert entry["last_generation"] == 3
+    saved = sorted(p.name for p in Path(comfy.output_dir, "zerocopy").glob("shot*.webp"))
+    assert len(saved) >= 3, saved

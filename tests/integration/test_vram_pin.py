@@ -1,0 +1,448 @@
+"""ZeroCopyVRAMPin on real ComfyUI (CPU, classic model management).
+
+Every eviction path is driven twice: a control where ComfyUI evicts the model
+because it is not locked, and the same call with the lock, where it stays and
+ComfyUI's accounting (current_loaded_models, loaded bytes) stays true. On
+--cpu the load device is the CPU, so "resident" means what ComfyUI counts as
+loaded (LoadedModel entry + model_loaded_weight_memory); the bookkeeping and
+every code path are ComfyUI's own. Dynamic VRAM needs a GPU: it is covered by
+tests/python/test_residency_dynamic.py (fake aimdo) and tools/gpu/residency_check.py.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import sys
+import weakref
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import Graph
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+CANVAS = {"width": 64, "height": 64, "length": 5}  # latent [1,16,2,8,8]
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(scope="session")
+def residency_pack(comfy, zc_test_nodes):
+    """The pack as ComfyUI loaded it (reused if another test module loaded it), plus the
+    test-only OOM node."""
+    name = str(REPO.resolve()).replace(".", "_x_")
+    module = sys.modules.get(name) or comfy.load_custom_node(REPO)
+    comfy.load_custom_node(HERE / "zc_residency_test_nodes")
+    return module
+
+
+@pytest.fixture(scope="session")
+def mm(comfy):
+    import comfy.model_management
+    return comfy.model_management
+
+
+def _hook_targets(mm):
+    import comfy.model_patcher
+    targets = [(mm, "free_memory"), (mm, "unload_all_models"), (mm.LoadedModel, "model_unload"),
+               (mm.LoadedModel, "model_load")]
+    for cls in (comfy.model_patcher.ModelPatcher, getattr(comfy.model_patcher, "ModelPatcherDynamic", None)):
+        for name in ("partially_unload", "load", "get_free_memory"):
+            if cls is not None and name in cls.__dict__:
+                targets.append((cls, name))
+    return targets
+
+
+def _stored(owner, name):
+    return owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+
+
+@pytest.fixture(scope="session")
+def originals(residency_pack, mm):
+    """ComfyUI's own functions, captured while nothing is locked (other test modules may have
+    run workflows with ZeroCopyVRAMPin: their locks are released first)."""
+    service = sys.modules[residency_pack.__name__ + ".zc_nodes.residency"].get_service()
+    service.release_all("test setup")
+    assert not service.registry and not len(service.hooks)
+    return {(id(owner), name): (owner, name, _stored(owner, name)) for owner, name in _hook_targets(mm)}
+
+
+@pytest.fixture
+def residency(residency_pack, originals, mm, captures):
+    """The pack's residency service, with every lock released and every model unloaded
+    afterwards (and ComfyUI's functions checked to be its own again)."""
+    service = sys.modules[residency_pack.__name__ + ".zc_nodes.residency"].get_service()
+    service.release_all("test setup")
+    mm.unload_all_models()
+    yield service
+    service.release_all("test teardown")
+    mm.unload_all_models()
+    gc.collect()
+    for owner, name, original in originals.values():
+        assert _stored(owner, name) is original, f"{name} was not restored"
+
+
+@pytest.fixture(scope="module")
+def second_t2v(model_dirs):
+    import tiny_models
+    return tiny_models.build_tiny_wan21_dit(model_dirs["diffusion_models"], "t2v", seed=11)
+
+
+@pytest.fixture(scope="module")
+def tiny_lora(model_dirs):
+    """A rank-4 LoRA on block 0's q projection of the tiny Wan DiT, in ComfyUI's generic
+    'diffusion_model.<module>.lora_up/lora_down' format."""
+    import tiny_models
+    from safetensors.torch import save_file
+    folder = model_dirs["diffusion_models"].parent / "loras"
+    tiny_models.register_model_folder("loras", folder)
+    generator = torch.Generator().manual_seed(5)
+    prefix = "diffusion_model.blocks.0.self_attn.q"
+    state = {f"{prefix}.lora_up.weight": torch.randn(128, 4, generator=generator) * 0.01,
+             f"{prefix}.lora_down.weight": torch.randn(4, 128, generator=generator) * 0.01}
+    save_file(state, str(folder / "zc_test_tiny_lora.safetensors"))
+    return "zc_test_tiny_lora.safetensors"
+
+
+def graph(unet, *, pin=True, seed=7, lora=None, lora_strength=0.5, oom=None, **pin_inputs):
+    """UNETLoader -> [ZeroCopyVRAMPin] -> [LoraLoaderModelOnly] -> KSampler (2 steps)."""
+    g = Graph()
+    ids = {"loader": g.add("UNETLoader", unet_name=unet, weight_dtype="default")}
+    model = ids["loader"]
+    if pin:
+        inputs = {"enable_pinning": True, "tune_allocator": False}
+        inputs.update(pin_inputs)
+        ids["pin"] = model = g.add("ZeroCopyVRAMPin", model=g.out(model), **inputs)
+    if lora:
+        ids["lora"] = model = g.add("LoraLoaderModelOnly", model=g.out(model), lora_name=lora,
+                                    strength_model=lora_strength)
+    pos = g.add("ZCTestConditioning", seed=1, tokens=8)
+    neg = g.add("ZCTestConditioning", seed=2, tokens=8)
+    empty = g.add("EmptyHunyuanLatentVideo", batch_size=1, **CANVAS)
+    ids["sampler"] = g.add("KSampler", model=g.out(model), seed=seed, steps=2, cfg=1.0, sampler_name="euler",
+                           scheduler="simple", positive=g.out(pos), negative=g.out(neg),
+                           latent_image=g.out(empty), denoise=1.0)
+    if oom is not None:
+        ids["oom"] = g.add("ZCResidencyTestRaiseOOM", samples=g.out(ids["sampler"]), attempt=oom)
+    return g, ids
+
+
+def run(comfy, g, ids, **kwargs):
+    targets = [ids[k] for k in ("sampler", "pin", "oom") if k in ids]
+    return comfy.run(g.prompt, targets=targets, **kwargs)
+
+
+def entry_of(mm, base):
+    """ComfyUI's LoadedModel entry for the BaseModel base, or None."""
+    found = [lm for lm in mm.current_loaded_models if lm.model is not None and lm.model.model is base]
+    assert len(found) <= 1
+    return found[0] if found else None
+
+
+def loaded_state(mm, base):
+    """(tracked by ComfyUI, bytes ComfyUI counts as loaded)."""
+    entry = entry_of(mm, base)
+    return entry is not None, int(base.model_loaded_weight_memory)
+
+
+def model_of(comfy, result, ids):
+    return comfy.output(result, ids["pin"] if "pin" in ids else ids["loader"])
+
+
+# ------------------------------------------------------------------------------- eviction paths
+
+
+@pytest.mark.parametrize("locked", [False, True], ids=["control", "locked"])
+def test_free_memory_with_a_huge_request(comfy, residency, mm, tiny_wan21_t2v, locked):
+    g, ids = graph(tiny_wan21_t2v.name, enable_pinning=locked)
+    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    base, size = patcher.model, patcher.model_size()
+    assert loaded_state(mm, base) == (True, size)
+    entry = entry_of(mm, base)
+
+    unloaded = mm.free_memory(1e30, CPU)
+
+    if locked:
+        assert loaded_state(mm, base) == (True, size)
+        assert entry_of(mm, base) is entry and entry not in unloaded
+        assert residency.registry.find(base).evidence.run("outside a queue run").free_memory_kept == 1
+    else:
+        assert loaded_state(mm, base) == (False, 0)
+        assert any(lm is entry for lm in unloaded)
+
+
+@pytest.mark.parametrize("locked", [False, True], ids=["control", "locked"])
+def test_unload_all_models(comfy, residency, mm, tiny_wan21_t2v, locked):
+    g, ids = graph(tiny_wan21_t2v.name, enable_pinning=locked)
+    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    base, size = patcher.model, patcher.model_size()
+
+    mm.unload_all_models()  # called here by "another caller": held by every policy
+
+    assert loaded_state(mm, base) == ((True, size) if locked else (False, 0))
+
+
+@pytest.fixture
+def reuse_path_on_cpu(mm, monkeypatch):
+    """Make load_models_gpu take its NORMAL_VRAM budget path for a CPU model and see
+    0 bytes free: the reuse branch then computes a negative budget for an already
+    loaded model and shrinks it (partially_load -> partially_unload)."""
+    monkeypatch.setattr(mm, "vram_state", mm.VRAMState.NORMAL_VRAM)
+    monkeypatch.setattr(mm, "lowvram_available", True)
+    monkeypatch.setattr(mm, "is_device_cpu", lambda device: False)
+    monkeypatch.setattr(mm, "get_free_memory",
+                        lambda dev=None, torch_free_too=False: (0, 0) if torch_free_too else 0)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("locked", [False, True], ids=["control", "locked"])
+def test_reuse_path_shrink_with_a_negative_budget(comfy, residency, mm, tiny_wan21_t2v, locked, request):
+    g, ids = graph(tiny_wan21_t2v.name, enable_pinning=locked)
+    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    base, size = patcher.model, patcher.model_size()
+    entry = entry_of(mm, base)
+    patch = request.getfixturevalue("reuse_path_on_cpu")
+
+    mm.load_models_gpu([patcher])
+    patch.undo()
+
+    tracked, loaded = loaded_state(mm, base)
+    assert tracked and entry_of(mm, base) is entry  # the reuse path keeps the entry either way
+    if locked:
+        assert loaded == size and not base.model_lowvram
+        assert residency.registry.find(base).evidence.run("outside a queue run").unload_refusals == 1
+    else:
+        assert loaded < size and base.model_lowvram  # ComfyUI offloaded part of it
+
+
+@pytest.mark.parametrize("locked", [False, True], ids=["control", "locked"])
+def test_disable_smart_memory_unloads_at_the_end_of_each_prompt(comfy, residency, mm, tiny_wan21_t2v,
+                                                                locked, monkeypatch):
+    monkeypatch.setattr(mm, "DISABLE_SMART_MEMORY", True)  # what --disable-smart-memory sets
+    g, ids = graph(tiny_wan21_t2v.name, enable_pinning=locked)
+    patcher = model_of(comfy, run(comfy, g, ids), ids)  # execution.py unloads all at the end
+    base, size = patcher.model, patcher.model_size()
+    assert loaded_state(mm, base) == ((True, size) if locked else (False, 0))
+
+
+def prompt_worker(mm, free_memory_flag, reset_cache):
+    """Stand-in for the end of ComfyUI's main.py prompt_worker loop, which serves POST /free
+    ({"unload_models": true} and/or {"free_memory": true}) between queue runs: it calls
+    unload_all_models(), then, for free_memory, resets the executor's caches. It is
+    ComfyUI's only caller of unload_all_models() outside a run, and the lock recognises
+    it by this function name (see residency/policy.py)."""
+    mm.unload_all_models()
+    if free_memory_flag:
+        reset_cache()
+
+
+@pytest.mark.parametrize("policy", ["yield", "survive_free"])
+def test_explicit_free_follows_the_policy(comfy, residency, mm, tiny_wan21_t2v, policy):
+    g, ids = graph(tiny_wan21_t2v.name, residency_policy=policy)
+    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    base, size = patcher.model, patcher.model_size()
+
+    prompt_worker(mm, False, comfy.reset_cache)  # POST /free {"unload_models": true}
+
+    lock = residency.registry.find(base)
+    assert lock is not None and not lock.yielding  # the lock itself stays in both policies
+    if policy == "yield":
+        assert loaded_state(mm, base) == (False, 0)  # it stepped aside: ComfyUI unloaded it
+        g.prompt[ids["sampler"]]["inputs"]["seed"] = 8
+        result = run(comfy, g, ids)  # reloaded once, then held again
+        assert loaded_state(mm, base) == (True, size)
+        assert lock.evidence.run(result.prompt_id).bytes_loaded == size
+        mm.free_memory(1e30, CPU)
+        assert loaded_state(mm, base) == (True, size)
+    else:
+        assert loaded_state(mm, base) == (True, size)
+
+
+def test_free_memory_and_cache_drops_the_lock_with_the_model(comfy, residency, mm, tiny_wan21_t2v):
+    g, ids = graph(tiny_wan21_t2v.name, residency_policy="survive_free")
+    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    base_ref = weakref.ref(patcher.model)
+    del patcher
+
+    prompt_worker(mm, True, comfy.reset_cache)  # POST /free {"free_memory": true}: caches dropped
+    gc.collect()
+
+    assert base_ref() is None  # nothing of ours kept it alive
+    assert not residency.registry and not len(residency.hooks)
+    assert not any(lm.model is not None and lm.model.model is base_ref() for lm in mm.current_loaded_models)
+
+
+def test_oom_recovery_releases_the_lock_by_default(comfy, residency, mm, tiny_wan21_t2v):
+    g, ids = graph(tiny_wan21_t2v.name, oom=1)
+    result = run(comfy, g, ids, expect_error=True)
+    failure = next(d for e, d in result.events if e == "execution_error")
+    assert failure["exception_type"].endswith("OutOfMemoryError")
+    patcher = comfy.output(result, ids["pin"])
+    assert residency.registry.find(patcher.model) is None  # released, so no OOM loop
+    assert loaded_state(mm, patcher.model) == (False, 0)  # ComfyUI's recovery unloaded it
+    assert not len(residency.hooks)
+
+
+def test_survive_free_and_oom_holds_once_then_releases(comfy, residency, mm, tiny_wan21_t2v):
+    g, ids = graph(tiny_wan21_t2v.name, oom=1, residency_policy="survive_free_and_oom")
+    result = run(comfy, g, ids, expect_error=True)
+    patcher = comfy.output(result, ids["pin"])
+    base, size = patcher.model, patcher.model_size()
+    assert residency.registry.find(base).ooms_survived == 1
+    assert loaded_state(mm, base) == (True, size)
+
+    g.prompt[ids["oom"]]["inputs"]["attempt"] = 2
+    run(comfy, g, ids, expect_error=True)
+
+    assert residency.registry.find(base) is None
+    assert loaded_state(mm, base) == (False, 0)
+
+
+# ------------------------------------------------------------------------------- identity of the lock
+
+
+def test_lora_clone_keeps_the_lock(comfy, residency, mm, tiny_wan21_t2v, tiny_lora):
+    g, ids = graph(tiny_wan21_t2v.name, lora=tiny_lora)
+    first = run(comfy, g, ids)
+    locked_patcher = comfy.output(first, ids["pin"])
+    clone = comfy.output(first, ids["lora"])
+    base, size = locked_patcher.model, locked_patcher.model_size()
+    assert clone is not locked_patcher and clone.model is base and clone.patches
+    assert entry_of(mm, base).model is clone  # ComfyUI tracks the clone it sampled with
+
+    mm.free_memory(1e30, CPU)
+    assert loaded_state(mm, base) == (True, size)
+
+    g.prompt[ids["sampler"]]["inputs"]["seed"] = 8  # same clone (cached): nothing moves
+    second = run(comfy, g, ids)
+    lock = residency.registry.find(base)
+    assert lock.evidence.run(second.prompt_id).bytes_loaded == 0
+    assert lock.evidence.run(second.prompt_id).load_calls == 1
+
+    # A new LoRA strength is a new patch set: classic ComfyUI unpatches the whole model
+    # to its offload device and loads it again. The lock holds, and the evidence says so.
+    g.prompt[ids["lora"]]["inputs"]["strength_model"] = 0.25
+    third = run(comfy, g, ids)
+    assert residency.registry.find(base) is lock
+    assert lock.evidence.run(third.prompt_id).bytes_loaded == size
+    mm.unload_all_models()
+    assert loaded_state(mm, base) == (True, size)
+
+
+def test_loader_running_again_moves_the_lock(comfy, residency, mm, tiny_wan21_t2v, second_t2v):
+    g, ids = graph(tiny_wan21_t2v.name)
+    first = comfy.output(run(comfy, g, ids), ids["pin"])
+    first_ref = weakref.ref(first.model)
+
+    g.prompt[ids["loader"]]["inputs"]["unet_name"] = second_t2v.name  # the loader runs again
+    second = comfy.output(run(comfy, g, ids), ids["pin"])
+
+    assert residency.registry.find(second.model) is not None
+    assert residency.registry.find(first.model) is None and len(residency.registry) == 1
+    mm.free_memory(1e30, CPU)  # the old model is ComfyUI's to evict again
+    assert loaded_state(mm, first.model) == (False, 0)
+    assert loaded_state(mm, second.model) == (True, second.model_size())
+    del first
+    gc.collect()
+    assert first_ref() is None  # and nothing of ours keeps the old copy alive
+
+
+# ------------------------------------------------------------------------------- on/off, inertness
+
+
+def test_unlock_restores_comfyui_exactly(comfy, residency, mm, tiny_wan21_t2v, originals):
+    g, ids = graph(tiny_wan21_t2v.name)
+    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    assert any(_stored(o, n) is not f for o, n, f in originals.values())  # hooked while locked
+
+    g.prompt[ids["pin"]]["inputs"]["enable_pinning"] = False
+    result = run(comfy, g, ids)
+
+    assert "OFF" in comfy.output(result, ids["pin"], 1) and "released WAN21" in comfy.output(result, ids["pin"], 1)
+    assert not residency.registry and not len(residency.hooks)
+    for owner, name, original in originals.values():
+        assert _stored(owner, name) is original
+    mm.free_memory(1e30, CPU)  # ComfyUI's behaviour again: the control result
+    assert loaded_state(mm, patcher.model) == (False, 0)
+
+
+def test_two_nodes_share_one_lock_and_hooks_are_installed_once(comfy, residency, mm, tiny_wan21_t2v, originals):
+    g, ids = graph(tiny_wan21_t2v.name)
+    ids["pin2"] = g.add("ZeroCopyVRAMPin", model=g.out(ids["pin"]), enable_pinning=True, tune_allocator=False)
+    g.prompt[ids["sampler"]]["inputs"]["model"] = g.out(ids["pin2"])
+    patcher = model_of(comfy, comfy.run(g.prompt, targets=[ids["sampler"], ids["pin"], ids["pin2"]]), ids)
+
+    lock = residency.registry.find(patcher.model)
+    assert len(residency.registry) == 1 and len(lock.owners) == 2
+    hooked = [(o, n, f) for o, n, f in originals.values() if _stored(o, n) is not f]
+    assert len(hooked) == len(residency.hooks)  # one wrapper per attribute ...
+    assert all(_stored(o, n).__wrapped__ is f for o, n, f in hooked)  # ... directly around ComfyUI's
+
+    g.prompt[ids["pin"]]["inputs"]["enable_pinning"] = False  # one node lets go: still locked by the other
+    comfy.run(g.prompt, targets=[ids["sampler"], ids["pin"], ids["pin2"]])
+    assert residency.registry.find(patcher.model) is lock and len(lock.owners) == 1
+
+
+def test_wrappers_are_inert_for_models_that_are_not_locked(comfy, residency, mm, tiny_wan21_t2v, second_t2v):
+    g, ids = graph(tiny_wan21_t2v.name)
+    locked = model_of(comfy, run(comfy, g, ids), ids)
+    g2, ids2 = graph(second_t2v.name, pin=False)
+    other = model_of(comfy, run(comfy, g2, ids2), ids2)
+    other_entry = entry_of(mm, other.model)
+    assert len(residency.hooks) and residency.registry.find(other.model) is None
+
+    # a caller's own keep_loaded is honoured, not replaced
+    mm.free_memory(1e30, CPU, keep_loaded=[other_entry])
+    assert loaded_state(mm, other.model) == (True, other.model_size())
+
+    # the unlocked model gets exactly ComfyUI's treatment: returned as unloaded, popped, 0 bytes
+    unloaded = mm.free_memory(1e30, CPU)
+    assert [lm for lm in unloaded if lm is other_entry] == [other_entry]
+    assert loaded_state(mm, other.model) == (False, 0)
+    assert loaded_state(mm, locked.model) == (True, locked.model_size())
+    mm.load_models_gpu([other])
+    freed = other.partially_unload(CPU, 1)  # ComfyUI's own partial unload runs for it
+    assert freed > 0 and other.model.model_loaded_weight_memory == other.model_size() - freed
+    assert entry_of(mm, other.model).model_unload(1) is False  # partial: ComfyUI's own answer
+
+
+# ------------------------------------------------------------------------------- budget, evidence
+
+
+def test_budget_guard_refuses_and_passes_through(comfy, residency, mm, tiny_wan21_t2v, caplog):
+    g, ids = graph(tiny_wan21_t2v.name, vram_headroom_gb=4096.0)
+    with caplog.at_level(logging.WARNING, logger="zerocopy_continuity"):
+        result = run(comfy, g, ids)
+    report = comfy.output(result, ids["pin"], 1)
+    assert report.startswith("ZeroCopyVRAMPin: NOT LOCKED")
+    assert "not locked:" in report and "4096.00 GiB headroom" in report and "short" in report
+    assert "lower vram_headroom_gb" in report
+    assert any("not locked:" in r.getMessage() for r in caplog.records)
+    assert comfy.output(result, ids["pin"]) is comfy.output(result, ids["loader"])  # passed through
+    assert not residency.registry and not len(residency.hooks)
+
+
+def test_report_and_log_show_zero_reload_per_run(comfy, residency, mm, tiny_wan21_t2v, caplog):
+    g, ids = graph(tiny_wan21_t2v.name)
+    with caplog.at_level(logging.INFO, logger="zerocopy_continuity"):
+        first = run(comfy, g, ids)
+        patcher = comfy.output(first, ids["pin"])
+        size = patcher.model_size()
+        runs = [first.prompt_id]
+        for seed in (8, 9):
+            g.prompt[ids["sampler"]]["inputs"]["seed"] = seed
+            runs.append(run(comfy, g, ids).prompt_id)
+    lock = residency.registry.find(patcher.model)
+    evidence = [lock.evidence.run(r) for r in runs]
+    assert [e.bytes_loaded for e in evidence] == [size, 0, 0]
+    assert [e.load_calls for e in evidence] == [1, 1, 1]
+    lines = [r.getMessage() for r in caplog.records if ": load call " in r.getMessage()]
+    assert len(lines) == 3 and all(line.startswith("[ZeroCopy-Continuity] residency: locked WAN21") for line in lines)
+    assert "0 B moved" not in lines[0] and "0 B moved onto cpu" in lines[1] and "0 B moved onto cpu" in lines[2]
+
+    g.prompt[ids["pin"]]["inputs"]["tune_allocator"] = True  # re-runs the node: a fresh report
+    report = comfy.output(run(comfy, g, ids), ids["pin"], 1)
+    assert report.startswith("ZeroCopyVRAMPin: LOCKED WAN21 on cpu, classic memory management")
+    assert f"run {runs[1][:8]}: 1 load call" in report and f"run {runs[2][:8]}: 1 load call" in report
+    assert "allocator: cpu is not a CUDA device" in report

@@ -1,0 +1,936 @@
+"""Build the example workflows (UI format) from the node schemas of a real ComfyUI.
+
+    COMFYUI_PATH=/path/to/ComfyUI python tools/build_examples.py [--check]
+
+writes example_workflows/<name>.json (ComfyUI's template browser lists that
+folder) and examples/README.md, the index of the workflows with the model files each
+needs. The JSON files are not copied into examples/: ComfyUI scans both folders for
+templates, and a copy would list every workflow twice. ``--check`` writes nothing and exits
+1 when a file differs from what the schemas give (the integration tests run the
+same check). Each example is a function of a ``Profile``: "release" names the
+real model files and sizes; "tiny" (Wan 2.1 only) swaps in the tests' random-weight
+models and test-only nodes at 64x64x9 so the very same graph runs on a CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+WORKFLOW_DIR = REPO / "example_workflows"
+INDEX = REPO / "examples" / "README.md"
+# loader inputs that name a model file: (node type, input)
+MODEL_INPUTS = {
+    ("UNETLoader", "unet_name"): "diffusion_models",
+    ("CheckpointLoaderSimple", "ckpt_name"): "checkpoints",
+    ("CLIPLoader", "clip_name"): "text_encoders",
+    ("DualCLIPLoader", "clip_name1"): "text_encoders",
+    ("DualCLIPLoader", "clip_name2"): "text_encoders",
+    ("VAELoader", "vae_name"): "vae",
+    ("CLIPVisionLoader", "clip_name"): "clip_vision",
+    ("LTXAVTextEncoderLoader", "text_encoder"): "text_encoders",
+    ("LTXVAudioVAELoader", "ckpt_name"): "checkpoints",
+}
+TAG_NOTE = (
+    "Every ZeroCopy Latent Store writes the tag; the Handoff of the next shot reads it. The "
+    "`continuity` link orders the graph (Store before Handoff) and pins the exact shot. "
+    "ZeroCopy VRAM Pin keeps the diffusion model resident between shots and queue runs."
+)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str = "release"
+    width: int = 832
+    height: int = 480
+    length: int = 81
+    steps: int = 20
+    cfg: float = 6.0
+    sampler: str = "uni_pc"
+    unet: str = "wan2.1_i2v_480p_14B_fp16.safetensors"
+    vae: str = "wan_2.1_vae.safetensors"
+    text_encoder: str | None = "umt5_xxl_fp8_e4m3fn_scaled.safetensors"  # None: ZCTestClip
+    clip_vision: str | None = "clip_vision_h.safetensors"  # None: no CLIP vision
+    start_image: str | None = "example.png"  # None: ZCTestNoiseImage
+    tag: str = "wan21_i2v_film"
+
+
+RELEASE = Profile()
+
+
+def tiny_profile(unet: str, vae: str, tag: str = "zc_tiny_film") -> Profile:
+    """The Wan 2.1 I2V chain on the integration tests' tiny models and test-only nodes."""
+    return replace(
+        RELEASE,
+        name="tiny",
+        width=64,
+        height=64,
+        length=9,
+        steps=2,
+        cfg=1.0,
+        sampler="euler",
+        unet=unet,
+        vae=vae,
+        text_encoder=None,
+        clip_vision=None,
+        start_image=None,
+        tag=tag,
+    )
+
+
+def _pin(wf, model_ref, pos=(0, 120)):
+    """ZeroCopyVRAMPin after the loader: the diffusion model stays resident between shots."""
+    return wf.add(
+        "ZeroCopyVRAMPin",
+        pos,
+        size=(340, 230),
+        model=model_ref,
+        enable_pinning=True,
+        tune_allocator=False,
+        title="Keep the model in VRAM",
+    )
+
+
+def _shot_outputs(wf, x, y, samples, vae, tag, model, shot, fps=16, prefix="zerocopy/shot"):
+    store = wf.add(
+        "ZeroCopyLatentStore",
+        (x, y),
+        size=(340, 260),
+        samples=samples,
+        buffer_tag=tag,
+        model=model,
+        title=f"Store shot {shot}",
+    )
+    decode = wf.add("VAEDecode", (x, y + 300), size=(220, 50), samples=store.out(0), vae=vae)
+    save = wf.add(
+        "SaveAnimatedWEBP",
+        (x + 260, y + 300),
+        size=(330, 330),
+        images=decode.out(0),
+        filename_prefix=f"{prefix}{shot}",
+        fps=float(fps),
+        lossless=False,
+        quality=90,
+        method="default",
+    )
+    return store, decode, save
+
+
+def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
+    """Wan 2.1 I2V 3-shot chain: shot 1 from a start image (WanImageToVideo), shots 2 and 3
+    from the stored tail of the shot before (ZeroCopyLatentHandoff, no VAE round trip)."""
+    from comfy_workflows import Workflow
+
+    p = profile
+    wf = Workflow(
+        schemas, "wan21_i2v_3shot_chain" if p.name == "release" else f"wan21_i2v_3shot_chain_{p.name}"
+    )
+    wf.note(
+        (-520, -40),
+        "\n".join(
+            [
+                "## Wan 2.1 I2V: a 3-shot film in latent space",
+                "Shot 1 starts from an image. Shots 2 and 3 continue from the **end of the shot before**,",
+                "taken from the ZeroCopy store in latent space: no VAE decode/encode between shots,",
+                "bit-identical.",
+                "",
+                TAG_NOTE,
+                "",
+                "Each Handoff's `info` output is the certificate (digests, bit-identical yes/no,",
+                "frames to trim).",
+                "Models: " + ", ".join(x for x in (p.unet, p.text_encoder, p.vae, p.clip_vision) if x) + ".",
+            ]
+        ),
+        size=(460, 300),
+    )
+    unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name=p.unet, weight_dtype="default")
+    pin = _pin(wf, unet.out(0))
+    model = wf.add("ModelSamplingSD3", (0, 390), size=(340, 60), model=pin.out(0), shift=8.0)
+    if p.text_encoder:
+        clip = wf.add(
+            "CLIPLoader", (0, 490), size=(340, 110), clip_name=p.text_encoder, type="wan", device="default"
+        )
+    else:
+        clip = wf.add("ZCTestClip", (0, 490), size=(340, 60), tokens=8)
+    vae = wf.add("VAELoader", (0, 640), size=(340, 60), vae_name=p.vae)
+    if p.start_image:
+        image = wf.add("LoadImage", (0, 740), size=(340, 330), image=p.start_image)
+    else:
+        image = wf.add(
+            "ZCTestNoiseImage", (0, 740), size=(340, 130), seed=0, width=p.width, height=p.height, frames=1
+        )
+    negative = wf.add(
+        "CLIPTextEncode",
+        (400, 420),
+        size=(400, 140),
+        clip=clip.out(0),
+        text="blurry, low quality, static, distorted, watermark",
+        title="Negative prompt",
+    )
+    positive = wf.add(
+        "CLIPTextEncode",
+        (400, 240),
+        size=(400, 140),
+        clip=clip.out(0),
+        text="Shot 1: a lighthouse on a cliff at dusk, waves crashing, slow push-in",
+        title="Shot 1 prompt",
+    )
+    extra = {}
+    if p.clip_vision:
+        vision = wf.add("CLIPVisionLoader", (400, 0), size=(340, 60), clip_name=p.clip_vision)
+        encoded = wf.add(
+            "CLIPVisionEncode",
+            (400, 110),
+            size=(340, 80),
+            clip_vision=vision.out(0),
+            image=image.out(0),
+            crop="none",
+        )
+        extra["clip_vision_output"] = encoded.out(0)
+    i2v = wf.add(
+        "WanImageToVideo",
+        (400, 620),
+        size=(340, 230),
+        positive=positive.out(0),
+        negative=negative.out(0),
+        vae=vae.out(0),
+        width=p.width,
+        height=p.height,
+        length=p.length,
+        batch_size=1,
+        start_image=image.out(0),
+        **extra,
+    )
+    sampler_args = dict(steps=p.steps, cfg=p.cfg, sampler_name=p.sampler, scheduler="simple", denoise=1.0)
+    shot1 = wf.add(
+        "KSampler",
+        (860, 0),
+        size=(320, 270),
+        model=model.out(0),
+        seed=1001,
+        positive=i2v.out(0),
+        negative=i2v.out(1),
+        latent_image=i2v.out(2),
+        **sampler_args,
+    )
+    store, decode, save = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), p.tag, model.out(0), 1)
+    wf.group("Shot 1: image to video, stored", [shot1, store, decode, save, i2v])
+    prompts = {
+        2: "Shot 2: the camera rises above the lighthouse, its beam sweeping the sea",
+        3: "Shot 3: night falls, the beam cuts through rain, wide aerial shot",
+    }
+    previous = store
+    for shot in (2, 3):
+        x = 860 + (shot - 1) * 1000
+        handoff = wf.add(
+            "ZeroCopyLatentHandoff",
+            (x, 0),
+            size=(380, 560),
+            clip=clip.out(0),
+            vae=vae.out(0),
+            prompt=prompts[shot],
+            width=p.width,
+            height=p.height,
+            length=p.length,
+            buffer_tag=p.tag,
+            continuity_mode="zero_copy_latent_only",
+            blend_ratio=0.0,
+            negative=negative.out(0),
+            model=model.out(0),
+            tail_frames=1,
+            adapter="auto",
+            generation=0,
+            continuity=previous.out(1),
+            title=f"Handoff to shot {shot}",
+        )
+        sampled = wf.add(
+            "KSampler",
+            (x + 420, 0),
+            size=(320, 270),
+            model=model.out(0),
+            seed=1000 + shot,
+            positive=handoff.out(0),
+            negative=handoff.out(2),
+            latent_image=handoff.out(1),
+            **sampler_args,
+        )
+        previous, decode, save = _shot_outputs(
+            wf, x + 420, 320, sampled.out(0), vae.out(0), p.tag, model.out(0), shot
+        )
+        wf.group(f"Shot {shot}: continued in latent space", [handoff, sampled, previous, decode, save])
+    return wf
+
+
+def wan22_5b_chain(schemas):
+    """Wan 2.2 TI2V 5B: shot 1 from an image (Wan22ImageToVideoLatent), shot 2 from its tail."""
+    from comfy_workflows import Workflow
+
+    wf = Workflow(schemas, "wan22_5b_2shot_chain")
+    tag = "wan22_5b_film"
+    wf.note(
+        (-520, -40),
+        "\n".join(
+            [
+                "## Wan 2.2 TI2V 5B: continue a shot in latent space",
+                "48-channel latents at 16x spatial compression (the Wan 2.2 VAE). Shot 2 starts from the",
+                "stored tail of shot 1: the causal first latent of a tail stands for 4 pixel frames, so the",
+                "certificate tells how many of shot 2's first frames repeat shot 1 (trim them when joining).",
+                "",
+                TAG_NOTE,
+            ]
+        ),
+        size=(460, 260),
+    )
+    unet = wf.add(
+        "UNETLoader",
+        (0, 0),
+        size=(340, 90),
+        unet_name="wan2.2_ti2v_5B_fp16.safetensors",
+        weight_dtype="default",
+    )
+    pin = _pin(wf, unet.out(0))
+    model = wf.add("ModelSamplingSD3", (0, 390), size=(340, 60), model=pin.out(0), shift=8.0)
+    clip = wf.add(
+        "CLIPLoader",
+        (0, 490),
+        size=(340, 110),
+        clip_name="umt5_xxl_fp8_e4m3fn_scaled.safetensors",
+        type="wan",
+        device="default",
+    )
+    vae = wf.add("VAELoader", (0, 640), size=(340, 60), vae_name="wan2.2_vae.safetensors")
+    image = wf.add("LoadImage", (0, 740), size=(340, 330), image="example.png")
+    positive = wf.add(
+        "CLIPTextEncode",
+        (400, 0),
+        size=(400, 140),
+        clip=clip.out(0),
+        text="Shot 1: a red kite over green hills, handheld, golden hour",
+        title="Shot 1 prompt",
+    )
+    negative = wf.add(
+        "CLIPTextEncode",
+        (400, 180),
+        size=(400, 140),
+        clip=clip.out(0),
+        text="blurry, low quality, watermark",
+        title="Negative prompt",
+    )
+    latent = wf.add(
+        "Wan22ImageToVideoLatent",
+        (400, 360),
+        size=(340, 200),
+        vae=vae.out(0),
+        width=1280,
+        height=704,
+        length=121,
+        batch_size=1,
+        start_image=image.out(0),
+    )
+    sampler_args = dict(steps=30, cfg=5.0, sampler_name="uni_pc", scheduler="simple", denoise=1.0)
+    shot1 = wf.add(
+        "KSampler",
+        (860, 0),
+        size=(320, 270),
+        model=model.out(0),
+        seed=2201,
+        positive=positive.out(0),
+        negative=negative.out(0),
+        latent_image=latent.out(0),
+        **sampler_args,
+    )
+    store, decode, save = _shot_outputs(
+        wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/wan22_shot"
+    )
+    wf.group("Shot 1", [shot1, store, decode, save])
+    handoff = wf.add(
+        "ZeroCopyLatentHandoff",
+        (1860, 0),
+        size=(380, 560),
+        clip=clip.out(0),
+        vae=vae.out(0),
+        prompt="Shot 2: the kite string snaps, the kite drifts toward the sea",
+        width=1280,
+        height=704,
+        length=121,
+        buffer_tag=tag,
+        continuity_mode="zero_copy_latent_only",
+        blend_ratio=0.0,
+        negative=negative.out(0),
+        model=model.out(0),
+        tail_frames=1,
+        adapter="auto",
+        generation=0,
+        continuity=store.out(1),
+        title="Handoff to shot 2",
+    )
+    shot2 = wf.add(
+        "KSampler",
+        (2280, 0),
+        size=(320, 270),
+        model=model.out(0),
+        seed=2202,
+        positive=handoff.out(0),
+        negative=handoff.out(2),
+        latent_image=handoff.out(1),
+        **sampler_args,
+    )
+    store2, decode2, save2 = _shot_outputs(
+        wf, 2280, 320, shot2.out(0), vae.out(0), tag, model.out(0), 2, fps=24, prefix="zerocopy/wan22_shot"
+    )
+    wf.group("Shot 2", [handoff, shot2, store2, decode2, save2])
+    return wf
+
+
+def ltx2_av_chain(schemas):
+    """LTX-2 audio-video: shot 1 image-to-video with an audio latent, stored as one AV bundle;
+    shot 2 continues from its tail."""
+    from comfy_workflows import Workflow
+
+    wf = Workflow(schemas, "ltx2_av_2shot_chain")
+    tag = "ltx2_av_film"
+    ckpt = "ltx-2-19b-dev-fp8.safetensors"
+    wf.note(
+        (-520, -40),
+        "\n".join(
+            [
+                "## LTX-2: an audio-video shot continued in latent space",
+                "The Store keeps the video and audio latents of the shot as one bundle (both digested). The",
+                "Handoff continues the video stream from its tail at LTX's legal insertion point; each LTX",
+                "latent after the first stands for 8 pixel frames.",
+                "",
+                TAG_NOTE,
+            ]
+        ),
+        size=(460, 260),
+    )
+    checkpoint = wf.add("CheckpointLoaderSimple", (0, 0), size=(340, 100), ckpt_name=ckpt)
+    model = _pin(wf, checkpoint.out(0), pos=(0, 140))
+    text = wf.add(
+        "LTXAVTextEncoderLoader",
+        (0, 410),
+        size=(340, 120),
+        text_encoder="gemma_3_12B_it_fp4_mixed.safetensors",
+        ckpt_name=ckpt,
+        device="default",
+    )
+    audio_vae = wf.add("LTXVAudioVAELoader", (0, 570), size=(340, 60), ckpt_name=ckpt)
+    image = wf.add("LoadImage", (0, 670), size=(340, 330), image="example.png")
+    positive = wf.add(
+        "CLIPTextEncode",
+        (400, 0),
+        size=(400, 140),
+        clip=text.out(0),
+        text="Shot 1: a street musician plays violin in the rain, close-up, city ambience",
+        title="Shot 1 prompt",
+    )
+    negative = wf.add(
+        "CLIPTextEncode",
+        (400, 180),
+        size=(400, 140),
+        clip=text.out(0),
+        text="blurry, low quality, distorted audio",
+        title="Negative prompt",
+    )
+    conditioned = wf.add(
+        "LTXVConditioning",
+        (400, 360),
+        size=(300, 80),
+        positive=positive.out(0),
+        negative=negative.out(0),
+        frame_rate=25.0,
+    )
+    i2v = wf.add(
+        "LTXVImgToVideo",
+        (400, 480),
+        size=(340, 240),
+        positive=conditioned.out(0),
+        negative=conditioned.out(1),
+        vae=checkpoint.out(2),
+        image=image.out(0),
+        width=768,
+        height=512,
+        length=97,
+        batch_size=1,
+        strength=1.0,
+    )
+    audio = wf.add(
+        "LTXVEmptyLatentAudio",
+        (400, 760),
+        size=(340, 130),
+        frames_number=97,
+        frame_rate=25.0,
+        batch_size=1,
+        audio_vae=audio_vae.out(0),
+    )
+    av = wf.add(
+        "LTXVConcatAVLatent", (800, 760), size=(260, 60), video_latent=i2v.out(2), audio_latent=audio.out(0)
+    )
+    sampler_args = dict(steps=20, cfg=3.0, sampler_name="euler", scheduler="simple", denoise=1.0)
+    shot1 = wf.add(
+        "KSampler",
+        (860, 0),
+        size=(320, 270),
+        model=model.out(0),
+        seed=3301,
+        positive=i2v.out(0),
+        negative=i2v.out(1),
+        latent_image=av.out(0),
+        **sampler_args,
+    )
+
+    def outputs(x, samples, shot):
+        store = wf.add(
+            "ZeroCopyLatentStore",
+            (x, 320),
+            size=(340, 260),
+            samples=samples,
+            buffer_tag=tag,
+            model=model.out(0),
+            title=f"Store shot {shot}",
+        )
+        split = wf.add("LTXVSeparateAVLatent", (x, 620), size=(260, 60), av_latent=store.out(0))
+        decode = wf.add("VAEDecode", (x, 720), size=(220, 50), samples=split.out(0), vae=checkpoint.out(2))
+        sound = wf.add(
+            "LTXVAudioVAEDecode",
+            (x + 260, 620),
+            size=(260, 60),
+            samples=split.out(1),
+            audio_vae=audio_vae.out(0),
+        )
+        video = wf.add(
+            "CreateVideo", (x + 260, 720), size=(260, 80), images=decode.out(0), fps=25.0, audio=sound.out(0)
+        )
+        preview = wf.add(
+            "SaveAnimatedWEBP",
+            (x, 840),
+            size=(330, 330),
+            images=decode.out(0),
+            filename_prefix=f"zerocopy/ltx2_shot{shot}",
+            fps=25.0,
+            lossless=False,
+            quality=90,
+            method="default",
+        )
+        return store, [store, split, decode, sound, video, preview]
+
+    store, members = outputs(860, shot1.out(0), 1)
+    wf.group("Shot 1 (audio + video)", [shot1, av, *members])
+    handoff = wf.add(
+        "ZeroCopyLatentHandoff",
+        (1860, 0),
+        size=(380, 560),
+        clip=text.out(0),
+        vae=checkpoint.out(2),
+        prompt="Shot 2: the musician bows, the crowd applauds, wide shot",
+        width=768,
+        height=512,
+        length=97,
+        buffer_tag=tag,
+        continuity_mode="zero_copy_latent_only",
+        blend_ratio=0.0,
+        negative=negative.out(0),
+        model=model.out(0),
+        tail_frames=1,
+        adapter="auto",
+        generation=0,
+        continuity=store.out(1),
+        title="Handoff to shot 2",
+    )
+    # LTX conditioning carries the frame rate: the Handoff's conditioning goes through it too
+    conditioned2 = wf.add(
+        "LTXVConditioning",
+        (1860, 600),
+        size=(300, 80),
+        positive=handoff.out(0),
+        negative=handoff.out(2),
+        frame_rate=25.0,
+    )
+    shot2 = wf.add(
+        "KSampler",
+        (2280, 0),
+        size=(320, 270),
+        model=model.out(0),
+        seed=3302,
+        positive=conditioned2.out(0),
+        negative=conditioned2.out(1),
+        latent_image=handoff.out(1),
+        **sampler_args,
+    )
+    _, members = outputs(2280, shot2.out(0), 2)
+    wf.group("Shot 2", [handoff, conditioned2, shot2, *members])
+    return wf
+
+
+def minimax_h3_chain(schemas):
+    """MiniMax H3 audio-video: shot 1 from a first frame, shot 2 from the stored AV tail."""
+    from comfy_workflows import Workflow
+
+    wf = Workflow(schemas, "minimax_h3_av_2shot_chain")
+    tag = "h3_av_film"
+    wf.note(
+        (-520, -40),
+        "\n".join(
+            [
+                "## MiniMax H3: audio + video continued in latent space",
+                "H3 latents are a video stream [B,24,T,H/16,W/16] and an audio stream [B,32,2,T_a].",
+                "The Store",
+                "keeps both; the Handoff takes the last chunk-aligned latents (5j+2) so the 17-frame causal",
+                "chunking of the H3 VAE stays aligned.",
+                "",
+                TAG_NOTE,
+            ]
+        ),
+        size=(460, 260),
+    )
+    unet = wf.add(
+        "UNETLoader", (0, 0), size=(340, 90), unet_name="minimax_h3_bf16.safetensors", weight_dtype="default"
+    )
+    pin = _pin(wf, unet.out(0))
+    model = wf.add(
+        "MiniMaxH3SigmaShift", (0, 390), size=(340, 80), model=pin.out(0), shift_video=12.0, shift_audio=3.0
+    )
+    clip = wf.add(
+        "CLIPLoader",
+        (0, 510),
+        size=(340, 110),
+        clip_name="qwen3_vl_32b_fp8_scaled.safetensors",
+        type="minimax",
+        device="default",
+    )
+    vae = wf.add("VAELoader", (0, 660), size=(340, 60), vae_name="minimax_h3_av_vae.safetensors")
+    image = wf.add("LoadImage", (0, 760), size=(340, 330), image="example.png")
+    i2v = wf.add(
+        "MiniMaxH3ImageToVideo",
+        (400, 0),
+        size=(380, 300),
+        clip=clip.out(0),
+        vae=vae.out(0),
+        prompt="Shot 1: a chef flambés a pan, flames roar, kitchen noise",
+        width=1344,
+        height=768,
+        length=124,
+        first_frame=image.out(0),
+    )
+    negative = wf.add(
+        "CLIPTextEncode",
+        (400, 340),
+        size=(400, 140),
+        clip=clip.out(0),
+        text="blurry, low quality, muffled audio",
+        title="Negative prompt",
+    )
+    sampler_args = dict(steps=30, cfg=4.0, sampler_name="euler", scheduler="simple", denoise=1.0)
+    shot1 = wf.add(
+        "KSampler",
+        (860, 0),
+        size=(320, 270),
+        model=model.out(0),
+        seed=4401,
+        positive=i2v.out(0),
+        negative=negative.out(0),
+        latent_image=i2v.out(1),
+        **sampler_args,
+    )
+    store, decode, save = _shot_outputs(
+        wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/h3_shot"
+    )
+    wf.group("Shot 1 (audio + video)", [shot1, store, decode, save])
+    handoff = wf.add(
+        "ZeroCopyLatentHandoff",
+        (1860, 0),
+        size=(380, 560),
+        clip=clip.out(0),
+        vae=vae.out(0),
+        prompt="Shot 2: the chef plates the dish, the kitchen falls quiet",
+        width=1344,
+        height=768,
+        length=124,
+        buffer_tag=tag,
+        continuity_mode="zero_copy_latent_only",
+        blend_ratio=0.0,
+        negative=negative.out(0),
+        model=model.out(0),
+        tail_frames=1,
+        adapter="auto",
+        generation=0,
+        continuity=store.out(1),
+        title="Handoff to shot 2",
+    )
+    shot2 = wf.add(
+        "KSampler",
+        (2280, 0),
+        size=(320, 270),
+        model=model.out(0),
+        seed=4402,
+        positive=handoff.out(0),
+        negative=handoff.out(2),
+        latent_image=handoff.out(1),
+        **sampler_args,
+    )
+    store2, decode2, save2 = _shot_outputs(
+        wf, 2280, 320, shot2.out(0), vae.out(0), tag, model.out(0), 2, fps=24, prefix="zerocopy/h3_shot"
+    )
+    wf.group("Shot 2", [handoff, shot2, store2, decode2, save2])
+    return wf
+
+
+def flux_kontext_stills(schemas):
+    """FLUX.1 Kontext stills: still 1 edits an input image; still 2 continues from still 1's
+    latent (the reference latent comes from the store, not from a VAE re-encode)."""
+    from comfy_workflows import Workflow
+
+    wf = Workflow(schemas, "flux_kontext_stills_chain")
+    tag = "kontext_stills"
+    wf.note(
+        (-520, -40),
+        "\n".join(
+            [
+                "## FLUX.1 Kontext: a series of stills without a VAE round trip",
+                "Still 1 edits the input image. The Store keeps its latent; still 2 takes that latent from",
+                "the store as its reference, so the series never goes through decode/encode between edits.",
+                "",
+                TAG_NOTE,
+            ]
+        ),
+        size=(460, 240),
+    )
+    unet = wf.add(
+        "UNETLoader",
+        (0, 0),
+        size=(340, 90),
+        unet_name="flux1-dev-kontext_fp8_scaled.safetensors",
+        weight_dtype="default",
+    )
+    model = _pin(wf, unet.out(0))
+    clip = wf.add(
+        "DualCLIPLoader",
+        (0, 390),
+        size=(340, 130),
+        clip_name1="clip_l.safetensors",
+        clip_name2="t5xxl_fp8_e4m3fn_scaled.safetensors",
+        type="flux",
+        device="default",
+    )
+    vae = wf.add("VAELoader", (0, 560), size=(340, 60), vae_name="ae.safetensors")
+    image = wf.add("LoadImage", (0, 660), size=(340, 330), image="example.png")
+    scaled = wf.add("FluxKontextImageScale", (400, 400), size=(260, 40), image=image.out(0))
+    encoded = wf.add("VAEEncode", (400, 480), size=(220, 50), pixels=scaled.out(0), vae=vae.out(0))
+    positive = wf.add(
+        "CLIPTextEncode",
+        (400, 0),
+        size=(400, 140),
+        clip=clip.out(0),
+        text="Still 1: turn the scene into a watercolor painting",
+        title="Still 1 prompt",
+    )
+    negative = wf.add(
+        "CLIPTextEncode",
+        (400, 180),
+        size=(400, 140),
+        clip=clip.out(0),
+        text="",
+        title="Negative prompt (empty)",
+    )
+    reference = wf.add(
+        "ReferenceLatent", (400, 580), size=(240, 50), conditioning=positive.out(0), latent=encoded.out(0)
+    )
+    guided = wf.add("FluxGuidance", (400, 680), size=(240, 60), conditioning=reference.out(0), guidance=2.5)
+    sampler_args = dict(steps=20, cfg=1.0, sampler_name="euler", scheduler="simple", denoise=1.0)
+    still1 = wf.add(
+        "KSampler",
+        (860, 0),
+        size=(320, 270),
+        model=model.out(0),
+        seed=5501,
+        positive=guided.out(0),
+        negative=negative.out(0),
+        latent_image=encoded.out(0),
+        **sampler_args,
+    )
+    store = wf.add(
+        "ZeroCopyLatentStore",
+        (860, 320),
+        size=(340, 260),
+        samples=still1.out(0),
+        buffer_tag=tag,
+        model=model.out(0),
+        title="Store still 1",
+    )
+    decode = wf.add("VAEDecode", (860, 620), size=(220, 50), samples=store.out(0), vae=vae.out(0))
+    save = wf.add(
+        "SaveImage",
+        (1120, 620),
+        size=(330, 330),
+        images=decode.out(0),
+        filename_prefix="zerocopy/kontext_still1",
+    )
+    wf.group("Still 1", [still1, store, decode, save])
+    handoff = wf.add(
+        "ZeroCopyLatentHandoff",
+        (1860, 0),
+        size=(380, 560),
+        clip=clip.out(0),
+        vae=vae.out(0),
+        prompt="Still 2: same painting, now at night with lanterns",
+        width=1024,
+        height=1024,
+        length=1,
+        buffer_tag=tag,
+        continuity_mode="zero_copy_latent_only",
+        blend_ratio=0.0,
+        negative=negative.out(0),
+        model=model.out(0),
+        tail_frames=1,
+        adapter="auto",
+        generation=0,
+        continuity=store.out(1),
+        title="Handoff to still 2",
+    )
+    guided2 = wf.add("FluxGuidance", (2280, 600), size=(240, 60), conditioning=handoff.out(0), guidance=2.5)
+    still2 = wf.add(
+        "KSampler",
+        (2280, 0),
+        size=(320, 270),
+        model=model.out(0),
+        seed=5502,
+        positive=guided2.out(0),
+        negative=handoff.out(2),
+        latent_image=handoff.out(1),
+        **sampler_args,
+    )
+    store2 = wf.add(
+        "ZeroCopyLatentStore",
+        (2280, 320),
+        size=(340, 260),
+        samples=still2.out(0),
+        buffer_tag=tag,
+        model=model.out(0),
+        title="Store still 2",
+    )
+    decode2 = wf.add("VAEDecode", (2660, 320), size=(220, 50), samples=store2.out(0), vae=vae.out(0))
+    save2 = wf.add(
+        "SaveImage",
+        (2660, 420),
+        size=(330, 330),
+        images=decode2.out(0),
+        filename_prefix="zerocopy/kontext_still2",
+    )
+    wf.group("Still 2", [handoff, guided2, still2, store2, decode2, save2])
+    return wf
+
+
+# name -> builder; every shipped example (release profile)
+EXAMPLES = {
+    "wan21_i2v_3shot_chain": wan21_i2v_chain,
+    "wan22_5b_2shot_chain": wan22_5b_chain,
+    "ltx2_av_2shot_chain": ltx2_av_chain,
+    "minimax_h3_av_2shot_chain": minimax_h3_chain,
+    "flux_kontext_stills_chain": flux_kontext_stills,
+}
+
+
+def render(workflow: dict) -> str:
+    return json.dumps(workflow, indent=2) + "\n"
+
+
+def build_all(schemas) -> dict[str, str]:
+    return {name: render(builder(schemas).to_json()) for name, builder in EXAMPLES.items()}
+
+
+def model_files(workflow: dict, schemas) -> list[tuple[str, str]]:
+    """(models folder, file) for every loader in a workflow, in graph order, without repeats."""
+    found = []
+    for node in workflow["nodes"]:
+        if node["type"] not in schemas:
+            continue
+        widgets = schemas[node["type"]].widgets
+        values = node.get("widgets_values", [])
+        position = 0
+        for widget in widgets:
+            folder = MODEL_INPUTS.get((node["type"], widget.name))
+            if folder and (folder, values[position]) not in found:
+                found.append((folder, values[position]))
+            position += 2 if widget.has_control else 1
+    return found
+
+
+def index_text(built: dict[str, str], schemas) -> str:
+    lines = [
+        "# Example workflows",
+        "",
+        "The workflows are in [`example_workflows/`](../example_workflows/): ComfyUI lists them in its",
+        "template browser under this pack's name (Workflow → Browse Templates), or drag a file onto the",
+        "canvas. They are generated from the node schemas by `tools/build_examples.py` and checked by the",
+        "integration tests; the Wan 2.1 chain also runs there, on tiny random-weight models.",
+        "",
+        "Families other than Wan 2.1 need the Handoff adapters of this version (see the README's",
+        "per-family table); every workflow loads and validates on ComfyUI v0.33.0.",
+        "",
+    ]
+    for name, builder in EXAMPLES.items():
+        workflow = json.loads(built[name])
+        summary = " ".join((builder.__doc__ or "").split())
+        lines += [f"## `{name}.json`", "", summary, "", "Model files (ComfyUI/models/...):", ""]
+        lines += [f"- `{folder}/{file}`" for folder, file in model_files(workflow, schemas)]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def start_comfyui(root: Path) -> None:
+    """Import ComfyUI in-process (CPU) with its nodes, the test-only nodes and this pack."""
+    sys.path.insert(0, str(root))
+    from comfy.cli_args import args
+
+    args.cpu = True
+    import nodes
+
+    asyncio.run(nodes.init_extra_nodes(init_custom_nodes=False, init_api_nodes=False))
+    for pack in (REPO / "tests" / "integration" / "zc_test_nodes", REPO):
+        assert asyncio.run(nodes.load_custom_node(str(pack), module_parent="custom_nodes")), pack
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is out of date")
+    options = parser.parse_args()
+    root = os.environ.get("COMFYUI_PATH")
+    if not root:
+        print("build_examples: set COMFYUI_PATH to a ComfyUI checkout", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    start_comfyui(Path(root))
+    from comfy_workflows import Schemas, validate
+
+    schemas = Schemas()
+    stale = []
+    built = build_all(schemas)
+    outputs = {WORKFLOW_DIR / f"{name}.json": text for name, text in built.items()}
+    outputs[INDEX] = index_text(built, schemas)
+    for name, text in built.items():
+        problems = validate(json.loads(text), schemas)
+        if problems:
+            print(f"{name}: " + "; ".join(problems), file=sys.stderr)
+            return 1
+    for path, text in outputs.items():
+        if options.check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(str(path.relative_to(REPO)))
+        else:
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(text)
+    if stale:
+        print("out of date (run tools/build_examples.py): " + ", ".join(stale), file=sys.stderr)
+        return 1
+    print(f"build_examples: {len(EXAMPLES)} workflows {'checked' if options.check else 'written'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,566 @@
+// ComfyUI-ZeroCopy-Continuity frontend extension.
+//
+// - A live badge and a tail-frame thumbnail on every ZeroCopyLatentStore and
+//   ZeroCopyLatentHandoff node; the residency state on ZeroCopyVRAMPin nodes.
+// - A "ZeroCopy" sidebar tab listing every buffer, with inspect and clear.
+//
+// Nothing polls. The view changes on ComfyUI's websocket events: the pack's own
+// zerocopy.store / zerocopy.handoff / zerocopy.residency / zerocopy.buffers
+// messages, and execution_success / execution_error / execution_interrupted /
+// reconnected, after which the buffer list is fetched once (GET /zerocopy/buffers).
+// Data comes only from the pack's JSON API; every value shown is set as text.
+
+import { app } from "../../scripts/app.js";
+import { api } from "../../scripts/api.js";
+
+const STORE = "ZeroCopyLatentStore";
+const HANDOFF = "ZeroCopyLatentHandoff";
+const PIN = "ZeroCopyVRAMPin";
+const BADGED = new Set([STORE, HANDOFF, PIN]);
+const SIDEBAR_ID = "zerocopy-buffers";
+const THUMB_SIZE = 128;
+const META_CHARS = 96; // longer metadata values are cut in the panel (the full value is the tooltip)
+
+const state = {
+  buffers: new Map(), // tag -> buffer document from GET /zerocopy/buffers
+  listedAt: 0, // Date.now() of the last listing
+  nodeEvents: new Map(), // execution node id -> last zerocopy.store / zerocopy.handoff payload
+  residency: null, // last residency report or zerocopy.residency payload
+  residencyEvents: new Map(), // node id -> last zerocopy.residency payload
+  error: null, // last API error text, shown in the panel
+  refreshes: 0, // completed listings (read by the browser test)
+  received: [], // names of pack events received (read by the browser test)
+};
+window.__zerocopy = state;
+
+// ---------------------------------------------------------------- helpers
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "class") node.className = value;
+    else if (key === "text") node.textContent = value;
+    else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) if (child != null) node.append(child);
+  return node;
+}
+
+function shapeText(shape) {
+  return Array.isArray(shape) ? `[${shape.join(",")}]` : "—";
+}
+
+function shortDigest(digest) {
+  if (!digest) return "no digest";
+  const [algo, hex] = digest.split(":");
+  return hex ? `${algo}:${hex.slice(0, 8)}` : digest.slice(0, 16);
+}
+
+function bytesText(n) {
+  if (n == null) return "—";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  let v = n;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i += 1;
+  }
+  return `${v.toFixed(i ? 1 : 0)} ${units[i]}`;
+}
+
+function ageText(ageSeconds) {
+  if (ageSeconds == null) return "—";
+  const s = ageSeconds + (Date.now() - state.listedAt) / 1000;
+  if (s < 60) return `${Math.round(s)} s`;
+  if (s < 3600) return `${Math.round(s / 60)} min`;
+  return `${(s / 3600).toFixed(1)} h`;
+}
+
+function previewURL(tag, generation, size = THUMB_SIZE) {
+  const query = new URLSearchParams({ generation: String(generation ?? 0), frame: "-1", size: String(size) });
+  return api.apiURL(`/zerocopy/buffers/${encodeURIComponent(tag)}/preview.png?${query}`);
+}
+
+async function apiJSON(path, options) {
+  const response = await api.fetchApi(path, options);
+  let body = null;
+  try {
+    body = await response.json();
+  } catch {
+    body = null;
+  }
+  if (!response.ok) {
+    const message = body?.message ?? `${response.status} ${response.statusText}`;
+    throw new Error(message);
+  }
+  return body;
+}
+
+// Every graph node, including nodes inside subgraphs, with its execution id ("12" or "5:12").
+function* graphNodes(graph = app.graph, prefix = "") {
+  for (const node of graph?._nodes ?? []) {
+    const id = `${prefix}${node.id}`;
+    yield [id, node];
+    if (node.subgraph) yield* graphNodes(node.subgraph, `${id}:`);
+  }
+}
+
+function nodeClass(node) {
+  return node.comfyClass ?? node.type;
+}
+
+function widgetValue(node, name) {
+  return node.widgets?.find((w) => w.name === name)?.value;
+}
+
+// ---------------------------------------------------------------- node badges
+
+function badgeFor(node) {
+  return node.__zerocopyBadge;
+}
+
+function addBadge(node) {
+  if (node.__zerocopyBadge) return;
+  const kind = nodeClass(node);
+  const lines = el("div", { class: "zc-badge-lines" });
+  const thumb = kind === PIN ? null : el("img", { class: "zc-thumb", alt: "tail frame", draggable: "false" });
+  if (thumb) thumb.style.display = "none"; // shown once there is a stored frame
+  const root = el("div", { class: "zc-badge", dataset: { kind, state: "empty" } }, lines, thumb);
+  const widget = node.addDOMWidget("zerocopy_status", "zerocopy-status", root, {
+    serialize: false,
+    hideOnZoom: false,
+    getValue: () => "",
+    setValue: () => {},
+    getMinHeight: () => (kind === PIN ? 76 : 150),
+  });
+  widget.serialize = false; // never in widgets_values: saved workflows stay what the schema says
+  node.__zerocopyBadge = { root, lines, thumb, widget, key: null };
+  const tagWidget = node.widgets?.find((w) => w.name === "buffer_tag");
+  if (tagWidget) {
+    const callback = tagWidget.callback;
+    tagWidget.callback = function (...args) {
+      const result = callback?.apply(this, args);
+      updateNode(node);
+      return result;
+    };
+  }
+  updateNode(node);
+}
+
+function setLines(badge, rows) {
+  badge.lines.replaceChildren(
+    ...rows.map(([label, value, cls]) =>
+      el("div", { class: `zc-line ${cls ?? ""}` }, el("span", { class: "zc-label", text: label }), el("span", { text: value }))
+    )
+  );
+}
+
+function setThumb(badge, tag, generation, digest) {
+  if (!badge.thumb) return;
+  const key = tag == null ? null : `${tag}|${generation}|${digest}`;
+  if (key === badge.key) return;
+  badge.key = key;
+  if (key == null) {
+    badge.thumb.removeAttribute("src");
+    badge.thumb.dataset.generation = "";
+    badge.thumb.style.display = "none";
+    return;
+  }
+  badge.thumb.style.display = "";
+  badge.thumb.dataset.tag = tag;
+  badge.thumb.dataset.generation = String(generation);
+  badge.thumb.title = `tail frame of ${tag} generation ${generation} (latent preview, no VAE)`;
+  badge.thumb.removeAttribute("src"); // the same URL again (a re-stored generation) must reload
+  badge.thumb.src = previewURL(tag, generation);
+}
+
+// What a Store or Handoff node shows: its own last event when it has one, else the
+// newest shot of the tag in its buffer_tag widget.
+function describeNode(id, node) {
+  const kind = nodeClass(node);
+  const event = state.nodeEvents.get(id);
+  const tag = event?.tag ?? widgetValue(node, "buffer_tag");
+  const buffer = tag != null ? state.buffers.get(tag) : undefined;
+  if (event && (buffer || !state.listedAt)) {
+    const slot = buffer?.slots?.find((s) => s.generation === event.generation);
+    return {
+      kind,
+      tag,
+      generation: event.generation,
+      shape: event.shape ?? slot?.tensors?.[0]?.shape ?? buffer?.shape,
+      tier: event.tier ?? slot?.tensors?.[0]?.tier ?? buffer?.tier,
+      digest: event.digest ?? slot?.tensors?.[0]?.digest ?? buffer?.digest,
+      bitIdentical: kind === HANDOFF ? event.bit_identical : event.digest ? true : undefined,
+      firstShot: event.first_shot,
+      latentShape: event.latent_shape,
+      fromEvent: true,
+    };
+  }
+  if (!buffer) return { kind, tag, missing: true };
+  return {
+    kind,
+    tag,
+    generation: buffer.newest_generation,
+    shape: buffer.shape,
+    tier: buffer.tier,
+    digest: buffer.digest,
+    bitIdentical: kind === STORE && buffer.digest ? true : undefined,
+    fromEvent: false,
+  };
+}
+
+function yesNo(value) {
+  if (value === true) return ["yes", "zc-yes"];
+  if (value === false) return ["no", "zc-no"];
+  return ["—", ""];
+}
+
+function updateNode(node, id = null) {
+  const badge = badgeFor(node);
+  if (!badge) return;
+  const kind = nodeClass(node);
+  if (kind === PIN) {
+    updatePin(node, id ?? String(node.id), badge);
+    return;
+  }
+  if (id == null) id = [...graphNodes()].find(([, n]) => n === node)?.[0] ?? String(node.id);
+  const info = describeNode(id, node);
+  const data = badge.root.dataset;
+  data.tag = info.tag ?? "";
+  if (info.missing) {
+    data.state = "empty";
+    data.generation = "";
+    data.bitIdentical = "";
+    data.digest = "";
+    setLines(badge, [["tag", info.tag ?? "—"], ["buffer", state.listedAt ? "empty (nothing stored yet)" : "…"]]);
+    setThumb(badge, null);
+    return;
+  }
+  const [identical, identicalClass] = yesNo(info.bitIdentical);
+  data.state = "ready";
+  data.generation = String(info.generation ?? "");
+  data.bitIdentical = identical;
+  data.digest = info.digest ?? "";
+  const rows = [
+    ["tag", `${info.tag}  ·  gen ${info.generation}`],
+    ["shape", `${shapeText(info.shape)}  ·  ${info.tier ?? "—"}`],
+    ["digest", shortDigest(info.digest)],
+    [kind === HANDOFF ? "bit-identical" : "stored bit-exact", identical, identicalClass],
+  ];
+  if (kind === HANDOFF && info.firstShot) rows.push(["source", "first shot (fallback image)"]);
+  setLines(badge, rows);
+  setThumb(badge, info.tag, info.generation, info.digest);
+}
+
+function residencyLines(report) {
+  if (!report) return [["residency", "— (runs with the workflow)"]];
+  if (report.available === false) return [["residency", "report unavailable"], ["why", report.reason ?? ""]];
+  const [resident, residentClass] = yesNo(report.resident ?? undefined);
+  let reload = "none since start";
+  const at = report.last_reload_unix;
+  if (typeof at === "number" && at > 0) reload = new Date(at * 1000).toLocaleTimeString();
+  if (typeof report.last_reload_s === "number") reload += ` (${report.last_reload_s.toFixed(2)} s)`;
+  const rows = [
+    ["residency", `${report.state ?? "—"}${report.model ? `  ·  ${report.model}` : ""}`],
+    ["resident", resident, residentClass],
+    ["last reload", reload],
+  ];
+  if (report.reason) rows.push(["why", report.reason]);
+  return rows;
+}
+
+function updatePin(node, id, badge) {
+  const report = state.residencyEvents.get(id) ?? state.residency;
+  badge.root.dataset.state = report ? "ready" : "empty";
+  badge.root.dataset.residency = report?.state ?? "";
+  badge.root.title = report?.reason ?? "";
+  setLines(badge, residencyLines(report));
+}
+
+function updateAllNodes() {
+  for (const [id, node] of graphNodes()) if (badgeFor(node)) updateNode(node, id);
+  app.graph?.setDirtyCanvas?.(true, true);
+}
+
+// ---------------------------------------------------------------- refresh on events
+
+let refreshing = null;
+let again = false;
+
+// One listing per burst of events: events during a fetch queue exactly one more.
+function refresh() {
+  if (refreshing) {
+    again = true;
+    return refreshing;
+  }
+  refreshing = (async () => {
+    do {
+      again = false;
+      try {
+        const doc = await apiJSON("/zerocopy/buffers");
+        state.buffers = new Map(doc.buffers.map((b) => [b.tag, b]));
+        state.listedAt = Date.now();
+        state.error = null;
+        if ([...graphNodes()].some(([, n]) => nodeClass(n) === PIN)) {
+          state.residency = await apiJSON("/zerocopy/residency");
+        }
+      } catch (error) {
+        state.error = String(error?.message ?? error);
+      }
+      state.refreshes += 1;
+      updateAllNodes();
+      panel.render();
+    } while (again);
+    refreshing = null;
+  })();
+  return refreshing;
+}
+
+function onNodeEvent(kind) {
+  return (event) => {
+    const detail = event.detail ?? {};
+    state.received.push(kind);
+    if (detail.node != null) {
+      const id = String(detail.node);
+      state.nodeEvents.set(id, { ...detail, kind });
+      const found = [...graphNodes()].find(([nodeId]) => nodeId === id);
+      if (found) updateNode(found[1], id); // at once; the listing that follows fills in the rest
+    }
+    refresh();
+  };
+}
+
+// ---------------------------------------------------------------- sidebar panel
+
+const panel = {
+  root: null,
+  open: new Set(), // tags whose inspect view is open
+  details: new Map(), // tag -> inspect document or error text
+  confirm: null, // tag (or "*") waiting for a second click on clear
+
+  mount(root) {
+    this.root = root;
+    root.classList.add("zc-panel");
+    this.render();
+    refresh();
+  },
+
+  unmount() {
+    this.root = null;
+  },
+
+  async inspect(tag) {
+    if (this.open.has(tag)) {
+      this.open.delete(tag);
+      this.render();
+      return;
+    }
+    this.open.add(tag);
+    try {
+      this.details.set(tag, await apiJSON(`/zerocopy/buffers/${encodeURIComponent(tag)}`));
+    } catch (error) {
+      this.details.set(tag, String(error?.message ?? error));
+    }
+    this.render();
+  },
+
+  async clear(tag) {
+    if (this.confirm !== tag) {
+      this.confirm = tag;
+      this.render();
+      setTimeout(() => {
+        if (this.confirm === tag) {
+          this.confirm = null;
+          this.render();
+        }
+      }, 4000);
+      return;
+    }
+    this.confirm = null;
+    try {
+      if (tag === "*") {
+        await apiJSON("/zerocopy/drop", { method: "POST", body: JSON.stringify({ all: true, disk: true }), headers: { "Content-Type": "application/json" } });
+      } else {
+        await apiJSON(`/zerocopy/buffers/${encodeURIComponent(tag)}?disk=true`, { method: "DELETE" });
+      }
+      this.open.delete(tag);
+      for (const [id, event] of state.nodeEvents) if (tag === "*" || event.tag === tag) state.nodeEvents.delete(id);
+    } catch (error) {
+      state.error = String(error?.message ?? error);
+    }
+    refresh();
+  },
+
+  render() {
+    const root = this.root;
+    if (!root) return;
+    const buffers = [...state.buffers.values()];
+    const total = buffers.reduce((sum, b) => sum + (b.bytes ?? 0), 0);
+    const header = el(
+      "div",
+      { class: "zc-panel-header" },
+      el("div", { class: "zc-panel-title", text: "ZeroCopy buffers" }),
+      el("div", { class: "zc-panel-summary", text: `${buffers.length} tag${buffers.length === 1 ? "" : "s"} · ${bytesText(total)} in memory` }),
+      el(
+        "div",
+        { class: "zc-panel-actions" },
+        el("button", { class: "zc-button zc-refresh", text: "Refresh", title: "List the buffers again", onclick: () => refresh() }),
+        buffers.length
+          ? el("button", {
+              class: `zc-button zc-clear-all ${this.confirm === "*" ? "zc-confirm" : ""}`,
+              text: this.confirm === "*" ? "Confirm: clear all" : "Clear all",
+              title: "Forget every buffer and delete its spill files",
+              onclick: () => this.clear("*"),
+            })
+          : null
+      )
+    );
+    const rows = buffers.map((b) => this.row(b));
+    const empty = buffers.length ? null : el("div", { class: "zc-panel-empty", text: state.listedAt ? "No buffers yet. Queue a workflow with a ZeroCopy Latent Store." : "Loading…" });
+    const error = state.error ? el("div", { class: "zc-panel-error", text: state.error }) : null;
+    root.replaceChildren(...[header, error, empty, el("div", { class: "zc-rows" }, ...rows)].filter(Boolean));
+  },
+
+  row(b) {
+    const inspecting = this.open.has(b.tag);
+    const thumb = b.in_memory || b.disk_generations?.length
+      ? el("img", { class: "zc-row-thumb", alt: "", src: previewURL(b.tag, b.newest_generation, 64), loading: "lazy" })
+      : null;
+    const detail = inspecting ? this.detail(b.tag) : null;
+    return el(
+      "div",
+      { class: "zc-row", dataset: { tag: b.tag, generation: String(b.newest_generation ?? "") } },
+      el(
+        "div",
+        { class: "zc-row-main" },
+        thumb,
+        el(
+          "div",
+          { class: "zc-row-text" },
+          el("div", { class: "zc-row-tag", text: b.tag }),
+          el("div", { class: "zc-row-info", text: `gen ${b.newest_generation} (${b.generations.length} in memory${b.disk_generations.length ? `, ${b.disk_generations.length} on disk` : ""})` }),
+          el("div", { class: "zc-row-info", text: `${shapeText(b.shape)} ${b.dtype ?? ""} · ${b.tier ?? "—"} · ${bytesText(b.bytes)}` }),
+          el("div", { class: "zc-row-info", text: `${shortDigest(b.digest)} · ${b.family ?? "unknown"} · ${ageText(b.age_s)} ago` })
+        )
+      ),
+      el(
+        "div",
+        { class: "zc-row-actions" },
+        el("button", { class: "zc-button zc-inspect", text: inspecting ? "Close" : "Inspect", onclick: () => this.inspect(b.tag) }),
+        el("button", {
+          class: `zc-button zc-clear ${this.confirm === b.tag ? "zc-confirm" : ""}`,
+          text: this.confirm === b.tag ? "Confirm clear" : "Clear",
+          title: "Forget this tag and delete its spill files",
+          onclick: () => this.clear(b.tag),
+        })
+      ),
+      detail
+    );
+  },
+
+  detail(tag) {
+    const doc = this.details.get(tag);
+    if (doc == null) return el("div", { class: "zc-detail", text: "Loading…" });
+    if (typeof doc === "string") return el("div", { class: "zc-detail zc-panel-error", text: doc });
+    const slots = doc.slots.map((slot) =>
+      el(
+        "div",
+        { class: "zc-slot" },
+        el("div", { class: "zc-slot-head", text: `generation ${slot.generation} · ${bytesText(slot.bytes)} · ${slot.restored_from_disk ? "restored from disk" : "in memory"}` }),
+        ...slot.tensors.map((t) => el("div", { class: "zc-slot-line", text: `${t.name}: ${t.dtype} ${shapeText(t.shape)} ${t.tier} ${t.digest ?? "no digest"}` })),
+        ...Object.entries(slot.meta ?? {}).map(([k, v]) =>
+          el("div", { class: "zc-slot-line zc-meta", title: v.length > META_CHARS ? v : "", text: `${k}: ${v.length > META_CHARS ? `${v.slice(0, META_CHARS)}…` : v}` })
+        )
+      )
+    );
+    const disk = doc.disk_generations.length ? el("div", { class: "zc-slot-line", text: `on disk: generations ${doc.disk_generations.join(", ")}` }) : null;
+    return el("div", { class: "zc-detail" }, ...slots, disk);
+  },
+};
+
+// ---------------------------------------------------------------- styles
+
+const STYLE = `
+.zc-badge { display: flex; gap: 6px; align-items: flex-start; font: 11px/1.35 ui-monospace, Menlo, Consolas, monospace;
+  color: var(--input-text, #ddd); background: rgba(0,0,0,.28); border-radius: 6px; padding: 4px 6px; box-sizing: border-box;
+  width: 100%; height: 100%; overflow: hidden; pointer-events: none; }
+.zc-badge-lines { flex: 1 1 auto; min-width: 0; }
+.zc-line { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.zc-label { opacity: .65; margin-right: 6px; }
+.zc-yes span:last-child { color: #6fdc8c; font-weight: 600; }
+.zc-no span:last-child { color: #ffb454; font-weight: 600; }
+.zc-thumb { flex: 0 0 auto; width: 96px; height: 96px; object-fit: contain; image-rendering: pixelated;
+  border-radius: 4px; background: #111; }
+.zc-panel { display: flex; flex-direction: column; gap: 8px; padding: 10px; height: 100%; overflow: auto; box-sizing: border-box;
+  font: 12px/1.4 system-ui, sans-serif; color: var(--fg-color, #ddd); }
+.zc-panel-title { font-weight: 700; font-size: 14px; }
+.zc-panel-summary { opacity: .75; }
+.zc-panel-actions { display: flex; gap: 6px; margin-top: 4px; }
+.zc-button { font: inherit; padding: 2px 8px; border-radius: 4px; border: 1px solid var(--border-color, #555);
+  background: var(--comfy-input-bg, #222); color: inherit; cursor: pointer; }
+.zc-button.zc-confirm { border-color: #e5534b; color: #ff8b84; }
+.zc-rows { display: flex; flex-direction: column; gap: 8px; }
+.zc-row { border: 1px solid var(--border-color, #444); border-radius: 6px; padding: 6px; }
+.zc-row-main { display: flex; gap: 8px; }
+.zc-row-thumb { width: 64px; height: 64px; object-fit: contain; image-rendering: pixelated; background: #111; border-radius: 4px; }
+.zc-row-tag { font-weight: 600; word-break: break-all; }
+.zc-row-info { opacity: .85; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; }
+.zc-row-actions { display: flex; gap: 6px; margin-top: 6px; }
+.zc-detail { margin-top: 6px; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; }
+.zc-slot { margin-top: 4px; padding-top: 4px; border-top: 1px dashed var(--border-color, #444); }
+.zc-slot-head { font-weight: 600; }
+.zc-slot-line { word-break: break-all; }
+.zc-meta { opacity: .75; }
+.zc-panel-error { color: #ff8b84; }
+.zc-panel-empty { opacity: .7; }
+`;
+
+// ---------------------------------------------------------------- registration
+
+app.registerExtension({
+  name: "ZeroCopy.Continuity",
+
+  async setup() {
+    document.head.append(el("style", { id: "zerocopy-style", text: STYLE }));
+    api.addEventListener("zerocopy.store", onNodeEvent("zerocopy.store"));
+    api.addEventListener("zerocopy.handoff", onNodeEvent("zerocopy.handoff"));
+    api.addEventListener("zerocopy.residency", (event) => {
+      const detail = event.detail ?? {};
+      state.received.push("zerocopy.residency");
+      if (detail.node != null) state.residencyEvents.set(String(detail.node), detail);
+      state.residency = { available: true, ...detail };
+      updateAllNodes();
+    });
+    api.addEventListener("zerocopy.buffers", () => {
+      state.received.push("zerocopy.buffers");
+      refresh();
+    });
+    for (const name of ["execution_success", "execution_error", "execution_interrupted", "reconnected"]) {
+      api.addEventListener(name, () => refresh());
+    }
+    const sidebar = app.extensionManager?.registerSidebarTab;
+    if (typeof sidebar === "function") {
+      app.extensionManager.registerSidebarTab({
+        id: SIDEBAR_ID,
+        icon: "pi pi-database",
+        title: "ZeroCopy",
+        tooltip: "ZeroCopy buffers: stored latents, thumbnails, inspect and clear",
+        type: "custom",
+        render: (root) => panel.mount(root),
+        destroy: () => panel.unmount(),
+      });
+    }
+    refresh();
+  },
+
+  async nodeCreated(node) {
+    if (BADGED.has(nodeClass(node))) addBadge(node);
+  },
+
+  async afterConfigureGraph() {
+    updateAllNodes();
+    refresh();
+  },
+});

@@ -1,0 +1,116 @@
+"""The pack's web API (routes.py) and its wiring into a running ComfyUI server.
+
+``register()`` is called from the pack's root ``__init__`` and does nothing when
+there is no server (tests, scripts that import ComfyUI in-process): the pack
+must import anywhere. Only validation.py, buffers.py and preview.py are pure;
+this module may import ComfyUI lazily, inside functions.
+"""
+
+from __future__ import annotations
+
+import logging
+
+_log = logging.getLogger("zerocopy_continuity")
+_registered = False
+
+
+def projection_for(meta: dict, channels: int):
+    """The RgbProjection of a stored latent, read from the running ComfyUI's latent formats
+    (the format the Store recorded, else the family's), or None."""
+    from ...zc_continuity import families
+    from .. import comfy_adapter
+    from . import preview
+
+    names = []
+    if meta.get("latent_format"):
+        names.append(meta["latent_format"])
+    family = meta.get("family")
+    if family and family != "unknown":
+        try:
+            names.extend(families.family_by_name(family).latent_format_names)
+        except Exception:  # noqa: BLE001 - an unknown family name: no factors
+            pass
+    for name in names:
+        latent_format = comfy_adapter.latent_format_by_name(name)
+        factors = getattr(latent_format, "latent_rgb_factors", None)
+        if latent_format is None or not factors or len(factors) != channels:
+            continue
+        return preview.RgbProjection(
+            name=name, factors=[list(map(float, row)) for row in factors],
+            bias=getattr(latent_format, "latent_rgb_factors_bias", None),
+            process_in=latent_format.process_in,
+            reshape=getattr(latent_format, "latent_rgb_factors_reshape", None))
+    return None
+
+
+def residency_report() -> dict:
+    """The residency/allocator report of zc_nodes/residency (``report()``), or why there is none."""
+    import importlib
+
+    package = __name__.rsplit(".", 1)[0]  # <pack>.zc_nodes
+    try:
+        module = importlib.import_module(f"{package}.residency")
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.endswith("residency"):
+            return {"available": False, "reason": "the VRAM residency node (ZeroCopyVRAMPin) is not part "
+                                                  "of this version of the pack"}
+        raise
+    report = getattr(module, "report", None)
+    if report is not None and not callable(report):  # a submodule residency/report.py
+        report = getattr(report, "report", None)
+    if report is None:
+        try:
+            report = importlib.import_module(f"{package}.residency.report").report
+        except (ModuleNotFoundError, AttributeError):
+            report = None
+    if not callable(report):
+        return {"available": False, "reason": "zc_nodes.residency has no report() function yet"}
+    try:
+        data = report()
+    except Exception as exc:  # noqa: BLE001 - shown to the user, logged in full
+        _log.exception("[ZeroCopy-Continuity] residency report() failed")
+        return {"available": False, "reason": f"the residency report failed: {type(exc).__name__}: {exc}"}
+    if not isinstance(data, dict):
+        return {"available": False, "reason": f"report() returned {type(data).__name__}, not a dict"}
+    return {"available": True, **_jsonable(data)}
+
+
+def _jsonable(value):
+    """Plain JSON values (dataclasses, tuples, paths, enums and numbers become dicts, lists, strings)."""
+    import dataclasses
+    import enum
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def register() -> bool:
+    """Add the /zerocopy/ routes to ComfyUI's server; False (and nothing done) without a server."""
+    global _registered
+    if _registered:
+        return True
+    import sys
+
+    # main.py imports server before it loads custom nodes; never import it ourselves
+    # (in-process ComfyUI and tests have no server, and importing one has side effects).
+    server = sys.modules.get("server")
+    routes = getattr(getattr(getattr(server, "PromptServer", None), "instance", None), "routes", None)
+    if routes is None:
+        return False
+    from .. import runtime, ui_events
+    from . import routes as api_routes
+
+    services = api_routes.Services(store=runtime.store, projection_for=projection_for,
+                                   residency_report=residency_report, notify=ui_events.send)
+    api_routes.add_to_route_table(routes, services)
+    _registered = True
+    _log.debug("[ZeroCopy-Continuity] web API registered under %s/", api_routes.PREFIX)
+    return True

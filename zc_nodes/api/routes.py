@@ -1,0 +1,307 @@
+"""The pack's REST API on ComfyUI's aiohttp server, under /zerocopy/.
+
+    GET    /zerocopy/buffers                       every buffer: tag, generations, shapes,
+                                                   dtypes, bytes, tier, digest, age
+    GET    /zerocopy/buffers/{tag}                 one buffer in full (every slot, tensor, digest
+                                                   and metadata)
+    GET    /zerocopy/buffers/{tag}/preview.png     PNG of one stored latent frame (no VAE);
+                                                   ?generation=0&frame=-1&batch=0&size=256&tensor=
+    DELETE /zerocopy/buffers/{tag}[?disk=true]     drop a tag (disk=true also deletes its spill files)
+    POST   /zerocopy/drop  {"tags": [...], "disk": false} | {"all": true, "disk": false}
+    GET    /zerocopy/residency                     the VRAM residency / allocator report
+
+ComfyUI also serves every route under /api/ (what the frontend's fetchApi uses).
+Every answer is JSON except the PNG; every error is JSON
+``{"error": code, "message": text}`` with its HTTP status, and no traceback ever
+reaches the client (it goes to the log). The handlers depend on ``Services``,
+so tests run them on a plain aiohttp application without ComfyUI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from . import buffers, preview
+from .validation import (
+    MAX_FRAME_INDEX,
+    MAX_GENERATION,
+    ApiError,
+    check_query,
+    parse_bool,
+    parse_int,
+    parse_json_object,
+    parse_tag,
+    parse_tag_list,
+    parse_tensor_name,
+    require_bool,
+)
+
+PREFIX = "/zerocopy"
+API_VERSION = 1
+_log = logging.getLogger("zerocopy_continuity")
+
+# Engine status codes (zc.h) -> HTTP status and error code.
+_ENGINE_STATUS = {
+    -1: (400, "invalid_input"),
+    -3: (404, "not_found"),
+    -4: (507, "budget_exceeded"),
+    -5: (400, "limit_exceeded"),
+    -7: (409, "corrupt_file"),
+    -8: (409, "invalid_state"),
+    -9: (400, "unsupported"),
+}
+
+
+@dataclass
+class Services:
+    """What the routes need from the running pack (injected, so tests can supply their own).
+
+    store: returns the shared LatentStore. projection_for(meta, channels): the
+    RgbProjection for a stored latent, or None. residency_report(): the
+    residency/allocator report dict. notify(event, data): tells connected
+    browsers that buffers changed (may be None)."""
+
+    store: Callable[[], object]
+    projection_for: Callable[[dict, int], preview.RgbProjection | None]
+    residency_report: Callable[[], dict]
+    notify: Callable[[str, dict], None] | None = None
+
+
+def _json(data: dict, status: int = 200, **headers) -> web.Response:
+    return web.json_response(data, status=status, headers={"Cache-Control": "no-store", **headers})
+
+
+def _error(exc: ApiError) -> web.Response:
+    headers = {"Allow": exc.extra.pop("allow")} if "allow" in exc.extra else {}
+    return _json(exc.body(), exc.status, **headers)
+
+
+def _engine_error(exc: BaseException) -> ApiError | None:
+    """An ApiError for an engine exception (its message names value, expectation and fix)."""
+    if not any(cls.__name__ == "ZeroCopyError" for cls in type(exc).__mro__):
+        return None
+    if type(exc).__name__ == "EngineNotBuilt":
+        return ApiError(503, "engine_unavailable", str(exc))
+    status, code = _ENGINE_STATUS.get(getattr(exc, "code", None), (500, "engine_error"))
+    return ApiError(status, code, str(exc))
+
+
+def _guarded(methods: tuple[str, ...], handler):
+    """One aiohttp handler per path: method check, then ApiError/engine errors -> JSON,
+    anything else -> a generic 500 (the traceback goes to the log only)."""
+
+    async def route(request: web.Request) -> web.StreamResponse:
+        try:
+            if request.method not in methods:
+                raise ApiError(
+                    405,
+                    "method_not_allowed",
+                    f"{request.method} is not allowed on this route; use {', '.join(methods)}",
+                    allow=", ".join(methods),
+                )
+            return await handler(request)
+        except ApiError as exc:
+            return _error(exc)
+        except Exception as exc:  # noqa: BLE001 - the boundary to the client
+            mapped = _engine_error(exc)
+            if mapped is not None:
+                return _error(mapped)
+            _log.exception("[ZeroCopy-Continuity] %s %s failed", request.method, request.path)
+            return _json(
+                {
+                    "error": "internal",
+                    "message": "internal error in the ZeroCopy API; the ComfyUI log has the details",
+                },
+                500,
+            )
+
+    route.__name__ = f"zerocopy_{handler.__name__}"
+    return route
+
+
+def _store(services: Services):
+    try:
+        return services.store()
+    except ApiError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        mapped = _engine_error(exc)
+        if mapped is not None:
+            raise mapped from None
+        _log.exception("[ZeroCopy-Continuity] the latent store is unavailable")
+        raise ApiError(
+            503, "store_unavailable", "the latent store is unavailable; the ComfyUI log has the details"
+        ) from None
+
+
+def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
+    """(method, path, handler) for every route; method '*' (each handler checks its methods)."""
+
+    async def list_buffers(request: web.Request) -> web.Response:
+        check_query(request.query, ())
+        doc = buffers.buffers_doc(_store(services).describe())
+        return _json({"version": API_VERSION, **doc})
+
+    async def buffer(request: web.Request) -> web.Response:
+        tag = parse_tag(request.match_info["tag"])
+        if request.method == "DELETE":
+            check_query(request.query, ("disk",))
+            disk = parse_bool(request.query, "disk", False)
+            store = _store(services)
+            if buffers.find_entry(store.describe(), tag) is None:
+                raise ApiError(404, "not_found", f"no buffer is tagged {tag!r}")
+            store.drop(tag, disk=disk)
+            _notify(services, [tag])
+            return _json({"dropped": [tag], "missing": [], "disk": disk})
+        check_query(request.query, ())
+        entry = buffers.find_entry(_store(services).describe(), tag)
+        if entry is None:
+            raise ApiError(404, "not_found", f"no buffer is tagged {tag!r}")
+        return _json({"version": API_VERSION, **buffers.buffer_doc(entry, full_meta=True)})
+
+    async def preview_png(request: web.Request) -> web.Response:
+        tag = parse_tag(request.match_info["tag"])
+        query = request.query
+        check_query(query, ("generation", "frame", "batch", "size", "tensor"))
+        generation = parse_int(query, "generation", 0, 0, MAX_GENERATION)
+        frame = parse_int(query, "frame", -1, -MAX_FRAME_INDEX, MAX_FRAME_INDEX)
+        batch = parse_int(query, "batch", 0, -4096, 4095)
+        size = parse_int(query, "size", preview.DEFAULT_SIZE, preview.MIN_SIZE, preview.MAX_SIZE)
+        name = parse_tensor_name(query["tensor"]) if "tensor" in query else None
+        store = _store(services)
+
+        def render():
+            shot = store.get(tag, generation)
+            chosen = name or (
+                "latent_tensor"
+                if "latent_tensor" in shot.tensors
+                else next((n for n, t in shot.tensors.items() if t.dim() in (4, 5)), None)
+            )
+            if chosen not in shot.tensors:
+                raise ApiError(
+                    404,
+                    "not_found",
+                    f"tag {tag!r} generation {shot.generation} has no image or video tensor "
+                    f"{chosen!r}; it holds: {', '.join(sorted(shot.tensors))}",
+                )
+            tensor = shot.tensors[chosen]
+            if tensor.dim() not in (4, 5):
+                raise ApiError(
+                    400,
+                    "unsupported",
+                    f"tensor {chosen!r} of shape {list(tensor.shape)} is not an image or video "
+                    "latent; previews show [B,C,H,W] and [B,C,T,H,W] tensors",
+                )
+            projection = services.projection_for(shot.meta, int(tensor.shape[1]))
+            try:
+                png, method, (width, height) = preview.preview_png(
+                    tensor, projection, batch=batch, frame=frame, size=size
+                )
+            except IndexError as exc:
+                raise ApiError(400, "out_of_range", str(exc)) from None
+            return png, method, shot.generation, width, height
+
+        png, method, generation, width, height = await asyncio.get_running_loop().run_in_executor(
+            None, render
+        )
+        return web.Response(
+            body=png,
+            content_type="image/png",
+            headers={
+                "Cache-Control": "no-store",
+                "X-ZeroCopy-Generation": str(generation),
+                "X-ZeroCopy-Preview-Method": method,
+                "X-ZeroCopy-Preview-Size": f"{width}x{height}",
+            },
+        )
+
+    async def drop(request: web.Request) -> web.Response:
+        check_query(request.query, ())
+        data = parse_json_object(await _read_body(request), ("tags", "all", "disk"))
+        disk = require_bool(data, "disk", False)
+        every = require_bool(data, "all", False)
+        if every == ("tags" in data):
+            raise ApiError(
+                400, "invalid_parameter", "give either 'tags' (a list of buffer tags) or 'all': true"
+            )
+        store = _store(services)
+        present = {e["tag"] for e in store.describe().get("tags", [])}
+        wanted = sorted(present) if every else parse_tag_list(data["tags"])
+        dropped, missing = [], []
+        for tag in wanted:
+            if tag not in present:
+                missing.append(tag)
+                continue
+            store.drop(tag, disk=disk)
+            dropped.append(tag)
+        if dropped:
+            _notify(services, dropped)
+        return _json({"dropped": dropped, "missing": missing, "disk": disk})
+
+    async def residency(request: web.Request) -> web.Response:
+        check_query(request.query, ())
+        report = await asyncio.get_running_loop().run_in_executor(None, services.residency_report)
+        return _json({"version": API_VERSION, **report})
+
+    async def unknown(request: web.Request) -> web.Response:
+        raise ApiError(
+            404, "not_found", f"no ZeroCopy route {request.path!r}; the routes are listed in docs/web-api.md"
+        )
+
+    any_method = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+    return [
+        ("*", f"{PREFIX}/buffers", _guarded(("GET",), list_buffers)),
+        ("*", f"{PREFIX}/buffers/{{tag}}", _guarded(("GET", "DELETE"), buffer)),
+        ("*", f"{PREFIX}/buffers/{{tag}}/preview.png", _guarded(("GET",), preview_png)),
+        ("*", f"{PREFIX}/drop", _guarded(("POST",), drop)),
+        ("*", f"{PREFIX}/residency", _guarded(("GET",), residency)),
+        ("*", f"{PREFIX}/{{tail:.*}}", _guarded(any_method, unknown)),
+    ]
+
+
+async def _read_body(request: web.Request) -> bytes:
+    """At most MAX_BODY_BYTES + 1 bytes of the body (enough to refuse a larger one)."""
+    from .validation import MAX_BODY_BYTES
+
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        raise ApiError(
+            413,
+            "body_too_large",
+            f"the request body has {request.content_length} bytes; the limit is {MAX_BODY_BYTES}",
+        )
+    chunks, total = [], 0
+    while True:
+        chunk = await request.content.read(16384)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        if total > MAX_BODY_BYTES:
+            break
+    return b"".join(chunks)
+
+
+def _notify(services: Services, tags: list[str]) -> None:
+    if services.notify is None:
+        return
+    try:
+        services.notify("zerocopy.buffers", {"reason": "dropped", "tags": tags})
+    except Exception:  # noqa: BLE001 - a UI message must never fail the request
+        _log.debug("[ZeroCopy-Continuity] could not notify the UI", exc_info=True)
+
+
+def add_to_app(app: web.Application, services: Services) -> None:
+    """Register the routes on a plain aiohttp application (tests, embedding)."""
+    for method, path, handler in build_routes(services):
+        app.router.add_route(method, path, handler)
+
+
+def add_to_route_table(routes: web.RouteTableDef, services: Services) -> None:
+    """Register the routes on ComfyUI's PromptServer.instance.routes (it later mirrors them under /api)."""
+    for method, path, handler in build_routes(services):
+        routes.route(method, path)(handler)
