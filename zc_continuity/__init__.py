@@ -10,23 +10,33 @@ re-exported here, so ``zc_continuity.blend`` stays the module (the node layer
 imports the modules by name).
 """
 
-from . import assemble, blend, certificate, families, resample, shapes, tail
+from . import (assemble, blend, catalog, certificate, color, families, hunyuan, kontext, ltx, minimax,
+               resample, shapes, streams, tail)
 from .assemble import InpaintLatent, WanI2VConcat, temporal_inpaint, wan_i2v_concat
+from .catalog import FLUX, HUNYUAN_VIDEO, HUNYUAN_VIDEO_15, LTX2, LTXV, MINIMAX_H3, WAN22_5B
 from .certificate import Certificate
 from .errors import ContinuityError
-from .families import (ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT, GENERIC_VIDEO, WAN21,
-                       FamilySpec, LengthRule, causal_length_rule, family_by_name,
-                       family_from_latent_format, infer_family_from_latent, known_families,
+from .families import (ADAPTER_FLUX_KONTEXT, ADAPTER_HUNYUAN15_I2V, ADAPTER_HUNYUAN_I2V,
+                       ADAPTER_LTX_GUIDE, ADAPTER_MINIMAX_KEYFRAME, ADAPTER_PIXEL_BRIDGE,
+                       ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT, GENERIC_VIDEO, WAN21,
+                       AudioStreamSpec, FamilySpec, LengthRule, aligned_tail_frames,
+                       causal_length_rule, family_by_name, family_from_latent_format,
+                       infer_family_from_latent, infer_family_from_streams, known_families,
                        pixel_frames, register)
 from .resample import CROP_MODES, RESAMPLE_METHODS, center_crop_box, resample_frames
-from .shapes import (latent_frames, latent_size, overlap_pixel_frames, target_shape, validate_canvas,
-                     validate_latent_for_family, validate_length)
+from .shapes import (latent_frames, latent_size, overlap_pixel_frames, tail_pixel_span, target_shape,
+                     validate_canvas, validate_latent_for_family, validate_length)
 from .tail import DROPPED_KEY_REASONS, explain_dropped_keys, sanitize_latent_dict, take_tail
 
 __all__ = [
     # modules
-    "assemble", "blend", "certificate", "families", "resample", "shapes", "tail",
+    "assemble", "blend", "catalog", "certificate", "color", "families", "hunyuan", "kontext", "ltx",
+    "minimax", "resample", "shapes", "streams", "tail",
     # names
+    "ADAPTER_FLUX_KONTEXT", "ADAPTER_HUNYUAN15_I2V", "ADAPTER_HUNYUAN_I2V", "ADAPTER_LTX_GUIDE",
+    "ADAPTER_MINIMAX_KEYFRAME", "ADAPTER_PIXEL_BRIDGE", "AudioStreamSpec", "FLUX", "HUNYUAN_VIDEO",
+    "HUNYUAN_VIDEO_15", "LTX2", "LTXV", "MINIMAX_H3", "WAN22_5B", "aligned_tail_frames",
+    "infer_family_from_streams", "tail_pixel_span",
     "ADAPTER_TEMPORAL_INPAINT", "ADAPTER_WAN_I2V_CONCAT", "CROP_MODES", "Certificate",
     "ContinuityError", "DROPPED_KEY_REASONS", "FamilySpec", "GENERIC_VIDEO", "InpaintLatent",
     "LengthRule", "RESAMPLE_METHODS", "WAN21", "WanI2VConcat", "causal_length_rule",

@@ -2,8 +2,10 @@
 
 "Bit-identical" is a claim users rely on when they chain many shots, so it is
 derived, never set: it holds only when nothing touched the tail (no resample,
-no blend) and the digest of the tensor actually used equals the digest taken
-when the tail was stored. The certificate covers the handoff's input; the
+no blend, no colour-anchor adjustment, no pixel bridge) and the digest of
+every stream actually used (video, and audio for audio-video latents) equals
+the digest taken when the tail was stored. A pixel bridge is counted: how
+many VAE decodes and encodes it made. The certificate covers the handoff's input; the
 sampler then re-applies the kept frames through the latent format's
 process_in/process_out, which may change their last bits.
 """
@@ -30,14 +32,26 @@ class Certificate:
     blend_ratio: float = 0.0
     overlap_pixel_frames: int = 0
     notes: list[str] = field(default_factory=list)
+    adjusted: bool = False
+    adjustment: str = ""
+    bridge_decodes: int = 0
+    bridge_encodes: int = 0
+    streams: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    """Other streams handed off with the video (name -> (stored digest, used digest)), e.g. audio."""
+
+    @property
+    def bridged(self) -> bool:
+        return bool(self.bridge_decodes or self.bridge_encodes)
 
     @property
     def digests_match(self) -> bool:
-        return self.stored_digest is not None and self.stored_digest == self.used_digest
+        pairs = [(self.stored_digest, self.used_digest)] + list(self.streams.values())
+        return all(stored is not None and stored == used for stored, used in pairs)
 
     @property
     def bit_identical(self) -> bool:
-        return not self.resampled and not self.blended and self.digests_match
+        return (not self.resampled and not self.blended and not self.adjusted and not self.bridged
+                and self.digests_match)
 
     def reasons(self) -> list[str]:
         """Why the handoff is not bit-identical (empty when it is)."""
@@ -46,10 +60,18 @@ class Certificate:
             why.append("the tail was resampled in latent space to the new canvas")
         if self.blended:
             why.append(f"the tail was blended with the fallback (blend_ratio {self.blend_ratio:g})")
-        if self.stored_digest is None or self.used_digest is None:
-            why.append("a digest is missing, so identity cannot be certified")
-        elif not self.digests_match:
-            why.append("the used tail's digest differs from the stored one")
+        if self.adjusted:
+            why.append(f"the tail was adjusted: {self.adjustment or 'colour anchor'}")
+        if self.bridged:
+            why.append(f"the tail went through pixels: {self.bridge_decodes} VAE decode(s) and "
+                       f"{self.bridge_encodes} VAE encode(s) (pixel bridge)")
+        pairs = [("video" if self.streams else "tail", self.stored_digest, self.used_digest)]
+        pairs += [(name, stored, used) for name, (stored, used) in self.streams.items()]
+        for name, stored, used in pairs:
+            if stored is None or used is None:
+                why.append(f"the {name}'s digest is missing, so identity cannot be certified")
+            elif stored != used:
+                why.append(f"the used {name}'s digest differs from the stored one")
         return why
 
     def to_text(self) -> str:
@@ -59,8 +81,14 @@ class Certificate:
             f"family {self.family}, adapter {self.adapter}, tail_frames {self.tail_frames}",
             f"stored digest {self.stored_digest or 'none'}",
             f"used digest   {self.used_digest or 'none'}",
-            f"bit-identical: {'yes' if self.bit_identical else 'no'}",
         ]
+        for name, (stored, used) in self.streams.items():
+            lines += [f"{name} stored digest {stored or 'none'}",
+                      f"{name} used digest   {used or 'none'}"]
+        if self.bridged:
+            lines.append(f"pixel bridge: {self.bridge_decodes} decode(s), {self.bridge_encodes} "
+                         "encode(s) (opt-in, lossy)")
+        lines.append(f"bit-identical: {'yes' if self.bit_identical else 'no'}")
         lines += [f"  because {reason}" for reason in self.reasons()]
         if self.overlap_pixel_frames:
             lines.append(f"trim: the first {self.overlap_pixel_frames} pixel frames of this shot "
@@ -73,5 +101,6 @@ class Certificate:
     def to_dict(self) -> dict:
         """Plain JSON-ready values, with the derived bit_identical flag included."""
         data = dataclasses.asdict(self)
+        data["streams"] = {name: list(pair) for name, pair in self.streams.items()}
         data["bit_identical"] = self.bit_identical
         return data

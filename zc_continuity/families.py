@@ -15,7 +15,8 @@ else in the package has to change unless the family needs a new adapter.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from fractions import Fraction
 
 from .errors import ContinuityError
 
@@ -24,6 +25,53 @@ ADAPTER_TEMPORAL_INPAINT = "temporal_inpaint"
 
 ADAPTER_WAN_I2V_CONCAT = "wan_i2v_concat"
 """Tail latents as ``concat_latent_image`` + ``concat_mask`` conditioning (assemble.wan_i2v_concat)."""
+
+ADAPTER_HUNYUAN_I2V = "hunyuan_i2v"
+"""HunyuanVideo 1.0 I2V: v2 replace (samples + noise_mask + guiding_frame_index) or v1 concat (hunyuan.py)."""
+
+ADAPTER_HUNYUAN15_I2V = "hunyuan15_i2v"
+"""HunyuanVideo 1.5 I2V: ``concat_latent_image`` (zero padding) + ``concat_mask`` (hunyuan.py)."""
+
+ADAPTER_LTX_GUIDE = "ltx_latent_guide"
+"""LTX-Video / LTX-2: tail latents appended as keyframe guides with ``keyframe_idxs`` (ltx.py)."""
+
+ADAPTER_MINIMAX_KEYFRAME = "minimax_h3_keyframe"
+"""MiniMax H3: a ``minimax_keyframes`` entry plus both streams' tails held by a nested mask (minimax.py)."""
+
+ADAPTER_FLUX_KONTEXT = "flux_kontext_reference"
+"""FLUX.1 Kontext: the stored image latent as a ``reference_latents`` entry (kontext.py)."""
+
+ADAPTER_PIXEL_BRIDGE = "pixel_bridge"
+"""Opt-in: decode one pixel frame of the stored shot and encode it for the new one (lossy, counted)."""
+
+
+@dataclass(frozen=True)
+class AudioStreamSpec:
+    """The second stream of an audio-video latent (ComfyUI NestedTensor stream 1).
+
+    ``rank`` is the tensor's number of dimensions, ``time_axis`` the axis that
+    grows with duration, and ``fixed_dims`` maps axes to the sizes every latent
+    of the family has (MiniMax H3: 32 channels, 2 for stereo). Audio and video
+    are aligned in time through ``latents_per_pixel_frame``: audio latents per
+    video pixel frame, exact where the family fixes the frame rate (H3: 40
+    audio latents per second at 24 fps = 5/3), or None where it depends on the
+    user's frame rate (LTX-2), in which case the stored shot's own ratio
+    (audio length / pixel frames) is used.
+    """
+
+    layout: str
+    rank: int
+    time_axis: int
+    fixed_dims: tuple[tuple[int, int], ...] = ()
+    latents_per_pixel_frame: Fraction | None = None
+
+    def __post_init__(self) -> None:
+        if self.rank < 3 or not 2 <= self.time_axis < self.rank:
+            raise ValueError("AudioStreamSpec needs rank >= 3 and a time axis after [B, C]")
+
+    @property
+    def channels(self) -> int | None:
+        return dict(self.fixed_dims).get(1)
 
 
 @dataclass(frozen=True)
@@ -118,7 +166,10 @@ class FamilySpec:
     pixel width/height must keep (VAE ratio times the DiT's patch size), and
     ``canvas_reason`` says why, for error messages. ``shares_latent_shape_with``
     names other models whose latents have the same rank and channel count, so a
-    shape alone cannot identify this family.
+    shape alone cannot identify this family. ``channels`` is the video stream's
+    for audio-video families, whose ``audio`` describes the second stream.
+    ``max_batch`` is set where the DiT refuses larger batches (MiniMax H3: 1),
+    and ``caveats`` are the family's known limits, repeated in certificates.
     """
 
     name: str
@@ -133,6 +184,13 @@ class FamilySpec:
     latent_format_names: tuple[str, ...] = ()
     adapters: tuple[str, ...] = ()
     shares_latent_shape_with: tuple[str, ...] = ()
+    audio: AudioStreamSpec | None = None
+    max_batch: int | None = None
+    caveats: tuple[str, ...] = field(default=())
+
+    @property
+    def is_audio_video(self) -> bool:
+        return self.audio is not None
 
     @property
     def is_video(self) -> bool:
@@ -239,6 +297,51 @@ def infer_family_from_latent(shape) -> FamilySpec | None:
     return matches[0]
 
 
+def audio_stream_matches(shape, audio: AudioStreamSpec) -> bool:
+    """True when a tensor of ``shape`` has the rank and fixed sizes of ``audio``."""
+    return len(shape) == audio.rank and all(shape[axis] == size for axis, size in audio.fixed_dims)
+
+
+def infer_family_from_streams(shapes) -> FamilySpec | None:
+    """The family the shapes of a latent's streams identify without doubt, or None.
+
+    One stream: as ``infer_family_from_latent``, plus the video stream of an
+    audio-video family when its channel count is unique. Two streams (video,
+    audio): the audio-video family whose video channels and audio layout both
+    match, if exactly one does. More streams are not a known family.
+    """
+    shapes = [tuple(s) for s in shapes]
+    if len(shapes) == 1:
+        return infer_family_from_latent(shapes[0])
+    if len(shapes) != 2 or len(shapes[0]) != 5:
+        return None
+    video, audio = shapes
+    matches = [s for s in _REGISTRY.values()
+               if s.audio is not None and s.channels == video[1] and audio_stream_matches(audio, s.audio)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def aligned_tail_frames(requested: int, spec: FamilySpec) -> int:
+    """The smallest tail length >= ``requested`` that the family's VAE chunking allows.
+
+    Causal families (one latent per ``temporal_ratio`` frames after the first)
+    accept any tail. A family whose VAE works in chunks (MiniMax H3: 17-frame
+    chunks of latents spanning 1,4,4,4,4 frames) only has tails that end on the
+    clip's end and start on a chunk start: the valid clip lengths of its length
+    rule (H3: 5j+2 latents). Image families take whole images: any count.
+    """
+    if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
+        raise ContinuityError(f"tail_frames {requested!r} is not a whole number of 1 or more; "
+                              "set tail_frames to 1 or more")
+    rule = spec.length_rule
+    if not spec.is_video or rule is None or (rule.latent_step == 1 and rule.first_latents <= 1):
+        return requested
+    if requested <= rule.first_latents:
+        return rule.first_latents
+    steps = -(-(requested - rule.first_latents) // rule.latent_step)
+    return rule.first_latents + steps * rule.latent_step
+
+
 WAN21 = register(FamilySpec(
     name="wan21",
     display_name="Wan 2.1 / 2.2 A14B",
@@ -251,7 +354,7 @@ WAN21 = register(FamilySpec(
     canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
     latent_format_names=("Wan21",),
     adapters=(ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT),
-    shares_latent_shape_with=("HunyuanVideo 1.0", "Cosmos 1.0 CV8x8x8", "SeedVR2"),
+    shares_latent_shape_with=("HunyuanVideo 1.0", "Cosmos 1.0 CV8x8x8", "SeedVR2", "CogVideoX"),
 ))
 
 GENERIC_VIDEO = register(FamilySpec(

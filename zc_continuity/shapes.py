@@ -60,6 +60,26 @@ def overlap_pixel_frames(tail_frames: int, spec: FamilySpec) -> int:
     return spec.length_rule.pixels_for_latents(tail_frames)
 
 
+def tail_pixel_span(stored_latents: int, tail_frames: int, spec: FamilySpec) -> int:
+    """Pixel frames the last ``tail_frames`` latents of a ``stored_latents``-latent clip decode to.
+
+    In the stored shot every latent but the first is a continuation latent, so
+    the last k of T (k < T) span ``temporal_ratio * k`` frames for causal
+    families (Wan: 4k), while at the start of the new shot the same k latents
+    stand for ``overlap_pixel_frames(k)`` frames ((k-1)*4+1): the causal
+    first-frame mismatch, in frames. Chunked families (MiniMax H3) have no
+    mismatch for chunk-aligned tails: 5j+2 latents span 17j+5 frames in both.
+    """
+    _require_video(spec, "pixel frames")
+    stored_latents = require_int("stored latent frames", stored_latents, minimum=1)
+    tail_frames = require_int("tail_frames", tail_frames, minimum=1)
+    if tail_frames > stored_latents:
+        raise ContinuityError(f"tail_frames {tail_frames} is more than the {stored_latents} latent "
+                              f"frames stored; set tail_frames between 1 and {stored_latents}")
+    rule = spec.length_rule
+    return rule.pixels_for_latents(stored_latents) - rule.pixels_for_latents(stored_latents - tail_frames)
+
+
 def _nearest_multiples(value: int, multiple: int) -> str:
     below = (value // multiple) * multiple
     return f"{below} or {below + multiple}" if below >= multiple else f"{multiple}"

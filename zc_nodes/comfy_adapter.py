@@ -70,10 +70,11 @@ def encode_prompt(clip, text: str):
     return clip.encode_from_tokens_scheduled(tokens)
 
 
-def conditioning_with(conditioning, values: dict):
-    """A copy of conditioning with keys set on every entry (node_helpers semantics)."""
+def conditioning_with(conditioning, values: dict, append: bool = False):
+    """A copy of conditioning with keys set on every entry (node_helpers semantics);
+    with append, list values are appended to an existing list (ReferenceLatent)."""
     import node_helpers
-    return node_helpers.conditioning_set_values(conditioning, values)
+    return node_helpers.conditioning_set_values(conditioning, values, append=append)
 
 
 def resize_image(image: torch.Tensor, width: int, height: int) -> torch.Tensor:
@@ -91,3 +92,91 @@ def encode_first_frame(vae, image: torch.Tensor, width: int, height: int) -> tor
 
 def is_nested(samples) -> bool:
     return bool(getattr(samples, "is_nested", False))
+
+
+def unbind_streams(samples) -> list[torch.Tensor]:
+    """The streams of a LATENT's samples, video first: [samples] for a plain tensor."""
+    if is_nested(samples):
+        return list(samples.unbind())
+    return [samples]
+
+
+def nested(streams):
+    """Streams joined the way ComfyUI's AV nodes join them (a NestedTensor), or the one tensor."""
+    streams = list(streams)
+    if len(streams) == 1:
+        return streams[0]
+    import comfy.nested_tensor
+    return comfy.nested_tensor.NestedTensor(streams)
+
+
+def model_base_name(model) -> str | None:
+    """Class name of the model's BaseModel (WAN21, HunyuanVideoI2V, ...), or None."""
+    base = getattr(model, "model", None)
+    return type(base).__name__ if base is not None else None
+
+
+def hunyuan_concat_i2v(model) -> bool:
+    """HunyuanVideo 1.0 v1 I2V checkpoints (33 input channels) take the image through concat keys."""
+    base = getattr(model, "model", None)
+    return "concat_image" in tuple(getattr(base, "concat_keys", ()) or ())
+
+
+def hunyuan15_has_image_channels(model) -> bool:
+    """HunyuanVideo 1.5 models whose input takes an image latent and a mask next to the noise."""
+    base = getattr(model, "model", None)
+    try:
+        in_ch = base.diffusion_model.img_in.proj.weight.shape[1]
+        return in_ch > base.latent_format.latent_channels + 1
+    except Exception:
+        return True
+
+
+def ltx_append_guide(positive, negative, samples, noise_mask, guide, frame_idx, strength,
+                     scale_factors):
+    """Append guide latents the way core's LTXVAddGuide does (keyframe_idxs on both
+    conditionings, latents and mask extended along T), using core's own code."""
+    try:
+        from comfy_extras.nodes_lt import LTXVAddGuide
+        append = LTXVAddGuide.append_keyframe
+    except (ImportError, AttributeError) as exc:
+        raise ValueError("adapter 'ltx_latent_guide' needs ComfyUI's LTXVAddGuide.append_keyframe "
+                         "(comfy_extras/nodes_lt.py), which this ComfyUI lacks; use adapter "
+                         "'temporal_inpaint'") from exc
+    positive, negative, samples, noise_mask = append(
+        positive, negative, frame_idx, samples, noise_mask, guide, strength, tuple(scale_factors))
+    try:  # per-guide attention bookkeeping that LTXVAddGuide adds and LTXVCropGuides clears
+        from comfy_extras.nodes_lt import _append_guide_attention_entry
+        positive, negative = _append_guide_attention_entry(
+            positive, negative, guide.shape[2] * guide.shape[3] * guide.shape[4],
+            list(guide.shape[2:]), strength=strength)
+    except ImportError:
+        pass
+    return positive, negative, samples, noise_mask
+
+
+def minimax_clip_keyframes_supported() -> bool:
+    """Whether this ComfyUI's MiniMax H3 accepts multi-frame keyframes with audio.
+
+    ComfyUI v0.33.0 packs one latent frame per keyframe; later upstream adds
+    MiniMaxH3AddGuide (clip guides with audio), whose presence is the feature."""
+    try:
+        import nodes
+        return "MiniMaxH3AddGuide" in nodes.NODE_CLASS_MAPPINGS
+    except Exception:
+        return False
+
+
+def vae_decode(vae, samples: torch.Tensor) -> torch.Tensor:
+    """Pixels [N, H, W, C] of a latent, as VAEDecode returns them (video frames flattened)."""
+    images = vae.decode(samples)
+    if images.ndim == 5:  # [B, T, H, W, C] from video VAEs
+        images = images.reshape(-1, *images.shape[-3:])
+    return images
+
+
+def spatial_ratio_of_vae(vae) -> int | None:
+    try:
+        return int(vae.spacial_compression_encode())
+    except Exception:
+        return None

@@ -1,5 +1,13 @@
 """ZeroCopyLatentHandoff: build the next shot's conditioning and latent from
-the stored tail, in latent space, with no VAE decode/encode."""
+the stored tail, in latent space, with no VAE decode/encode.
+
+The flow is the same for every family: resolve the family (model, Store
+metadata, or the latent's own shape), choose the adapter (``adapters``),
+prepare the tail (``handoff_tail``: chunk alignment, resample, blend, colour
+anchor, audio alignment, digests), let the adapter place it at the family's
+insertion point, and write the certificate. The opt-in pixel bridge and the
+first shot of a film make a fresh one-frame latent instead of a tail.
+"""
 
 from __future__ import annotations
 
@@ -8,34 +16,29 @@ import math
 import torch
 from comfy_api.latest import io
 
-from . import comfy_adapter, family_resolution, log, runtime
+from . import (adapters, av_bundle, comfy_adapter, family_resolution, handoff_tail, log, pixel_bridge,
+               runtime)
 from .sockets import ContinuityToken
 from .store_node import DEFAULT_TAG, tag_problem
-from ..zc_continuity import assemble, blend, resample, shapes, tail
+from ..zc_continuity import families, shapes, streams
 from ..zc_continuity.certificate import Certificate
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import NotFound, digest_tensor
 
+try:  # the web UI's websocket messages (a no-op without a server, never raises)
+    from . import ui_events
+except ImportError:  # a build of the pack without the web extension
+    ui_events = None
+
 MODES = ["zero_copy_latent_only", "blend_with_fallback"]
-ADAPTERS = ["auto", "temporal_inpaint", "wan_i2v"]
+ADAPTERS = adapters.COMBO
 
 
-def pick_adapter(requested: str, spec, model, stored_meta: dict | None) -> str:
-    if requested != "auto":
-        if requested == "wan_i2v" and spec.name != "wan21":
-            raise ContinuityError(f"adapter 'wan_i2v' needs a Wan 2.1 / 2.2 A14B model, but the family "
-                                  f"is {spec.display_name}; use 'temporal_inpaint' or 'auto'")
-        if requested == "wan_i2v" and model is not None and not comfy_adapter.is_wan_i2v(model):
-            raise ContinuityError("adapter 'wan_i2v' needs an image-to-video Wan model (36 input "
-                                  "channels); the connected model is text-to-video and would ignore "
-                                  "the concat conditioning. Use 'temporal_inpaint' or 'auto'")
-        return requested
-    if spec.name == "wan21":
-        i2v = comfy_adapter.is_wan_i2v(model) if model is not None else \
-            (stored_meta or {}).get("model_variant") == "i2v"
-        if i2v:
-            return "wan_i2v"
-    return "temporal_inpaint"
+def notify(certificate, latent: dict, first_shot: bool = False) -> None:
+    """Tell the web UI what this Handoff did (no-op without a server)."""
+    if ui_events is not None:
+        video = comfy_adapter.unbind_streams(latent["samples"])[0]
+        ui_events.notify_handoff(certificate, latent_shape=tuple(video.shape), first_shot=first_shot)
 
 
 class ZeroCopyLatentHandoff(io.ComfyNode):
@@ -48,9 +51,11 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             description=(
                 "Builds the next shot's conditioning and latent from the end of the previous shot, "
                 "read from the resident store, in latent space: no VAE decode/encode, bit-identical "
-                "unless the canvas changes or you blend. With no stored latent for the tag (the "
-                "first shot) it starts from fallback_first_frame. The info output is the "
-                "certificate: digests and whether the tail used is bit-identical."),
+                "unless the canvas changes, you blend or you use the colour anchor. Families: Wan "
+                "2.1/2.2, HunyuanVideo 1.0/1.5, LTX-Video/LTX-2, MiniMax H3 (audio and video), "
+                "FLUX Kontext; each at its own legal insertion point (adapter). With no stored "
+                "latent for the tag (the first shot) it starts from fallback_first_frame. The info "
+                "output is the certificate: digests and whether the tail used is bit-identical."),
             inputs=[
                 io.Clip.Input("clip", tooltip="Text encoder used to encode the prompt."),
                 io.Vae.Input("vae", tooltip="The model's VAE. Only used to encode fallback_first_frame "
@@ -58,11 +63,14 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 io.String.Input("prompt", multiline=True, default="",
                                 tooltip="Prompt of the new shot."),
                 io.Int.Input("width", default=832, min=16, max=16384, step=16,
-                             tooltip="Width of the new shot in pixels (Wan: a multiple of 16)."),
+                             tooltip="Width of the new shot in pixels: a multiple of 16 (Wan 2.1, "
+                                     "Hunyuan, FLUX) or 32 (Wan 2.2 5B, LTX, MiniMax H3)."),
                 io.Int.Input("height", default=480, min=16, max=16384, step=16,
-                             tooltip="Height of the new shot in pixels (Wan: a multiple of 16)."),
-                io.Int.Input("length", default=81, min=1, max=16384, step=4,
-                             tooltip="Pixel frames of the new shot (Wan: 4k+1, e.g. 81)."),
+                             tooltip="Height of the new shot in pixels (same multiples as width)."),
+                io.Int.Input("length", default=81, min=1, max=16384, step=1,
+                             tooltip="Pixel frames of the new shot: 4k+1 (Wan, Hunyuan, e.g. 81), "
+                                     "8k+1 (LTX, e.g. 97), 17k+5 (MiniMax H3, e.g. 124); ignored for "
+                                     "FLUX. A wrong value gets the nearest valid ones."),
                 io.Image.Input("fallback_first_frame", optional=True,
                                tooltip="Image for the very first shot (no stored latent yet) and for "
                                        "blend_with_fallback."),
@@ -80,22 +88,33 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 io.Conditioning.Input("negative", optional=True,
                                       tooltip="Negative conditioning; overrides negative_prompt."),
                 io.Model.Input("model", optional=True,
-                               tooltip="The diffusion model of the new shot: picks the family and, with "
-                                       "adapter auto, I2V concat for Wan I2V models. Without it the family "
-                                       "the Store recorded is used."),
+                               tooltip="The diffusion model of the new shot: picks the family and the "
+                                       "adapter (adapter auto). Without it the family the Store recorded "
+                                       "is used, or the latent's own shape where it is unambiguous."),
                 io.Int.Input("tail_frames", default=1, min=1, max=64, optional=True,
                              tooltip="Latent frames taken from the end of the stored shot (Wan: each "
-                                     "after the first stands for 4 pixel frames)."),
+                                     "after the first stands for 4 pixel frames). MiniMax H3 rounds up "
+                                     "to whole VAE chunks (2, 7, 12, ... latents)."),
                 io.Combo.Input("adapter", options=ADAPTERS, default="auto", optional=True,
-                               tooltip="Where the tail goes. temporal_inpaint: into the first latent frames "
-                                       "with a noise_mask that keeps them (any video model). wan_i2v: "
-                                       "concat_latent_image/concat_mask conditioning (Wan 2.1 I2V). auto: "
-                                       "wan_i2v for Wan I2V models, else temporal_inpaint."),
+                               tooltip="Where the tail goes. auto: the family's own insertion point. "
+                                       "temporal_inpaint: first latent frames + noise_mask (any video "
+                                       "family, both streams of AV latents). wan_i2v: Wan I2V concat keys. "
+                                       "hunyuan_i2v / hunyuan15_i2v: HunyuanVideo I2V. ltx_latent_guide: "
+                                       "LTX keyframe guides. minimax_h3_keyframe: H3 keyframe + held "
+                                       "streams. flux_kontext_reference: Kontext reference_latents. "
+                                       "pixel_bridge: opt-in decode + encode of one frame (lossy)."),
                 io.Int.Input("generation", default=0, min=0, max=2**62, optional=True,
                              tooltip="Which stored generation of the tag to use; 0 = the newest."),
                 ContinuityToken.Input("continuity", optional=True,
                                       tooltip="Link from ZeroCopyLatentStore in the same graph: runs this "
                                               "node after it and uses exactly its shot."),
+                io.Boolean.Input("color_anchor", default=False, optional=True,
+                                 tooltip="Match the handed-off tail's per-channel statistics to the "
+                                         "first shot stored under the tag: a guard against colour drift "
+                                         "over many hops. Changes the tail (not bit-identical)."),
+                io.Vae.Input("bridge_vae", optional=True,
+                             tooltip="pixel_bridge only: the VAE of the stored shot's family, to decode "
+                                     "it (defaults to vae)."),
             ],
             outputs=[
                 io.Conditioning.Output(display_name="conditioning"),
@@ -129,7 +148,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
     def execute(cls, clip, vae, prompt, width, height, length, buffer_tag=DEFAULT_TAG,
                 continuity_mode=MODES[0], blend_ratio=0.0, fallback_first_frame=None,
                 negative_prompt="", negative=None, model=None, tail_frames=1, adapter="auto",
-                generation=0, continuity=None) -> io.NodeOutput:
+                generation=0, continuity=None, color_anchor=False, bridge_vae=None) -> io.NodeOutput:
         problem = tag_problem(buffer_tag)
         if problem:
             raise ValueError(problem)
@@ -149,93 +168,135 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             return cls.first_shot(positive, negative, vae, width, height, length, model,
                                   fallback_first_frame, buffer_tag, adapter)
         store.verify(shot.tag, shot.generation)  # the stored bytes are still what was digested
-        return cls.continue_shot(shot, positive, negative, vae, width, height, length, model,
-                                 continuity_mode, blend_ratio, fallback_first_frame, tail_frames,
-                                 adapter)
+        settings = handoff_tail.TailSettings(
+            width=width, height=height, length=length, tail_frames=tail_frames, mode=continuity_mode,
+            ratio=blend_ratio, image=fallback_first_frame, vae=vae, color_anchor=bool(color_anchor))
+        if adapter == adapters.PIXEL_BRIDGE:
+            return cls.bridge_shot(shot, positive, negative, vae, bridge_vae or vae, model, settings)
+        return cls.continue_shot(shot, positive, negative, model, adapter, settings)
 
     @classmethod
     def first_shot(cls, positive, negative, vae, width, height, length, model, image, tag, adapter):
         """No stored latent yet: start from the fallback image, VAE-encoded once."""
         spec = family_resolution.resolve(model, {"family": "wan21"} if model is None else None)
-        first = comfy_adapter.encode_first_frame(vae, image, width, height).to(torch.float32)
-        which = pick_adapter(adapter, spec, model, None)
-        latent_format = comfy_adapter.latent_format_of_model(model) if model is not None else \
-            comfy_adapter.latent_format_by_name("Wan21")
-        positive, latent, negative, notes = cls.assemble(
-            spec, which, first[:, :, :1], positive, negative, width, height, length, latent_format,
-            first_frame_is_causal=True)
+        if adapter == adapters.PIXEL_BRIDGE:
+            adapter = adapters.AUTO  # nothing stored to bridge from: the fallback frame is the start
+        chosen, why = adapters.choose(adapter, spec, model, None)
+        piece = comfy_adapter.encode_first_frame(vae, image, width, height).to(torch.float32)
+        piece = piece[:, :, :1] if spec.is_video else (piece[:, :, 0] if piece.dim() == 5 else piece)
+        latent_format = cls.latent_format(model, spec, None)
+        request = adapters.BuildRequest(
+            spec=spec, positive=positive, negative=negative, width=width, height=height,
+            length=length, batch=piece.shape[0], video=piece, latent_format=latent_format,
+            model=model, fresh_first_frame=True)
+        if spec.is_audio_video:
+            request.audio_shape, request.audio_rate = cls.fresh_audio(spec, piece.shape[0], length)
+        result = chosen.build(request)
         info = "\n".join([f"ZeroCopy handoff: tag {tag!r} holds no latent yet: this first shot "
-                          f"starts from fallback_first_frame (VAE-encoded once), adapter {which}",
+                          f"starts from fallback_first_frame (VAE-encoded once), adapter {chosen.name}",
                           f"store this shot's output under {tag!r} to continue from it"] +
-                         [f"note: {n}" for n in notes])
+                         [f"note: {n}" for n in result.notes])
         log.info(info.replace("\n", " | "))
-        return io.NodeOutput(positive, latent, negative, info)
-
-    @classmethod
-    def continue_shot(cls, shot, positive, negative, vae, width, height, length, model, mode,
-                      ratio, image, tail_frames, adapter):
-        stored = shot.tensors["latent_tensor"]
-        spec = family_resolution.resolve(model, shot.meta, stored.shape)
-        if stored.dim() != 5 or not spec.is_video:
-            raise ContinuityError(
-                f"tag {shot.tag!r} holds a latent of shape {list(stored.shape)} ({spec.display_name}); "
-                "the continuity handoff needs a video latent [B,C,T,H,W] of a video family")
-        if stored.shape[1] != spec.channels:
-            raise ContinuityError(
-                f"channel mismatch: tag {shot.tag!r} holds {stored.shape[1]}-channel latents but "
-                f"{spec.display_name} uses {spec.channels}; store and hand off with the same model family")
-        target = shapes.target_shape(stored.shape[0], width, height, length, spec)
-        which = pick_adapter(adapter, spec, model, shot.meta)
-
-        piece = tail.take_tail(stored, tail_frames)
-        stored_digest = digest_tensor(piece)
-        used = resample.resample_frames(piece, target[-2], target[-1])
-        resampled = used is not piece
-        blended = False
-        if mode == "blend_with_fallback":
-            if image is None:
-                raise ContinuityError("continuity_mode blend_with_fallback needs 'fallback_first_frame' "
-                                      "connected; connect an image or use zero_copy_latent_only")
-            if ratio > 0:
-                first = comfy_adapter.encode_first_frame(vae, image, width, height).to(used)
-                used = used.clone()
-                used[:, :, :1] = blend.blend(used[:, :, :1], first[:, :, :1], ratio)
-                blended = True
-        used_digest = digest_tensor(used)
-        latent_format = comfy_adapter.latent_format_of_model(model) if model is not None else \
-            comfy_adapter.latent_format_by_name(shot.meta.get("latent_format", ""))
-        positive, latent, negative, notes = cls.assemble(
-            spec, which, used, positive, negative, width, height, length, latent_format)
-        certificate = Certificate(
-            tag=shot.tag, generation=shot.generation, stored_digest=stored_digest,
-            used_digest=used_digest, adapter=which, family=spec.name, tail_frames=used.shape[2],
-            resampled=resampled, blended=blended, blend_ratio=ratio if blended else 0.0,
-            overlap_pixel_frames=shapes.overlap_pixel_frames(used.shape[2], spec),
-            notes=[f"stored latent {shot.info['latent_tensor'].digest} verified against its digest "
-                   "before use"] + notes)
-        info = certificate.to_text()
-        log.info(info.replace("\n", " | "))
-        return io.NodeOutput(positive, latent, negative, info)
+        notify(None, result.latent, first_shot=True)
+        return io.NodeOutput(result.positive, result.latent, result.negative, info)
 
     @staticmethod
-    def assemble(spec, which, piece, positive, negative, width, height, length, latent_format,
-                 first_frame_is_causal=False):
-        """Place piece (latent frames at the target canvas) at the adapter's insertion point."""
-        target = shapes.target_shape(piece.shape[0], width, height, length, spec)
-        piece = resample.resample_frames(piece, target[-2], target[-1])
-        fill = comfy_adapter.empty_fill(latent_format, spec.channels)
-        notes = []
-        if which == "wan_i2v":
-            result = assemble.wan_i2v_concat(target, piece, fill)
-            values = result.conditioning_values()
-            positive = comfy_adapter.conditioning_with(positive, values)
-            negative = comfy_adapter.conditioning_with(negative, values)
-            latent = result.latent_dict()
-            notes.append("padding frames hold the latent format's empty value (process_out(0)), "
-                         "not a VAE encoding of gray frames, which would need the VAE")
-        else:
-            latent = assemble.temporal_inpaint(target, piece, fill).latent_dict()
-            if not first_frame_is_causal:
-                notes.append("temporal_inpaint keeps the tail frames through noise_mask; Wan 2.1 "
-                              "re-noises kept frames at each step, so the hold on them is soft")
-        return positive, latent, negative, notes
+    def fresh_audio(spec, batch: int, length: int):
+        """The empty audio stream of a new AV shot when no stored audio gives its rate."""
+        layout = spec.audio
+        if layout.latents_per_pixel_frame is None or layout.channels is None:
+            raise ContinuityError(
+                f"{spec.display_name}: the audio stream's size depends on the audio VAE and frame "
+                "rate, which only a stored shot gives; start the film with ComfyUI's own nodes "
+                "(LTXVEmptyLatentAudio + LTXVConcatAVLatent) and store that shot")
+        shape = [batch] + [0] * (layout.rank - 1)
+        for axis, size in layout.fixed_dims:
+            shape[axis] = size
+        shape[layout.time_axis] = streams.audio_length(length, layout.latents_per_pixel_frame)
+        return tuple(shape), layout.latents_per_pixel_frame
+
+    @staticmethod
+    def latent_format(model, spec, meta):
+        if model is not None:
+            return comfy_adapter.latent_format_of_model(model)
+        name = (meta or {}).get("latent_format") or (spec.latent_format_names[:1] or ("",))[0]
+        return comfy_adapter.latent_format_by_name(name)
+
+    @classmethod
+    def continue_shot(cls, shot, positive, negative, model, adapter, settings):
+        streams_ = av_bundle.streams_of(shot)
+        spec = family_resolution.resolve(model, shot.meta, stream_shapes=[s.shape for s in streams_])
+        chosen, why = adapters.choose(adapter, spec, model, shot.meta)
+        prepared = handoff_tail.prepare(shot, streams_, spec, settings)
+        request = adapters.BuildRequest(
+            spec=spec, positive=positive, negative=negative, width=settings.width,
+            height=settings.height, length=settings.length, batch=streams_[0].shape[0],
+            video=prepared.video, latent_format=cls.latent_format(model, spec, shot.meta), model=model,
+            audio=prepared.audio, audio_shape=prepared.audio_shape, audio_rate=prepared.audio_rate,
+            meta=dict(shot.meta))
+        result = chosen.build(request)
+        certificate = Certificate(
+            tag=shot.tag, generation=shot.generation, stored_digest=prepared.stored_digest,
+            used_digest=prepared.used_digest, adapter=chosen.name, family=spec.name,
+            tail_frames=prepared.tail_frames, resampled=prepared.resampled,
+            blended=prepared.blended, blend_ratio=settings.ratio if prepared.blended else 0.0,
+            overlap_pixel_frames=(shapes.overlap_pixel_frames(prepared.tail_frames, spec)
+                                  if spec.is_video else 0),
+            adjusted=prepared.adjusted, adjustment=prepared.adjustment,
+            streams={"audio": prepared.audio_digests} if prepared.audio_digests else {},
+            notes=[f"stored latent {shot.info[av_bundle.VIDEO_KEY].digest} verified against its "
+                   f"digest before use", f"adapter {chosen.name} ({why}): {chosen.summary}"]
+            + prepared.notes + result.notes + [f"caveat: {c}" for c in spec.caveats])
+        info = certificate.to_text()
+        log.info(info.replace("\n", " | "))
+        notify(certificate, result.latent)
+        return io.NodeOutput(result.positive, result.latent, result.negative, info)
+
+    @classmethod
+    def bridge_shot(cls, shot, positive, negative, vae, bridge_vae, model, settings):
+        """Opt-in pixel bridge: decode the stored shot, encode its last frame, build with the target's adapter."""
+        streams_ = av_bundle.streams_of(shot)
+        stored = streams_[0]
+        spec = family_resolution.resolve(model, shot.meta, stream_shapes=[s.shape for s in streams_],
+                                         allow_mismatch=True)
+        piece, decodes, encodes, notes = pixel_bridge.bridge(
+            stored, bridge_vae, vae, settings.width, settings.height, image_target=not spec.is_video)
+        if piece.shape[1] != spec.channels:
+            raise ContinuityError(
+                f"pixel_bridge: vae encodes {piece.shape[1]}-channel latents but {spec.display_name} "
+                f"uses {spec.channels}; connect the new shot's VAE to 'vae'")
+        stored_family = family_resolution.stored_family(shot.meta, [s.shape for s in streams_])
+        same_family = stored_family is not None and stored_family.name == spec.name
+        chosen, why = adapters.choose(adapters.AUTO, spec, model, shot.meta if same_family else None)
+        request = adapters.BuildRequest(
+            spec=spec, positive=positive, negative=negative, width=settings.width,
+            height=settings.height, length=settings.length, batch=piece.shape[0], video=piece,
+            latent_format=cls.latent_format(model, spec, shot.meta if same_family else None),
+            model=model, fresh_first_frame=True)
+        if spec.is_audio_video:
+            if same_family and len(streams_) > 1:  # size the new audio like the stored shot's
+                axis = spec.audio.time_axis
+                rate = streams.audio_rate(spec, families.pixel_frames(stored.shape[2], spec),
+                                          streams_[1].shape[axis])
+                request.audio_rate = rate
+                request.audio_shape = streams.audio_target_shape(
+                    streams_[1].shape, piece.shape[0], streams.audio_length(settings.length, rate), spec)
+            else:
+                request.audio_shape, request.audio_rate = cls.fresh_audio(spec, piece.shape[0],
+                                                                          settings.length)
+            notes.append("pixel_bridge: audio does not cross the bridge; the new audio is generated")
+        if settings.color_anchor:
+            notes.append("color_anchor: not applied across the pixel bridge (the anchor belongs to "
+                         "the stored latent space)")
+        result = chosen.build(request)
+        certificate = Certificate(
+            tag=shot.tag, generation=shot.generation, stored_digest=digest_tensor(stored),
+            used_digest=digest_tensor(piece), adapter=f"pixel_bridge -> {chosen.name}",
+            family=spec.name, tail_frames=1, bridge_decodes=decodes, bridge_encodes=encodes,
+            overlap_pixel_frames=1 if spec.is_video else 0,
+            notes=notes + [f"then adapter {chosen.name} ({why}) with the fresh one-frame latent"]
+            + result.notes)
+        info = certificate.to_text()
+        log.info(info.replace("\n", " | "))
+        notify(certificate, result.latent)
+        return io.NodeOutput(result.positive, result.latent, result.negative, info)

@@ -149,3 +149,167 @@ def register_model_folder(kind: str, folder: Path) -> None:
 
     Path(folder).mkdir(parents=True, exist_ok=True)
     folder_paths.add_model_folder_path(kind, str(folder), is_default=True)
+
+
+# --- other families (continuity part 2) --------------------------------------------------------
+# Each builder instantiates ComfyUI's own DiT class at a tiny width, fills it with seeded
+# noise, and saves it so that UNETLoader's detection (comfy/model_detection.py) maps it to
+# the family's supported model. Widths follow what detection hard-codes: HunyuanVideo and
+# FLUX read num_heads = hidden // 128 and a fixed mlp_ratio 4 (hidden 128 = 1 head);
+# LTX reads its config from the file's metadata; MiniMax H3 reads every size from shapes.
+
+TINY_TEXT_DIM = 32  # context width of the tiny non-Wan DiTs (their text projections are learned)
+HUNYUAN_POOLED_DIM = 768  # HunyuanVideo 1.0's vector_in (CLIP-L pooled): detected only at 768
+
+
+def _build(folder: Path, name: str, state: dict, seed: int, config: dict, metadata=None) -> BuiltModel:
+    start = time.perf_counter()
+    size = _save(state, Path(folder) / name, torch.float32, metadata=metadata)
+    return BuiltModel(Path(folder) / name, name, sum(t.numel() for t in state.values()), size,
+                      time.perf_counter() - start, {"seed": seed, **config})
+
+
+def build_tiny_wan22_5b_dit(folder: Path, *, seed: int = 10) -> BuiltModel:
+    """Wan 2.2 TI2V 5B-like: WanModel t2v with in_dim = out_dim = 48 → WAN22_T2V → model_base.WAN22
+    (latent format Wan22, per-frame timesteps from the noise mask)."""
+    import comfy.ldm.wan.model
+    import comfy.ops
+
+    config = dict(model_type="t2v", dim=128, ffn_dim=256, num_layers=1, num_heads=1, in_dim=48,
+                  out_dim=48, text_dim=WAN_TEXT_DIM)
+    model = comfy.ldm.wan.model.WanModel(**config, operations=comfy.ops.disable_weight_init)
+    return _build(folder, f"zc_test_tiny_wan22_5b_s{seed}.safetensors", seeded_fill_(model, seed),
+                  seed, config)
+
+
+def build_tiny_wan22_a14b_i2v_dit(folder: Path, *, seed: int = 11) -> BuiltModel:
+    """Wan 2.2 A14B I2V-like: in_dim 36 and no CLIP-vision projection, so detected as model_type
+    t2v → WAN21_T2V → model_base.WAN21 (image_to_video False) whose concat_cond still adds
+    4 mask + 16 image channels because the patch embedding takes 36."""
+    import comfy.ldm.wan.model
+    import comfy.ops
+
+    config = dict(model_type="t2v", dim=128, ffn_dim=256, num_layers=1, num_heads=1,
+                  in_dim=WAN21_I2V_IN_DIM, out_dim=16, text_dim=WAN_TEXT_DIM)
+    model = comfy.ldm.wan.model.WanModel(**config, operations=comfy.ops.disable_weight_init)
+    return _build(folder, f"zc_test_tiny_wan22_a14b_i2v_s{seed}.safetensors",
+                  seeded_fill_(model, seed), seed, config)
+
+
+def _known_params(params_class, config: dict) -> dict:
+    """Only the settings this ComfyUI's Params dataclass has (older versions lack later ones)."""
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(params_class)}
+    return {k: v for k, v in config.items() if k in names}
+
+
+def _hunyuan(in_channels, out_channels, patch, vec_in_dim, version15: bool):
+    import comfy.ldm.hunyuan_video.model
+    import comfy.ops
+
+    config = dict(in_channels=in_channels, out_channels=out_channels, vec_in_dim=vec_in_dim,
+                  context_in_dim=TINY_TEXT_DIM, hidden_size=128, mlp_ratio=4.0, num_heads=1, depth=1,
+                  depth_single_blocks=1, axes_dim=[16, 56, 56], theta=256, patch_size=patch,
+                  qkv_bias=True, guidance_embed=False, byt5=False, meanflow=False,
+                  use_cond_type_embedding=version15, vision_in_dim=1152 if version15 else None,
+                  meanflow_sum=version15)
+    config = _known_params(comfy.ldm.hunyuan_video.model.HunyuanVideoParams, config)
+    model = comfy.ldm.hunyuan_video.model.HunyuanVideo(**config, operations=comfy.ops.disable_weight_init)
+    return model, config
+
+
+def build_tiny_hunyuan_video_dit(folder: Path, *, seed: int = 12) -> BuiltModel:
+    """HunyuanVideo 1.0-like (16 in/out channels, patch 1x2x2, CLIP-L vector_in) → HunyuanVideo.
+    This is the shape of the T2V and of the v2 (replace) I2V checkpoints; conditioning needs
+    ``pooled_output`` [1, 768] and text states [1, L, 32]."""
+    model, config = _hunyuan(16, 16, [1, 2, 2], HUNYUAN_POOLED_DIM, False)
+    return _build(folder, f"zc_test_tiny_hunyuan_video_s{seed}.safetensors",
+                  seeded_fill_(model, seed, ones_for=("norm.weight",)), seed, config)
+
+
+def build_tiny_hunyuan_video15_dit(folder: Path, *, seed: int = 13) -> BuiltModel:
+    """HunyuanVideo 1.5-like: 65 input channels (32 noise + 32 image + 1 mask), patch 1x1x1,
+    a vision_in of width 1152 (how detection tells 1.5) → HunyuanVideo15 (latent format
+    HunyuanVideo15). Conditioning needs ``pooled_output`` present (None is fine)."""
+    model, config = _hunyuan(65, 32, [1, 1, 1], None, True)
+    return _build(folder, f"zc_test_tiny_hunyuan_video15_s{seed}.safetensors",
+                  seeded_fill_(model, seed, ones_for=("norm.weight",)), seed, config)
+
+
+def build_tiny_ltxv_dit(folder: Path, *, seed: int = 14) -> BuiltModel:
+    """LTX-Video-like: 1 layer, 32 heads of width 4 (detection fixes 32 heads), text width 32;
+    the config travels in the file's metadata as ComfyUI's loader reads it → model_base.LTXV.
+    Conditioning needs ``attention_mask``."""
+    import json
+
+    import comfy.ldm.lightricks.model
+    import comfy.ops
+
+    config = dict(in_channels=128, cross_attention_dim=128, attention_head_dim=4,
+                  num_attention_heads=32, caption_channels=TINY_TEXT_DIM, num_layers=1)
+    model = comfy.ldm.lightricks.model.LTXVModel(**config, operations=comfy.ops.disable_weight_init)
+    return _build(folder, f"zc_test_tiny_ltxv_s{seed}.safetensors", seeded_fill_(model, seed), seed,
+                  config, metadata={"config": json.dumps({"transformer": config})})
+
+
+def build_tiny_ltxav_dit(folder: Path, *, seed: int = 15) -> BuiltModel:
+    """LTX-2 (audio-video)-like → model_base.LTXAV (latent format LTXAV): video 128 channels,
+    audio 128 = 8 channels x 16 frequency bins, tiny text connectors. Conditioning: text states
+    of width 2 x 32 (the connectors' output layout, so they are bypassed) and
+    ``attention_mask``."""
+    import json
+
+    import comfy.ldm.lightricks.av_model
+    import comfy.ops
+
+    config = dict(in_channels=128, audio_in_channels=128, cross_attention_dim=128,
+                  audio_cross_attention_dim=64, attention_head_dim=4, audio_attention_head_dim=2,
+                  num_attention_heads=32, audio_num_attention_heads=32,
+                  caption_channels=TINY_TEXT_DIM, num_layers=1, connector_attention_head_dim=4,
+                  connector_num_attention_heads=8, connector_num_layers=1)
+    model = comfy.ldm.lightricks.av_model.LTXAVModel(**config, operations=comfy.ops.disable_weight_init)
+    return _build(folder, f"zc_test_tiny_ltxav_s{seed}.safetensors", seeded_fill_(model, seed), seed,
+                  config, metadata={"config": json.dumps({"transformer": config})})
+
+
+def build_tiny_minimax_h3_dit(folder: Path, *, seed: int = 16) -> BuiltModel:
+    """MiniMax H3-like: hidden 128, 1 block, 1 head of 128, text width 32 → model_base.MiniMaxH3
+    (FLOW_AV sampling, latent format MiniMaxH3AV, video 24 + audio 32 channels). RoPE inverse
+    frequencies are set to the usual 10000^(-i/16) rather than noise."""
+    import comfy.ldm.minimax.model
+    import comfy.ops
+
+    config = dict(hidden_size=128, num_layers=1, token_refiner_num_layers=1, num_attention_heads=1,
+                  attention_head_dim=128, ffn_hidden_size=256, text_dim=TINY_TEXT_DIM,
+                  timestep_input_dim=256, time_embed_hidden_size=128, time_embed_dim=64,
+                  rope_inv_freq_len=16)
+    model = comfy.ldm.minimax.model.MiniMaxH3Model(**config, operations=comfy.ops.disable_weight_init)
+    state = seeded_fill_(model, seed)
+    state["rope.inv_freq"] = 1.0 / (10000 ** (torch.arange(16, dtype=torch.float32) / 16))
+    return _build(folder, f"zc_test_tiny_minimax_h3_s{seed}.safetensors", state, seed, config)
+
+
+def build_tiny_flux_dit(folder: Path, *, seed: int = 17) -> BuiltModel:
+    """FLUX.1-like (Kontext uses the same architecture): hidden 128 (1 head), 1 double + 1 single
+    block, guidance embedding, text width 32, pooled width 32 → model_base.Flux (latent
+    format Flux); reads ``reference_latents``."""
+    import comfy.ldm.flux.model
+    import comfy.ops
+
+    config = dict(in_channels=16, out_channels=16, vec_in_dim=TINY_TEXT_DIM,
+                  context_in_dim=TINY_TEXT_DIM, hidden_size=128, mlp_ratio=4.0, num_heads=1,
+                  depth=1, depth_single_blocks=1, axes_dim=[16, 56, 56], theta=10000, patch_size=2,
+                  qkv_bias=True, guidance_embed=True, txt_ids_dims=[])
+    config = _known_params(comfy.ldm.flux.model.FluxParams, config)
+    model = comfy.ldm.flux.model.Flux(**config, operations=comfy.ops.disable_weight_init)
+    return _build(folder, f"zc_test_tiny_flux_s{seed}.safetensors", seeded_fill_(model, seed), seed,
+                  config)
+
+
+def build_tiny_hunyuan_video_i2v_concat_dit(folder: Path, *, seed: int = 18) -> BuiltModel:
+    """HunyuanVideo 1.0 v1 (concat) I2V-like: 33 input channels (16 noise + 16 image + 1 mask)
+    → HunyuanVideoI2V, whose concat keys ("concat_image", "mask_inverted") take the image."""
+    model, config = _hunyuan(33, 16, [1, 2, 2], HUNYUAN_POOLED_DIM, False)
+    return _build(folder, f"zc_test_tiny_hunyuan_video_i2v_concat_s{seed}.safetensors",
+                  seeded_fill_(model, seed, ones_for=("norm.weight",)), seed, config)

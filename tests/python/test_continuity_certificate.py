@@ -71,3 +71,23 @@ def test_notes_are_not_shared_between_certificates():
     first, second = make(), make()
     first.notes.append("x")
     assert second.notes == []
+
+
+@given(adjusted=st.booleans(), decodes=st.integers(0, 1), audio=st.sampled_from(
+    [None, (DIGEST, DIGEST), (DIGEST, OTHER), (None, DIGEST)]))
+@settings(max_examples=40, deadline=None)
+def test_adjustments_bridges_and_audio_enter_the_claim(adjusted, decodes, audio):
+    streams = {} if audio is None else {"audio": audio}
+    cert = make(adjusted=adjusted, adjustment="colour anchor: matched", bridge_decodes=decodes,
+                bridge_encodes=decodes, streams=streams)
+    audio_ok = audio is None or (audio[0] is not None and audio[0] == audio[1])
+    expected = not adjusted and not decodes and audio_ok
+    assert cert.bit_identical is expected and (cert.reasons() == []) is expected
+    text = cert.to_text()
+    if adjusted:
+        assert "adjusted: colour anchor: matched" in text
+    if decodes:
+        assert "pixel bridge: 1 decode(s), 1 encode(s)" in text
+    if audio is not None:
+        assert "audio stored digest" in text and "audio used digest" in text
+    assert json.loads(json.dumps(cert.to_dict())) == cert.to_dict()

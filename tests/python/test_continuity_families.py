@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import (ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT, GENERIC_VIDEO, WAN21,
+from zc_continuity import (ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT, GENERIC_VIDEO,
+                           HUNYUAN_VIDEO, LTX2, WAN21, WAN22_5B,
                            ContinuityError, FamilySpec, LengthRule, causal_length_rule,
                            family_by_name, family_from_latent_format, infer_family_from_latent,
                            known_families)
@@ -27,8 +28,10 @@ def test_lookup_by_name_and_latent_format():
     assert family_by_name("generic_video") is GENERIC_VIDEO
     assert family_from_latent_format("Wan21") is WAN21
     # Wan22 subclasses Wan21 in ComfyUI but is another latent space: exact names only.
-    assert family_from_latent_format("Wan22") is None
-    assert family_from_latent_format("HunyuanVideo") is None
+    assert family_from_latent_format("Wan22") is WAN22_5B
+    assert family_from_latent_format("HunyuanVideo") is HUNYUAN_VIDEO
+    assert family_from_latent_format("LTXAV") is LTX2  # LTXAV subclasses LTXV: exact names only
+    assert family_from_latent_format("Cosmos1CV8x8x8") is None
     assert {s.name for s in known_families()} >= {"wan21", "generic_video"}
 
 
@@ -41,8 +44,9 @@ def test_unknown_family_name_lists_known_ones():
 def test_sixteen_channel_video_is_ambiguous():
     # Wan 2.1 and HunyuanVideo 1.0 latents look the same; the caller must ask for the model.
     assert infer_family_from_latent((1, 16, 21, 60, 104)) is None
-    assert infer_family_from_latent((1, 48, 21, 44, 80)) is None
     assert infer_family_from_latent((1, 16, 60)) is None
+    # 48 channels, 5D: only Wan 2.2's VAE makes these.
+    assert infer_family_from_latent((1, 48, 21, 44, 80)) is WAN22_5B
 
 
 def test_unique_shape_is_inferred(monkeypatch):

@@ -275,8 +275,230 @@ class ZCTestCaptureLatent(io.ComfyNode):
         return io.NodeOutput(ui={"zc_test_capture": [{"label": label, "shape": shape}]})
 
 
+class FakeTextEncoderDims(FakeUMT5Clip):
+    """A FakeUMT5Clip with the conditioning layout another family's DiT expects.
+
+    ``dim``: width of the text states (the tiny DiTs' context width). ``pooled_dim`` > 0 adds
+    ``pooled_output`` [1, pooled_dim] (HunyuanVideo and FLUX read it); 0 sets it to None.
+    ``attention_mask`` adds ``attention_mask`` [1, tokens] of ones (LTX's forward takes it).
+    Seeded from a hash of the text, like FakeUMT5Clip."""
+
+    def __init__(self, tokens: int = 8, dim: int = WAN_TEXT_DIM, pooled_dim: int = 0,
+                 attention_mask: bool = False):
+        super().__init__(tokens)
+        self.dim, self.pooled_dim, self.attention_mask = dim, pooled_dim, attention_mask
+
+    def clone(self):
+        return FakeTextEncoderDims(self.tokens, self.dim, self.pooled_dim, self.attention_mask)
+
+    def encode_from_tokens(self, tokens, return_pooled=False, return_dict=False):
+        text = tokens["zc_test_text"]
+        self.calls.append(text)
+        seed = _text_seed(text)
+        cond = _seeded_randn(seed, 1, tokens["zc_test_tokens"], self.dim)
+        pooled = _seeded_randn(seed + 1, 1, self.pooled_dim) if self.pooled_dim else None
+        if return_dict:
+            out = {"cond": cond, "pooled_output": pooled}
+            if self.attention_mask:
+                out["attention_mask"] = torch.ones(1, tokens["zc_test_tokens"])
+            return out
+        return (cond, pooled) if return_pooled else cond
+
+
+def conditioning_dims(seed: int, tokens: int, dim: int, pooled_dim: int, attention_mask: bool):
+    extra = {"pooled_output": _seeded_randn(seed + 1, 1, pooled_dim) if pooled_dim else None}
+    if attention_mask:
+        extra["attention_mask"] = torch.ones(1, tokens)
+    return [[_seeded_randn(seed, 1, tokens, dim), extra]]
+
+
+class ZCTestClipDims(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestClipDims",
+            display_name="ZC TEST fake text encoder (any width)",
+            category=CATEGORY,
+            description="TEST ONLY. A CLIP stand-in with the text-state width, pooled output and "
+                        "attention mask a tiny DiT of another family expects.",
+            inputs=[io.Int.Input("tokens", default=8, min=1, max=512),
+                    io.Int.Input("dim", default=WAN_TEXT_DIM, min=1, max=16384),
+                    io.Int.Input("pooled_dim", default=0, min=0, max=16384),
+                    io.Boolean.Input("attention_mask", default=False)],
+            outputs=[io.Clip.Output()],
+        )
+
+    @classmethod
+    def execute(cls, tokens, dim, pooled_dim, attention_mask) -> io.NodeOutput:
+        return io.NodeOutput(FakeTextEncoderDims(tokens, dim, pooled_dim, attention_mask))
+
+
+class ZCTestConditioningDims(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestConditioningDims",
+            display_name="ZC TEST fake conditioning (any width)",
+            category=CATEGORY,
+            description="TEST ONLY. CONDITIONING [[randn(1, tokens, dim), {pooled_output, "
+                        "attention_mask?}]] seeded by `seed`.",
+            inputs=[io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
+                    io.Int.Input("tokens", default=8, min=1, max=512),
+                    io.Int.Input("dim", default=WAN_TEXT_DIM, min=1, max=16384),
+                    io.Int.Input("pooled_dim", default=0, min=0, max=16384),
+                    io.Boolean.Input("attention_mask", default=False)],
+            outputs=[io.Conditioning.Output()],
+        )
+
+    @classmethod
+    def execute(cls, seed, tokens, dim, pooled_dim, attention_mask) -> io.NodeOutput:
+        return io.NodeOutput(conditioning_dims(seed, tokens, dim, pooled_dim, attention_mask))
+
+
+class FakeLTXAudioVAE:
+    """The geometry of an LTX-2 audio VAE (what LTXVEmptyLatentAudio reads), and nothing else.
+
+    latent_channels 8 and 16 frequency bins (mel_bins 64 / 4), 25 latents per second
+    (16 kHz, hop 160, 4x down): the values ComfyUI's LTX-2 audio VAE computes from its
+    config. encode/decode raise, like RaisingVAE."""
+
+    is_zc_test_fake = True
+    latent_channels = 8
+
+    class _Stage:
+        latent_frequency_bins = 16
+        latents_per_second = 25.0
+
+        def num_of_latents_from_frames(self, frames_number, frame_rate):
+            return round((float(frames_number) / frame_rate) * self.latents_per_second)
+
+    def __init__(self):
+        self.first_stage_model = self._Stage()
+
+    def encode(self, *args, **kwargs):
+        raise AssertionError(VAE_MUST_NOT_BE_CALLED + " (audio encode was called)")
+
+    def decode(self, *args, **kwargs):
+        raise AssertionError(VAE_MUST_NOT_BE_CALLED + " (audio decode was called)")
+
+
+class ZCTestLTXAudioVAE(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestLTXAudioVAE",
+            display_name="ZC TEST fake LTX-2 audio VAE (geometry only)",
+            category=CATEGORY,
+            description="TEST ONLY. An audio VAE stand-in for LTXVEmptyLatentAudio: 8 channels, "
+                        "16 frequency bins, 25 latents per second; encode/decode raise.",
+            inputs=[],
+            outputs=[io.Vae.Output()],
+        )
+
+    @classmethod
+    def execute(cls) -> io.NodeOutput:
+        return io.NodeOutput(FakeLTXAudioVAE())
+
+
+class ZCTestCaptureAny(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestCaptureAny",
+            display_name="ZC TEST capture any value",
+            category=CATEGORY,
+            description="TEST ONLY. Records a clone of whatever it receives (CONDITIONING, ...) "
+                        "under `label` in CAPTURED.",
+            inputs=[io.AnyType.Input("value"), io.String.Input("label", default="any")],
+            outputs=[],
+            is_output_node=True,
+        )
+
+    @classmethod
+    def fingerprint_inputs(cls, value=None, label="any"):
+        return float("nan")
+
+    @classmethod
+    def execute(cls, value, label) -> io.NodeOutput:
+        captured = _clone_value(value)
+        CAPTURED[label] = captured
+        CAPTURE_LOG.append((label, captured))
+        return io.NodeOutput()
+
+
+class ShapeOnlyVAE(RaisingVAE):
+    """A VAE whose encode returns seeded noise of the right latent shape, and whose decode raises.
+
+    For paths that must encode one frame (a first shot from fallback_first_frame) in families
+    with no tiny VAE here (MiniMax H3, FLUX): ``encode(pixels [N, H, W, 3])`` returns
+    [1, channels, 1, H/ratio, W/ratio] for a video VAE, [N, channels, H/ratio, W/ratio] for an
+    image VAE, seeded from the pixels' sum. Every call is recorded in ``calls``."""
+
+    def __init__(self, channels: int, ratio: int, video: bool):
+        super().__init__()
+        self.latent_channels, self.ratio, self.video = channels, ratio, video
+
+    def encode(self, pixels, *args, **kwargs):
+        self.calls.append("encode")
+        n, h, w = pixels.shape[0], pixels.shape[1] // self.ratio, pixels.shape[2] // self.ratio
+        seed = int(pixels.double().sum().item() * 1000) & (2**62 - 1)
+        shape = (1, self.latent_channels, 1, h, w) if self.video else (n, self.latent_channels, h, w)
+        return _seeded_randn(seed, *shape)
+
+    def spacial_compression_encode(self):
+        return self.ratio
+
+
+class ZCTestShapeOnlyVAE(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestShapeOnlyVAE",
+            display_name="ZC TEST fake VAE (encode = seeded noise of the latent shape)",
+            category=CATEGORY,
+            description="TEST ONLY. encode returns seeded noise shaped like the family's latent; "
+                        "decode raises.",
+            inputs=[io.Int.Input("channels", default=16, min=1, max=1024),
+                    io.Int.Input("ratio", default=8, min=1, max=64),
+                    io.Boolean.Input("video", default=True)],
+            outputs=[io.Vae.Output()],
+        )
+
+    @classmethod
+    def execute(cls, channels, ratio, video) -> io.NodeOutput:
+        return io.NodeOutput(ShapeOnlyVAE(channels, ratio, video))
+
+
+class ZCTestSeededLatent(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestSeededLatent",
+            display_name="ZC TEST seeded video LATENT (per-channel scale and shift)",
+            category=CATEGORY,
+            description="TEST ONLY. LATENT [1, channels, frames, height, width]: seeded randn, "
+                        "channel c multiplied by scale**(c+1) and shifted by shift*(c+1) "
+                        "(a controlled per-channel drift).",
+            inputs=[io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
+                    io.Int.Input("channels", default=16, min=1, max=1024),
+                    io.Int.Input("frames", default=3, min=1, max=1024),
+                    io.Int.Input("height", default=8, min=1, max=4096),
+                    io.Int.Input("width", default=8, min=1, max=4096),
+                    io.Float.Input("scale", default=1.0, min=0.0, max=100.0, step=0.001),
+                    io.Float.Input("shift", default=0.0, min=-100.0, max=100.0, step=0.001)],
+            outputs=[io.Latent.Output()],
+        )
+
+    @classmethod
+    def execute(cls, seed, channels, frames, height, width, scale, shift) -> io.NodeOutput:
+        x = _seeded_randn(seed, 1, channels, frames, height, width)
+        c = torch.arange(1, channels + 1, dtype=torch.float32).view(1, channels, 1, 1, 1)
+        return io.NodeOutput({"samples": x * scale ** c + shift * c})
+
+
 NODES = [ZCTestConditioning, ZCTestClip, ZCTestRaisingVAE, ZCTestNoiseImage, ZCTestFrameMask,
-         ZCTestCaptureLatent]
+         ZCTestCaptureLatent, ZCTestSeededLatent, ZCTestShapeOnlyVAE, ZCTestClipDims, ZCTestConditioningDims, ZCTestLTXAudioVAE,
+         ZCTestCaptureAny]
 
 
 class ZCTestNodesExtension(ComfyExtension):

@@ -1,0 +1,71 @@
+"""FLUX.1 Kontext on real ComfyUI (CPU): ComfyUI's EmptySD3LatentImage and ReferenceLatent, a
+tiny random FLUX DiT, and the stored image handed off as a Kontext reference, bit-identical,
+that the model really reads."""
+
+from __future__ import annotations
+
+import torch
+
+from conftest import Graph
+from test_families_support import (handoff, ksampler, pack, same_bits, shared_store,  # noqa: F401
+                                   tiny_flux, unet)
+
+TEXT = dict(tokens=8, dim=32, pooled_dim=32, attention_mask=False)
+
+
+def test_flux_kontext_reference_from_the_store(comfy, captures, pack, tiny_flux):
+    tag = "flux_stills"
+    g = Graph()
+    model = unet(g, tiny_flux)
+    pos = g.add("ZCTestConditioningDims", seed=1, **TEXT)
+    neg = g.add("ZCTestConditioningDims", seed=2, **TEXT)
+    empty = g.add("EmptySD3LatentImage", width=64, height=64, batch_size=1)
+    shot1 = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=4)
+    store = g.add("ZeroCopyLatentStore", samples=g.out(shot1), buffer_tag=tag, model=g.out(model))
+    g.add("ZCTestCaptureLatent", samples=g.out(store), label="flux_shot1")
+    clip = g.add("ZCTestClipDims", **TEXT)
+    vae = g.add("ZCTestRaisingVAE")
+    hand = handoff(g, clip, vae, tag, model=model, continuity=store, width=96, height=64, length=81)
+    core = g.add("ReferenceLatent", conditioning=g.out(pos), latent=g.out(store))
+    g.add("ZCTestCaptureAny", value=g.out(core), label="flux_core_reference")
+    with_ref = ksampler(g, model, g.out(hand, 1), g.out(hand, 0), g.out(hand, 2), seed=6)
+    g.add("ZCTestCaptureLatent", samples=g.out(with_ref), label="flux_with_reference")
+    plain_pos = g.add("ZCTestClipDims", **TEXT)
+    encode = g.add("CLIPTextEncode", clip=g.out(plain_pos), text="the next shot")
+    encode_neg = g.add("CLIPTextEncode", clip=g.out(plain_pos), text="")
+    without = ksampler(g, model, g.out(hand, 1), g.out(encode), g.out(encode_neg), seed=6)
+    g.add("ZCTestCaptureLatent", samples=g.out(without), label="flux_without_reference")
+    run = comfy.run(g.prompt)
+
+    stored = captures.CAPTURED["flux_shot1"]["samples"]
+    assert stored.shape == (1, 16, 8, 8)
+    assert shared_store(pack).get(tag).meta["family"] == "flux"
+    for output in (0, 2):
+        (reference,) = comfy.output(run, hand, output)[0][1]["reference_latents"]
+        assert same_bits(reference, stored)  # at its stored size: no resample for a reference
+    (core_reference,) = captures.CAPTURED["flux_core_reference"][0][1]["reference_latents"]
+    assert same_bits(core_reference, stored)  # the same key and layout as core's ReferenceLatent
+    latent = comfy.output(run, hand, 1)
+    assert latent["samples"].shape == (1, 16, 8, 12) and latent["samples"].eq(0).all()
+    a = captures.CAPTURED["flux_with_reference"]["samples"]
+    b = captures.CAPTURED["flux_without_reference"]["samples"]
+    assert a.shape == b.shape == (1, 16, 8, 12)
+    assert not torch.allclose(a, b)  # same seed and text: only the reference differs
+    info = comfy.output(run, hand, 3)
+    assert "family flux, adapter flux_kontext_reference" in info and "bit-identical: yes" in info
+    assert "nothing to trim" in info
+
+
+def test_flux_first_still_uses_the_fallback_as_reference(comfy, captures, pack, tiny_flux):
+    g = Graph()
+    model = unet(g, tiny_flux)
+    clip = g.add("ZCTestClipDims", **TEXT)
+    vae = g.add("ZCTestShapeOnlyVAE", channels=16, ratio=8, video=False)
+    image = g.add("ZCTestNoiseImage", seed=3, width=64, height=64, frames=1)
+    hand = handoff(g, clip, vae, "flux_never_stored", model=model, fallback_first_frame=g.out(image),
+                   width=64, height=64, length=1)
+    run = comfy.run(g.prompt, targets=[hand])
+    (reference,) = comfy.output(run, hand, 0)[0][1]["reference_latents"]
+    assert reference.shape == (1, 16, 8, 8)
+    assert comfy.output(run, hand, 1)["samples"].shape == (1, 16, 8, 8)
+    assert "adapter flux_kontext_reference" in comfy.output(run, hand, 3)

@@ -1,0 +1,71 @@
+"""What every Handoff adapter receives and returns.
+
+An adapter places prepared tail latents at one family's legal insertion point
+and returns the new shot's conditioning and LATENT. Everything before that
+(taking the tail, resampling, blending, the colour anchor, digests) is done
+once for all adapters by the Handoff; every ComfyUI call goes through
+``comfy_adapter``, and tensor layouts come from the pure ``zc_continuity``
+functions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import torch
+
+from ...zc_continuity.families import FamilySpec
+
+
+@dataclass
+class BuildRequest:
+    """The prepared handoff: the new shot's settings and the tail on its canvas.
+
+    ``video`` is [1 or B, C, k, H, W] at the target latent size for video
+    families, or the reference image latent [n, C, h, w] for image families.
+    ``audio`` is the aligned audio tail of an audio-video shot (None for video
+    only). ``fresh_first_frame`` is True when ``video`` is one freshly encoded
+    pixel frame (the first shot of a film, or the pixel bridge), a legal
+    first-frame latent, rather than continuation latents of a stored shot.
+    """
+
+    spec: FamilySpec
+    positive: list
+    negative: list
+    width: int
+    height: int
+    length: int
+    batch: int
+    video: torch.Tensor
+    latent_format: object = None
+    model: object = None
+    audio: torch.Tensor | None = None
+    audio_shape: tuple | None = None
+    audio_rate: Fraction | None = None
+    fresh_first_frame: bool = False
+    meta: dict = field(default_factory=dict)
+
+
+@dataclass
+class BuildResult:
+    positive: list
+    negative: list
+    latent: dict
+    notes: list[str] = field(default_factory=list)
+
+
+class Adapter:
+    """One insertion point. ``families`` lists the family names it serves (empty: any video family)."""
+
+    name: str = ""
+    families: tuple[str, ...] = ()
+    summary: str = ""
+
+    def supports(self, spec: FamilySpec) -> bool:
+        if self.families:
+            return spec.name in self.families
+        return spec.is_video
+
+    def build(self, request: BuildRequest) -> BuildResult:  # pragma: no cover - interface
+        raise NotImplementedError

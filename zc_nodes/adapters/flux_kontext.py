@@ -1,0 +1,31 @@
+"""flux_kontext_reference: the stored FLUX image latent as a Kontext reference.
+
+As core's ReferenceLatent node: the reference is appended to
+``reference_latents`` on both conditionings (so CFG's negative sees it too),
+and the new image starts from zeros (EmptySD3LatentImage). The reference is
+used at its stored size, bit-identical; Kontext does not need it to match the
+canvas. See ``zc_continuity.kontext`` for the caveats.
+"""
+
+from __future__ import annotations
+
+from .. import comfy_adapter
+from ...zc_continuity import kontext, shapes
+from .base import Adapter, BuildRequest, BuildResult
+
+
+class FluxKontextReference(Adapter):
+    name = "flux_kontext_reference"
+    families = ("flux",)
+    summary = "reference_latents += [stored image latent] (both conditionings), empty latent"
+
+    def build(self, request: BuildRequest) -> BuildResult:
+        spec = request.spec
+        target = shapes.target_shape(request.batch, request.width, request.height, 1, spec)
+        result = kontext.kontext_reference(target, request.video)
+        values = result.conditioning_values()
+        return BuildResult(
+            comfy_adapter.conditioning_with(request.positive, values, append=True),
+            comfy_adapter.conditioning_with(request.negative, values, append=True),
+            result.latent_dict(),
+            [f"flux_kontext_reference: reference {list(request.video.shape)} kept at its stored size"])

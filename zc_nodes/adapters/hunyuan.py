@@ -1,0 +1,67 @@
+"""hunyuan_i2v (HunyuanVideo 1.0) and hunyuan15_i2v (HunyuanVideo 1.5).
+
+hunyuan_i2v follows core's HunyuanImageToVideo: with a v1 (concat) I2V
+checkpoint (33 input channels; the model's concat keys say so) it sets
+``concat_latent_image`` + ``concat_mask`` on the positive conditioning; with
+any other 1.0 model it uses v2 (replace): the tail in the latent with a noise
+mask and ``guiding_frame_index: 0`` on the positive. Without a model the
+Store's metadata decides (v2 unless it recorded a concat checkpoint).
+hunyuan15_i2v follows HunyuanVideo15ImageToVideo: concat keys on both
+conditionings, zero padding. See ``zc_continuity.hunyuan`` for the caveats.
+"""
+
+from __future__ import annotations
+
+from .. import comfy_adapter
+from ...zc_continuity import hunyuan, shapes
+from .base import Adapter, BuildRequest, BuildResult
+
+V1_CONCAT = "i2v_concat"
+
+
+def uses_concat(request: BuildRequest) -> bool:
+    if request.model is not None:
+        return comfy_adapter.hunyuan_concat_i2v(request.model)
+    return request.meta.get("model_variant") == V1_CONCAT
+
+
+class HunyuanI2V(Adapter):
+    name = "hunyuan_i2v"
+    families = ("hunyuan_video",)
+    summary = ("v2 replace: samples + noise_mask + guiding_frame_index 0 (positive); v1 concat "
+               "checkpoints: concat_latent_image + concat_mask (positive)")
+
+    def build(self, request: BuildRequest) -> BuildResult:
+        spec = request.spec
+        target = shapes.target_shape(request.batch, request.width, request.height, request.length, spec)
+        if uses_concat(request):
+            result = hunyuan.hunyuan_concat(target, request.video)
+            positive = comfy_adapter.conditioning_with(request.positive, result.conditioning_values())
+            return BuildResult(positive, request.negative, result.latent_dict(),
+                               ["hunyuan_i2v: v1 (concat) checkpoint, image keys on the positive "
+                                "conditioning as HunyuanImageToVideo sets them"])
+        result = hunyuan.hunyuan_replace(target, request.video)
+        positive = comfy_adapter.conditioning_with(request.positive, result.positive_values())
+        notes = ["hunyuan_i2v: v2 (replace); guiding_frame_index gives latent frame 0 the clean "
+                 "timestep embedding"]
+        if request.video.shape[2] > 1:
+            notes.append(f"hunyuan_i2v: latent frames 1..{request.video.shape[2] - 1} of the tail are "
+                         "kept by the noise mask only (guiding_frame_index covers frame 0)")
+        return BuildResult(positive, request.negative, result.latent_dict(), notes)
+
+
+class Hunyuan15I2V(Adapter):
+    name = "hunyuan15_i2v"
+    families = ("hunyuan_video15",)
+    summary = "concat_latent_image = tail + zeros, concat_mask 0 on the tail (both conditionings)"
+
+    def build(self, request: BuildRequest) -> BuildResult:
+        spec = request.spec
+        target = shapes.target_shape(request.batch, request.width, request.height, request.length, spec)
+        result = hunyuan.hunyuan_concat(target, request.video)
+        values = result.conditioning_values()
+        return BuildResult(comfy_adapter.conditioning_with(request.positive, values),
+                           comfy_adapter.conditioning_with(request.negative, values),
+                           result.latent_dict(),
+                           ["hunyuan15_i2v: no clip_vision_output (that needs pixels); the image "
+                            "reaches the model through the concat keys only"])

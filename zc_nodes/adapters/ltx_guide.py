@@ -1,0 +1,45 @@
+"""ltx_latent_guide: LTX-Video / LTX-2 tail latents as keyframe guides (core's LTXVAddGuide layout).
+
+The video tail is appended after an empty clip as guide latents at pixel
+frame 0 with strength 1, with ``keyframe_idxs`` (and the guide attention
+entry) on both conditionings, computed by core's own
+``LTXVAddGuide.append_keyframe``. LTX-2 latents are split first (core refuses
+guides on a combined AV latent): the guide goes on the video stream, the
+aligned audio tail is held at the start of the audio stream, and the streams
+are rejoined with a nested noise mask. The LATENT carries
+``zc_continuity.ltx.GUIDE_MARKER`` so the Store drops the appended guides.
+"""
+
+from __future__ import annotations
+
+from .. import comfy_adapter
+from ...zc_continuity import ltx, shapes
+from .base import Adapter, BuildRequest, BuildResult
+from .temporal_inpaint import build_streams
+
+
+class LtxLatentGuide(Adapter):
+    name = "ltx_latent_guide"
+    families = ("ltxv", "ltx2")
+    summary = ("tail appended as guide latents (mask 0) with keyframe_idxs at frame 0 on both "
+               "conditionings; LTX-2: video guided, audio tail held, streams rejoined")
+
+    def build(self, request: BuildRequest) -> BuildResult:
+        spec = request.spec
+        target = shapes.target_shape(request.batch, request.width, request.height, request.length, spec)
+        plan = ltx.ltx_guide_plan(target, request.video)
+        guide = plan.guide.expand(target[0], *plan.guide.shape[1:])
+        scale = (spec.temporal_ratio, spec.spatial_ratio, spec.spatial_ratio)
+        positive, negative, samples, mask = comfy_adapter.ltx_append_guide(
+            request.positive, request.negative, plan.samples, plan.noise_mask, guide, plan.frame_idx,
+            plan.strength, scale)
+        latent = build_streams(request, samples, mask)
+        k = guide.shape[2]
+        latent[ltx.GUIDE_MARKER] = ltx.guide_marker(k, target[2])
+        notes = [f"ltx_latent_guide: {k} guide latent(s) appended after the {target[2]}-frame clip; "
+                 "the Store drops them, crop them (LTXVCropGuides) before decoding"]
+        if spec.is_audio_video:
+            held = 0 if request.audio is None else request.audio.shape[spec.audio.time_axis]
+            notes.append(f"audio: {held} audio latents held at the start of the new shot's "
+                         f"{request.audio_shape[spec.audio.time_axis]}")
+        return BuildResult(positive, negative, latent, notes)

@@ -1,0 +1,59 @@
+"""minimax_h3_keyframe: MiniMax H3 keyframe entry plus both streams' tails.
+
+The positive conditioning gets a ``minimax_keyframes`` entry at frame 0 on the
+target grid and ``minimax_frame_count`` (as core's MiniMaxH3ImageToVideo sets
+them), and the AV latent holds the chunk-aligned video tail and the aligned
+audio tail under a nested noise mask. See ``zc_continuity.minimax`` for the
+layout and caveats.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .. import comfy_adapter
+from ...zc_continuity import assemble, minimax, shapes
+from ...zc_continuity.errors import ContinuityError
+from .base import Adapter, BuildRequest, BuildResult
+from .temporal_inpaint import build_streams
+
+
+class MiniMaxH3Keyframe(Adapter):
+    name = "minimax_h3_keyframe"
+    families = ("minimax_h3",)
+    summary = ("minimax_keyframes entry (frame 0, target grid) + video tail (5j+2 latents) and "
+               "aligned audio tail held by a nested noise mask")
+
+    def build(self, request: BuildRequest) -> BuildResult:
+        spec = request.spec
+        if request.batch != 1:
+            raise ContinuityError(f"MiniMax H3 supports batch size 1 only, but the stored shot has "
+                                  f"batch {request.batch}; store and continue one clip at a time")
+        target = shapes.target_shape(1, request.width, request.height, request.length, spec)
+        clip = comfy_adapter.minimax_clip_keyframes_supported()
+        keyframes = minimax.keyframe_entries(request.video, clip_keyframes=clip,
+                                             audio_tail=request.audio)
+        positive = comfy_adapter.conditioning_with(request.positive, {"minimax_keyframes": keyframes},
+                                                   append=True)
+        positive = comfy_adapter.conditioning_with(positive, {"minimax_frame_count": request.length})
+        if request.fresh_first_frame:
+            video = torch.zeros(target, dtype=request.video.dtype, device=request.video.device)
+            mask = torch.ones((1, 1) + tuple(target[2:]), dtype=torch.float32, device=video.device)
+            hold = "the keyframe is the freshly encoded frame; nothing else is held"
+        else:
+            fill = comfy_adapter.empty_fill(request.latent_format, spec.channels)
+            held = assemble.temporal_inpaint(target, request.video, fill)
+            video, mask = held.samples, held.noise_mask
+            hold = (f"the {request.video.shape[2]} tail latents are held by the nested noise mask "
+                    "(re-noised each step on this ComfyUI, restored at the end)")
+        latent = build_streams(request, video, mask)
+        kind = ("clip keyframe: the whole tail and its audio" if clip else
+                "one-frame keyframe: the tail's first latent, a chunk-start latent encoded from "
+                "one pixel frame (this ComfyUI packs one latent frame per keyframe)")
+        notes = [f"minimax_h3_keyframe: {kind}", f"minimax_h3_keyframe: {hold}",
+                 "minimax_h3_keyframe: the prompt is encoded text-only; core's MiniMaxH3ImageToVideo "
+                 "also shows the keyframe image to the text encoder, which needs pixels"]
+        if request.audio is not None:
+            notes.append(f"audio: {request.audio.shape[-1]} audio latents held at the start of the "
+                         f"new shot's {request.audio_shape[-1]}")
+        return BuildResult(positive, request.negative, latent, notes)

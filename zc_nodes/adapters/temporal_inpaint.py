@@ -1,0 +1,65 @@
+"""temporal_inpaint: the tail in the first latent frames, kept by the noise mask (any video family).
+
+Wan 2.2 TI2V 5B (as core's Wan22ImageToVideoLatent), and the generic path for
+every video family. For audio-video families both streams are held: the video
+tail in the first k latents and the aligned audio tail at the start of the
+audio stream, with a nested noise mask (ComfyUI prepares each stream's mask
+against its own shape).
+
+How firmly the kept frames hold depends on the model (ComfyUI's
+``scale_latent_inpaint`` and ``process_timestep``): Wan 2.2 5B and LTX turn
+the mask into per-frame / per-token timesteps and see the kept frames clean;
+HunyuanVideo sees them clean at the global timestep; Wan 2.1 / A14B and
+MiniMax H3 (v0.33.0) re-noise them to the current sigma every step. In every
+case the sampler restores them exactly at the end (``KSamplerX0Inpaint``).
+"""
+
+from __future__ import annotations
+
+from .. import comfy_adapter
+from ...zc_continuity import assemble, shapes, streams
+from .base import Adapter, BuildRequest, BuildResult
+
+HOLD = {
+    "wan21": "Wan 2.1 / A14B re-noises kept frames at each step, so the hold on them is soft",
+    "wan22_5b": "Wan 2.2 5B gives kept frames timestep 0 per frame (WAN22.process_timestep), so "
+                "they stay clean while the rest is generated",
+    "hunyuan_video": "HunyuanVideo keeps the kept frames clean, at the global timestep",
+    "hunyuan_video15": "HunyuanVideo 1.5 keeps the kept frames clean, at the global timestep",
+    "ltxv": "LTX gives kept frames per-token timestep 0, so they stay clean",
+    "ltx2": "LTX-2 gives kept video and audio tokens timestep 0, so they stay clean",
+    "minimax_h3": "this ComfyUI's H3 has no per-row timesteps: kept video and audio are re-noised "
+                  "each step and restored at the end",
+}
+
+
+def build_streams(request: BuildRequest, video_samples, video_mask):
+    """Join the video result with the audio stream (held tail, or all generated) for AV families."""
+    spec = request.spec
+    if not spec.is_audio_video:
+        return {"samples": video_samples, "noise_mask": video_mask}
+    audio, audio_mask = streams.audio_inpaint(request.audio_shape, request.audio, spec)
+    audio, audio_mask = audio.to(video_samples.device), audio_mask.to(video_mask.device)
+    return {"samples": comfy_adapter.nested([video_samples, audio]),
+            "noise_mask": comfy_adapter.nested([video_mask, audio_mask])}
+
+
+class TemporalInpaint(Adapter):
+    name = "temporal_inpaint"
+    summary = ("samples[:, :, :k] = tail, noise_mask 0 there and 1 elsewhere, empty frames = "
+               "process_out(0); AV: both streams, nested mask")
+
+    def build(self, request: BuildRequest) -> BuildResult:
+        spec = request.spec
+        target = shapes.target_shape(request.batch, request.width, request.height, request.length, spec)
+        fill = comfy_adapter.empty_fill(request.latent_format, spec.channels)
+        video = assemble.temporal_inpaint(target, request.video, fill)
+        latent = build_streams(request, video.samples, video.noise_mask)
+        notes = []
+        if not request.fresh_first_frame and spec.name in HOLD:
+            notes.append(f"temporal_inpaint: {HOLD[spec.name]}")
+        if spec.is_audio_video:
+            held = 0 if request.audio is None else request.audio.shape[spec.audio.time_axis]
+            notes.append(f"audio: {held} audio latents held at the start of the new shot's "
+                         f"{request.audio_shape[spec.audio.time_axis]}")
+        return BuildResult(request.positive, request.negative, latent, notes)

@@ -1,0 +1,79 @@
+"""The colour anchor's bookkeeping in the store: the first shot's per-channel statistics
+travel with every later shot of the tag.
+
+The store keeps only the last few generations of a tag, so the first shot may
+be long gone when shot 12 is handed off. Every bundle therefore carries its
+tag's anchor in its metadata: ``color_anchor`` (JSON: per-channel ``mean`` and
+``std`` of the video stream, float32 values written exactly) and
+``color_anchor_from``. The first shot of a tag anchors itself ("self"); each
+later shot copies the anchor of the newest shot before it. A shot whose
+channel count differs from the anchor's (another latent space under the same
+tag) starts a new anchor, and ``color_anchor_reset`` says why. Metadata, not
+tensors, so a plain latent's bundle still holds exactly ``latent_tensor``
+(a valid .latent file). The statistics are recorded whether or not any
+Handoff uses them: two floats per channel.
+"""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from ..zc_continuity import color
+from ..zc_engine import NotFound
+
+ANCHOR_KEY = "color_anchor"
+SOURCE_KEY = "color_anchor_from"
+SELF = "self"
+
+
+def encode_stats(stats: color.ChannelStats) -> str:
+    """JSON of float32 statistics; Python floats of float32 values round-trip exactly."""
+    return json.dumps({"mean": [float(v) for v in stats.mean.tolist()],
+                       "std": [float(v) for v in stats.std.tolist()]}, separators=(",", ":"))
+
+
+def decode_stats(text: str) -> color.ChannelStats | None:
+    try:
+        data = json.loads(text)
+        mean = torch.tensor(data["mean"], dtype=torch.float32)
+        std = torch.tensor(data["std"], dtype=torch.float32)
+    except (ValueError, KeyError, TypeError):
+        return None
+    if mean.ndim != 1 or mean.shape != std.shape:
+        return None
+    return color.ChannelStats(mean, std)
+
+
+def anchor_for_new_shot(store, tag: str, video: torch.Tensor) -> dict[str, str]:
+    """Metadata to put with a new shot of ``tag`` whose video stream is ``video``."""
+    own = color.channel_stats(video)
+    fresh = {ANCHOR_KEY: encode_stats(own), SOURCE_KEY: SELF}
+    try:
+        previous = store.get(tag)
+    except NotFound:
+        return fresh
+    except Exception as exc:  # a damaged spill file must not stop the new shot from being stored
+        return dict(fresh, color_anchor_reset=f"the previous shot could not be read ({exc})")
+    anchor = decode_stats(previous.meta.get(ANCHOR_KEY, ""))
+    if anchor is None:
+        return dict(fresh, color_anchor_reset="the previous shot of the tag carried no anchor")
+    if anchor.channels != own.channels:
+        return dict(fresh, color_anchor_reset=f"the previous shot has {anchor.channels} channels, "
+                                              f"this one {own.channels} (another latent space)")
+    source = previous.meta.get(SOURCE_KEY, SELF)
+    if source == SELF:
+        source = f"generation {previous.generation}"
+    return {ANCHOR_KEY: previous.meta[ANCHOR_KEY], SOURCE_KEY: source}
+
+
+def anchor_of(shot) -> tuple[color.ChannelStats, str] | None:
+    """The anchor a stored shot carries and which generation it came from, or None."""
+    anchor = decode_stats(shot.meta.get(ANCHOR_KEY, ""))
+    if anchor is None:
+        return None
+    source = shot.meta.get(SOURCE_KEY, SELF)
+    if source == SELF:
+        source = f"generation {shot.generation}"
+    return anchor, source

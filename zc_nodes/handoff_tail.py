@@ -1,0 +1,190 @@
+"""Preparing a stored shot's tail for the next shot, the same way for every adapter.
+
+Take the tail (chunk-aligned where the family's VAE needs it), digest it as
+stored, resample it to the new canvas, optionally blend the fallback frame
+into its first latent and apply the colour anchor, digest what is used; for
+audio-video shots also take the audio that plays during the overlap, aligned
+to the cut (``zc_continuity.streams``). Everything that changes the tail is
+recorded for the certificate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import torch
+
+from . import color_anchor, comfy_adapter
+from ..zc_continuity import blend, color, families, resample, shapes, streams, tail
+from ..zc_continuity.errors import ContinuityError
+from ..zc_engine import digest_tensor
+
+
+@dataclass
+class PreparedTail:
+    video: torch.Tensor
+    stored_digest: str
+    used_digest: str
+    tail_frames: int
+    audio: torch.Tensor | None = None
+    audio_shape: tuple | None = None
+    audio_rate: Fraction | None = None
+    audio_digests: tuple[str, str] | None = None
+    resampled: bool = False
+    blended: bool = False
+    adjusted: bool = False
+    adjustment: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TailSettings:
+    width: int
+    height: int
+    length: int
+    tail_frames: int
+    mode: str
+    ratio: float
+    image: object = None
+    vae: object = None
+    color_anchor: bool = False
+
+
+def check_video(shot, video: torch.Tensor, spec) -> None:
+    want = 5 if spec.is_video else 4
+    if video.dim() != want:
+        layout = "[B,C,T,H,W]" if spec.is_video else "[B,C,H,W]"
+        raise ContinuityError(
+            f"tag {shot.tag!r} holds a latent of shape {list(video.shape)}, but {spec.display_name} "
+            f"latents are {layout}; store a tail made by a {spec.display_name} model, or pick the "
+            "model of the stored shot")
+    if video.shape[1] != spec.channels:
+        raise ContinuityError(
+            f"channel mismatch: tag {shot.tag!r} holds {video.shape[1]}-channel latents but "
+            f"{spec.display_name} uses {spec.channels}; store and hand off with the same model family")
+    if spec.max_batch is not None and video.shape[0] > spec.max_batch:
+        raise ContinuityError(f"{spec.display_name} supports batch size {spec.max_batch}, but tag "
+                              f"{shot.tag!r} holds a batch of {video.shape[0]}; store one clip per tag")
+
+
+def take_video_tail(shot, video, spec, requested: int, notes: list[str]) -> torch.Tensor:
+    if not spec.is_video:
+        if requested != 1:
+            notes.append(f"tail_frames {requested}: an image family hands off the last stored image "
+                         "as one reference")
+        return tail.take_tail(video, 1)
+    k = families.aligned_tail_frames(requested, spec)
+    if k != requested:
+        notes.append(f"tail_frames {requested} -> {k}: {spec.display_name} tails are whole VAE "
+                     f"chunks ({spec.length_rule.first_latents}+{spec.length_rule.latent_step}j latents)")
+    if k > video.shape[2]:
+        raise ContinuityError(f"tail_frames {k} is more than the {video.shape[2]} latent frames tag "
+                              f"{shot.tag!r} holds; lower tail_frames")
+    return tail.take_tail(video, k)
+
+
+def require_fallback(settings: TailSettings) -> None:
+    if settings.image is None:
+        raise ContinuityError("continuity_mode blend_with_fallback needs 'fallback_first_frame' "
+                              "connected; connect an image or use zero_copy_latent_only")
+
+
+def blend_fallback(used: torch.Tensor, settings: TailSettings, spec) -> torch.Tensor:
+    """Encode the fallback frame at the piece's canvas and blend it into its first latent."""
+    ratio = spec.spatial_ratio
+    width, height = used.shape[-1] * ratio, used.shape[-2] * ratio
+    first = comfy_adapter.encode_first_frame(settings.vae, settings.image, width, height).to(used)
+    out = used.clone()
+    if spec.is_video:
+        out[:, :, :1] = blend.blend(out[:, :, :1], first[:, :, :1], settings.ratio)
+    else:
+        out[:1] = blend.blend(out[:1], first[:1], settings.ratio)
+    return out
+
+
+def apply_color_anchor(shot, video: torch.Tensor, used: torch.Tensor, prepared: PreparedTail) -> torch.Tensor:
+    found = color_anchor.anchor_of(shot)
+    if found is None:
+        prepared.notes.append("color_anchor: the stored shot carries no anchor (stored by an older "
+                              "version); the tail is unchanged")
+        return used
+    anchor, source = found
+    current = color.channel_stats(video)
+    if source == f"generation {shot.generation}" or color.stats_equal(current, anchor):
+        prepared.notes.append(f"color_anchor: the stored shot is the anchor ({source}); nothing to adjust")
+        return used
+    prepared.adjusted = True
+    shift = (current.mean - anchor.mean).abs().max().item()
+    prepared.adjustment = (f"colour anchor: per-channel mean and std matched to the tag's first "
+                           f"shot ({source}); largest mean shift {shift:.4g}")
+    return color.match_channel_stats(used, current, anchor)
+
+
+def audio_part(shot, streams_, spec, video, k: int, settings: TailSettings, prepared: PreparedTail):
+    """Fill the audio fields of ``prepared`` for an audio-video family."""
+    batch = video.shape[0]
+    stored_pixels = families.pixel_frames(video.shape[2], spec)
+    if len(streams_) > 1:
+        audio = streams.check_audio_stream(streams_[1], spec, batch)
+        axis = spec.audio.time_axis
+        rate = streams.audio_rate(spec, stored_pixels, audio.shape[axis])
+        overlap = shapes.overlap_pixel_frames(k, spec)
+        span = streams.audio_tail(audio.shape[axis], stored_pixels, overlap, rate)
+        piece = streams.take_audio_tail(audio, span, spec)
+        prepared.audio = piece
+        digest = digest_tensor(piece)
+        prepared.audio_digests = (digest, digest)
+        prepared.audio_rate = rate
+        prepared.audio_shape = streams.audio_target_shape(
+            audio.shape, batch, streams.audio_length(settings.length, rate), spec)
+        prepared.notes.append(f"audio: stored latents {span.start}..{audio.shape[axis] - 1} (the last "
+                              f"{overlap} pixel frames' audio, {float(rate):.4g} audio latents per "
+                              "frame) continue at the start of the new shot")
+        return
+    if spec.audio.latents_per_pixel_frame is None or spec.audio.channels is None:
+        raise ContinuityError(
+            f"tag {shot.tag!r} holds only a video stream, and {spec.display_name} needs the stored "
+            "audio stream to size the new one; store the whole audio-video latent (before "
+            "LTXVSeparateAVLatent)")
+    rate = spec.audio.latents_per_pixel_frame
+    shape = [batch] + [0] * (spec.audio.rank - 1)
+    for axis, size in spec.audio.fixed_dims:
+        shape[axis] = size
+    shape[spec.audio.time_axis] = streams.audio_length(settings.length, rate)
+    prepared.audio_shape = tuple(shape)
+    prepared.audio_rate = rate
+    prepared.notes.append("audio: the stored shot has no audio stream; the new shot's audio is "
+                          "generated from scratch")
+
+
+def prepare(shot, streams_, spec, settings: TailSettings) -> PreparedTail:
+    """The tail of the stored shot, ready for ``spec``'s adapters at the new canvas."""
+    video = streams_[0]
+    check_video(shot, video, spec)
+    notes: list[str] = []
+    piece = take_video_tail(shot, video, spec, settings.tail_frames, notes)
+    stored_digest = digest_tensor(piece)
+    used = piece
+    if spec.is_video:
+        target = shapes.target_shape(video.shape[0], settings.width, settings.height,
+                                     settings.length, spec)
+        used = resample.resample_frames(piece, target[-2], target[-1])
+    prepared = PreparedTail(video=used, stored_digest=stored_digest, used_digest="",
+                            tail_frames=piece.shape[2] if spec.is_video else 1,
+                            resampled=used is not piece, notes=notes)
+    if settings.mode == "blend_with_fallback":
+        require_fallback(settings)
+        if settings.ratio > 0:
+            used = blend_fallback(used, settings, spec)
+            prepared.blended = True
+    if settings.color_anchor:
+        used = apply_color_anchor(shot, video, used, prepared)
+    prepared.video = used
+    prepared.used_digest = digest_tensor(used)
+    if spec.is_audio_video:
+        audio_part(shot, streams_, spec, video, prepared.tail_frames, settings, prepared)
+    elif len(streams_) > 1:
+        prepared.notes.append(f"the stored latent has {len(streams_)} streams but "
+                              f"{spec.display_name} takes video only; only the video stream is used")
+    return prepared
