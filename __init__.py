@@ -1,8 +1,9 @@
 """ComfyUI-ZeroCopy-Continuity: keep video DiTs resident between shots and hand
 shot N to shot N+1 in latent space, bit-identical (see README.md).
 
-Importing this pack never raises: if the C engine is not built, the nodes are
-not registered and the log says in one line how to build it.
+Importing this pack never raises: if the C engine is not built, the continuity
+nodes are not registered (ZeroCopyVRAMPin, which needs no engine, still is) and
+the log says in one line how to build it.
 """
 
 import logging
@@ -23,15 +24,5 @@ except Exception as _exc:  # noqa: BLE001 - the pack must import even if the API
 
 
 async def comfy_entrypoint():
-    try:
-        from .zc_engine import EngineNotBuilt  # noqa: F401  (loads libzc.so)
-    except ImportError as exc:
-        _log.error("[ZeroCopy-Continuity] %s", exc)
-        from comfy_api.latest import ComfyExtension
-
-        class _Unavailable(ComfyExtension):
-            async def get_node_list(self):
-                return []
-        return _Unavailable()
     from .zc_nodes.extension import ZeroCopyContinuityExtension
     return ZeroCopyContinuityExtension()

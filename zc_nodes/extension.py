@@ -1,12 +1,26 @@
-"""The ComfyExtension that registers the pack's nodes."""
+"""The ComfyExtension that registers the pack's nodes.
+
+ZeroCopyVRAMPin needs no C engine, so it is registered even when libzc.so is
+not built; the continuity nodes need the engine and are left out then (the log
+says in one line how to build it)."""
 
 from comfy_api.latest import ComfyExtension, io
 
-from .handoff_node import ZeroCopyLatentHandoff
-from .store_node import ZeroCopyLatentStore
+from . import log
 from .vram_pin_node import ZeroCopyVRAMPin
+
+
+def continuity_nodes() -> list[type[io.ComfyNode]]:
+    try:
+        from ..zc_engine import EngineNotBuilt  # noqa: F401  (loads libzc.so)
+    except ImportError as exc:
+        log.error("%s; ZeroCopyLatentStore and ZeroCopyLatentHandoff are not registered", exc)
+        return []
+    from .handoff_node import ZeroCopyLatentHandoff
+    from .store_node import ZeroCopyLatentStore
+    return [ZeroCopyLatentStore, ZeroCopyLatentHandoff]
 
 
 class ZeroCopyContinuityExtension(ComfyExtension):
     async def get_node_list(self) -> list[type[io.ComfyNode]]:
-        return [ZeroCopyVRAMPin, ZeroCopyLatentStore, ZeroCopyLatentHandoff]
+        return [ZeroCopyVRAMPin, *continuity_nodes()]

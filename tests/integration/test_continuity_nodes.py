@@ -325,3 +325,27 @@ def test_restart_continues_from_the_spilled_tail(comfy, captures, pack, tiny_wan
     from safetensors.torch import load_file
     handed = load_file(str(out))["samples"]
     assert torch.equal(handed[:, :, :1], stored[:, :, -1:])
+
+
+NO_ENGINE_SCRIPT = r"""
+import asyncio, logging, os, sys
+logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+sys.path.insert(0, os.environ["COMFYUI_PATH"])
+from comfy.cli_args import args
+args.cpu = True
+import nodes
+asyncio.run(nodes.init_extra_nodes(init_custom_nodes=False, init_api_nodes=False))
+print("LOADED", asyncio.run(nodes.load_custom_node(sys.argv[1])))
+print("NODES", sorted(k for k in nodes.NODE_CLASS_MAPPINGS if k.startswith("ZeroCopy")))
+"""
+
+
+def test_pack_without_the_engine_still_loads_and_says_how_to_build_it(comfy, tmp_path):
+    env = dict(os.environ, COMFYUI_PATH=COMFYUI_PATH, ZC_LIBRARY=str(tmp_path / "missing" / "libzc.so"))
+    proc = subprocess.run([sys.executable, "-c", NO_ENGINE_SCRIPT, str(REPO)], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "LOADED True" in proc.stdout
+    assert "NODES ['ZeroCopyVRAMPin']" in proc.stdout  # the residency lock needs no engine
+    ours = [line for line in proc.stderr.splitlines() if "[ZeroCopy-Continuity]" in line]
+    assert len(ours) == 1 and "not built" in ours[0] and "make -C" in ours[0]
