@@ -267,7 +267,7 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
         workflow,
     )
     # the DOM widgets are mounted by the frontend after the graph is configured
-    _wait(browser, "return document.querySelectorAll('.zc-badge').length === 6", 10, "six badges")
+    _wait(browser, "return document.querySelectorAll('.zc-badge').length === 6", 30, "six badges")
     badges = browser.execute_script(
         "return [...document.querySelectorAll('.zc-badge')].map(b => b.dataset.kind)"
     )
