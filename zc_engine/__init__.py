@@ -1,7 +1,6 @@
 """Python bridge to the ZeroCopy-Continuity C engine (libzc.so).
 
-Import cost is one ``ctypes.CDLL``; torch is imported by the modules that
-need it.
+Importing it loads libzc.so with ctypes and imports torch.
 """
 
 from .errors import (BudgetExceeded, CorruptFile, EngineIOError, EngineNotBuilt, InvalidInput,

@@ -217,15 +217,18 @@ class LatentStore:
                 lib.zc_bundle_free(bundle.value)
 
     # -- reading ---------------------------------------------------------
-    def get(self, tag: str, generation: int = 0) -> StoredBundle:
+    def get(self, tag: str, generation: int = 0, *, verify: bool = False) -> StoredBundle:
         """The tag's newest bundle (or a given generation), as zero-copy torch views.
 
         A tag that lives only on disk (after a restart) is restored and every
-        tensor verified against its digest first.
+        tensor verified against its digest first. ``verify`` also re-digests the
+        host bytes of a slot already in memory (raises CorruptFile if they changed).
         """
         view = ctypes.c_void_p()
         check(lib.zc_store_get(self.handle, encode(tag, "tag"), generation, ctypes.byref(view)))
         try:
+            if verify:
+                check(lib.zc_view_verify(view.value))
             return self._bundle_from_view(view.value)
         finally:
             lib.zc_view_release(view.value)

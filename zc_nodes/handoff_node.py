@@ -159,7 +159,8 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             negative = comfy_adapter.encode_prompt(clip, negative_prompt or "")
         store = runtime.store()
         try:
-            shot = store.get(buffer_tag, generation)
+            # verify: the stored bytes are still the ones that were digested
+            shot = store.get(buffer_tag, generation, verify=True)
         except NotFound as exc:
             if fallback_first_frame is None:
                 raise ContinuityError(
@@ -167,7 +168,6 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                     f"run a ZeroCopyLatentStore with tag {buffer_tag!r} first") from None
             return cls.first_shot(positive, negative, vae, width, height, length, model,
                                   fallback_first_frame, buffer_tag, adapter)
-        store.verify(shot.tag, shot.generation)  # the stored bytes are still what was digested
         settings = handoff_tail.TailSettings(
             width=width, height=height, length=length, tail_frames=tail_frames, mode=continuity_mode,
             ratio=blend_ratio, image=fallback_first_frame, vae=vae, color_anchor=bool(color_anchor))
@@ -290,7 +290,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                          "the stored latent space)")
         result = chosen.build(request)
         certificate = Certificate(
-            tag=shot.tag, generation=shot.generation, stored_digest=digest_tensor(stored),
+            tag=shot.tag, generation=shot.generation, stored_digest=shot.info[av_bundle.VIDEO_KEY].digest,
             used_digest=digest_tensor(piece), adapter=f"pixel_bridge -> {chosen.name}",
             family=spec.name, tail_frames=1, bridge_decodes=decodes, bridge_encodes=encodes,
             overlap_pixel_frames=1 if spec.is_video else 0,

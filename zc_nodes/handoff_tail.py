@@ -181,7 +181,7 @@ def prepare(shot, streams_, spec, settings: TailSettings) -> PreparedTail:
     if settings.color_anchor:
         used = apply_color_anchor(shot, video, used, prepared)
     prepared.video = used
-    prepared.used_digest = digest_tensor(used)
+    prepared.used_digest = stored_digest if used is piece else digest_tensor(used)
     if spec.is_audio_video:
         audio_part(shot, streams_, spec, video, prepared.tail_frames, settings, prepared)
     elif len(streams_) > 1:

@@ -232,11 +232,12 @@ typedef struct {
 /* Fill a config with defaults (depth 4, unlimited budgets, no disk tier). */
 ZC_API void zc_store_config_init(zc_store_config *config);
 
-/* Open a store.  With a spill_dir, the directory is indexed (not read): each
- * tag's generation counter resumes after the newest file, stale temporary
- * files left by a crash are removed, and files whose name or header is not
- * ours are renamed aside with a ".rejected" suffix (never deleted).  Their
- * count is in zc_store_stats.files_rejected.
+/* Open a store.  With a spill_dir, the directory is indexed by file name
+ * (files are not read): each tag's generation counter resumes after the newest
+ * file, stale temporary files left by a crash are removed, and files that are
+ * not ours are left alone.  A file of ours that fails to restore later (corrupt,
+ * truncated, foreign header) is renamed aside with a ".rejected" suffix, never
+ * deleted; their count is in zc_store_stats.files_rejected.
  * @return ZC_OK; ZC_E_INVALID; ZC_E_IO (directory unusable); ZC_E_NOMEM. */
 ZC_API int zc_store_open(const zc_store_config *config, zc_store **out);
 
@@ -257,7 +258,8 @@ ZC_API int zc_store_set_depth(zc_store *store, const char *tag, uint32_t depth);
 
 /* Store a bundle as the tag's next generation.  On success the store owns
  * the bundle (do not free it) and *generation (optional) is its number,
- * strictly increasing per tag across restarts.  The tag's oldest slot leaves
+ * strictly increasing per tag; across restarts it continues after the tag's
+ * newest spill file (a tag with no file left starts again at 1).  The tag's oldest slot leaves
  * when the ring is full; over budget, least-recently-used slots of any tag
  * leave first, never one a view holds, never a tag's newest unless
  * ZC_PUT_MAY_EVICT_NEWEST.  Memory of a slot that left lives on while views
@@ -279,8 +281,10 @@ ZC_API int zc_store_get(zc_store *store, const char *tag, uint64_t generation, z
 #define ZC_DROP_DISK 1u /* also delete the tag's spill files */
 
 /* Remove a tag's slots (views keep their memory).  With ZC_DROP_DISK the
- * spill files go too, after pending writes for the tag finish.
- * @return ZC_OK or ZC_E_NOT_FOUND. */
+ * spill files go too, after pending writes finish (a spill still running for
+ * a dropped slot removes its own file).  Spill errors of other tags stay
+ * reported by the next zc_store_flush.
+ * @return ZC_OK, ZC_E_NOT_FOUND or ZC_E_NOMEM. */
 ZC_API int zc_store_drop(zc_store *store, const char *tag, uint32_t flags);
 
 /* Block until every queued spill is on disk.  @return ZC_OK, or the first

@@ -242,9 +242,12 @@ static void *writer_main(void *arg)
 
         uint64_t prune[64];
         uint32_t nprune = 0;
+        int unwanted = 0;
         pthread_mutex_lock(&s->lock);
         s->stats.pending_spills--;
-        if (rc == ZC_OK) {
+        if (rc == ZC_OK && slot->files_dropped) {
+            unwanted = 1; /* its tag was dropped with its files while this write ran */
+        } else if (rc == ZC_OK) {
             s->stats.spills_written++;
             nprune = after_write(s, slot, prune, 64);
         } else {
@@ -257,6 +260,10 @@ static void *writer_main(void *arg)
             }
         }
         pthread_mutex_unlock(&s->lock);
+        if (unwanted) {
+            unlink(path);
+            zc__fsync_parent_dir(path);
+        }
         for (uint32_t i = 0; i < nprune; i++) {
             char old[4096];
             if (zc__spill_path(s, slot->tag, prune[i], old, sizeof old) == ZC_OK)
@@ -273,6 +280,14 @@ static void *writer_main(void *arg)
     pthread_cond_broadcast(&s->work_done);
     pthread_mutex_unlock(&s->lock);
     return NULL;
+}
+
+void zc__worker_wait(zc_store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->writer_running && (s->queue_head != NULL || s->writer_busy))
+        pthread_cond_wait(&s->work_done, &s->lock);
+    pthread_mutex_unlock(&s->lock);
 }
 
 int zc_store_flush(zc_store *s)
@@ -353,7 +368,8 @@ int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot
         }
         pthread_mutex_lock(&s->lock);
         zc_tag_entry *e = zc__tag_find(s, tag);
-        if (e && (rc == ZC_E_CORRUPT || rc == ZC_E_NOT_FOUND || rc == ZC_E_IO))
+        /* Forget the file only if it is bad or gone; a transient I/O error keeps it. */
+        if (e && (rc == ZC_E_CORRUPT || rc == ZC_E_NOT_FOUND || access(path, F_OK) != 0))
             zc__disk_remove(e, generation);
         pthread_mutex_unlock(&s->lock);
         return rc;

@@ -261,12 +261,14 @@ int zc_store_set_depth(zc_store *s, const char *tag, uint32_t depth)
     return ZC_OK;
 }
 
-/* Can slot (at ring position pos of e) go under budget pressure? */
-static int evictable(const zc_tag_entry *e, uint32_t pos, uint32_t flags)
+/* Can slot (at ring position pos of e) go under budget pressure?  A tag's
+ * newest slot is protected, except in the tag being put to: the new slot
+ * becomes that tag's newest. */
+static int evictable(const zc_tag_entry *e, uint32_t pos, uint32_t flags, const zc_tag_entry *putting)
 {
     if (atomic_load(&e->ring[pos]->readers) > 0)
         return 0;
-    if (pos == e->count - 1 && !(flags & ZC_PUT_MAY_EVICT_NEWEST))
+    if (pos == e->count - 1 && e != putting && !(flags & ZC_PUT_MAY_EVICT_NEWEST))
         return 0;
     return 1;
 }
@@ -285,7 +287,8 @@ static int victim_cmp(const void *a, const void *b)
 /* Choose least-recently-used slots to evict so that live + need fits the
  * budgets, without changing anything.  Returns the victim count, or -1 if
  * eviction cannot make room (message set).  exclude: a slot already leaving. */
-static int plan_eviction(zc_store *s, const char *tag, uint64_t need_host, uint64_t need_dev,
+static int plan_eviction(zc_store *s, const zc_tag_entry *putting, const char *tag,
+                         uint64_t need_host, uint64_t need_dev,
                          const zc_slot *exclude, uint32_t flags, victim **out)
 {
     uint64_t host = s->stats.host_bytes, dev = s->stats.device_bytes;
@@ -306,7 +309,7 @@ static int plan_eviction(zc_store *s, const char *tag, uint64_t need_host, uint6
     for (size_t b = 0; b < s->bucket_count; b++)
         for (zc_tag_entry *e = s->buckets[b]; e; e = e->next)
             for (uint32_t i = 0; i < e->count; i++)
-                if (e->ring[i] != exclude && evictable(e, i, flags)) {
+                if (e->ring[i] != exclude && evictable(e, i, flags, putting)) {
                     cands[n].entry = e;
                     cands[n].slot = e->ring[i];
                     n++;
@@ -396,7 +399,7 @@ int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uin
     }
     zc_slot *ring_victim = e->count == e->depth ? e->ring[0] : NULL;
     victim *victims = NULL;
-    int nvictims = plan_eviction(s, tag, slot->host_bytes, slot->device_bytes, ring_victim, flags,
+    int nvictims = plan_eviction(s, e, tag, slot->host_bytes, slot->device_bytes, ring_victim, flags,
                                  &victims);
     if (nvictims < 0) {
         pthread_mutex_unlock(&s->lock);
@@ -562,7 +565,7 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
     if ((rc = zc_tag_check(tag)) != ZC_OK)
         return rc;
     if ((flags & ZC_DROP_DISK) && s->spill_dir)
-        zc_store_flush(s); /* pending writes for the tag must land before their files go */
+        zc__worker_wait(s); /* pending writes must land before their files go (errors stay for flush) */
     pthread_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
     if (e == NULL || (e->count == 0 && (!(flags & ZC_DROP_DISK) || e->disk_count == 0))) {
@@ -577,8 +580,11 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
         pthread_mutex_unlock(&s->lock);
         return zc__fail(ZC_E_NOMEM, "out of host memory dropping tag \"%s\"", tag);
     }
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         gone[i] = ring_take(s, e, 0);
+        if (flags & ZC_DROP_DISK)
+            gone[i]->files_dropped = 1; /* a spill still queued for it must not leave a file */
+    }
     if ((flags & ZC_DROP_DISK) && e->disk_count) {
         files = e->disk;
         nfiles = e->disk_count;

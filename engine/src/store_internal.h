@@ -32,6 +32,7 @@ typedef struct zc_slot {
     uint64_t host_bytes;
     uint64_t device_bytes;
     int from_disk;                 /* restored from a spill file */
+    int files_dropped;             /* dropped with ZC_DROP_DISK; under the store lock */
 } zc_slot;
 
 typedef struct zc_tag_entry {
@@ -97,6 +98,7 @@ zc_tag_entry *zc__tag_get_or_create(zc_store *store, const char *tag);
 /* spill.c */
 int zc__spill_open(zc_store *store);      /* index the directory, start the writer */
 void zc__spill_close(zc_store *store);    /* drain and stop the writer */
+void zc__worker_wait(zc_store *store);    /* wait until the queue is drained (lock not held) */
 void zc__spill_enqueue(zc_store *store, zc_slot *slot); /* lock held; takes a slot ref */
 int zc__spill_path(const zc_store *store, const char *tag, uint64_t generation, char *out,
                    size_t cap);

@@ -535,3 +535,19 @@ TEST(store_bundles_recycle_buffers_of_evicted_slots)
     CHECK(st.pooled_bytes == sizeof data);
     zc_store_close(s);
 }
+
+TEST(budget_lets_a_tag_replace_its_own_newest_slot)
+{
+    /* The budget holds one 400-byte bundle: a film on one tag must still go on. */
+    zc_store *s = open_store(4, 500, 0);
+    REQUIRE_OK(zc_store_put(s, "film", fixture_bundle(100, 1), 0, NULL));
+    REQUIRE_OK(zc_store_put(s, "film", fixture_bundle(100, 2), 0, NULL));
+    zc_store_stats st;
+    zc_store_stats_get(s, &st);
+    CHECK(st.slots == 1 && st.evictions == 1 && st.host_bytes == 400);
+    /* Another tag's newest is still protected. */
+    zc_bundle *b = fixture_bundle(100, 3);
+    CHECK(zc_store_put(s, "other", b, 0, NULL) == ZC_E_BUDGET);
+    zc_bundle_free(b);
+    zc_store_close(s);
+}

@@ -162,3 +162,17 @@ def test_spill_error_is_reported_by_flush(spill_dir):
         store.flush()  # the error was reported once; the store goes on
         assert store.get("x").generation == 1  # the memory tier kept the shot
         assert store.stats()["spill_errors"] == 1
+
+
+def test_dropping_a_tag_keeps_other_tags_spill_errors_for_flush(spill_dir):
+    from zc_engine import EngineIOError
+    with LatentStore(spill_dir=spill_dir) as store:
+        store.put("kept", {"latent_tensor": torch.zeros(4)}, spill=True)
+        store.flush()
+        for path in spill_dir.iterdir():
+            path.unlink()
+        spill_dir.rmdir()  # the next spill of any tag fails
+        store.put("failing", {"latent_tensor": torch.zeros(4)}, spill=True)
+        store.drop("kept", disk=True)
+        with pytest.raises(EngineIOError, match='spill of tag "failing"'):
+            store.flush()

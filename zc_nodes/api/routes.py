@@ -139,6 +139,12 @@ def _store(services: Services):
         ) from None
 
 
+async def _off_loop(drop, tag: str, disk: bool) -> None:
+    """Drop a tag on a worker thread: with disk=True it waits for pending spills and
+    fsyncs, which must not stall the server's event loop (and its websockets)."""
+    await asyncio.get_running_loop().run_in_executor(None, lambda: drop(tag, disk=disk))
+
+
 def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
     """(method, path, handler) for every route; method '*' (each handler checks its methods)."""
 
@@ -155,7 +161,7 @@ def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
             store = _store(services)
             if buffers.find_entry(store.describe(), tag) is None:
                 raise ApiError(404, "not_found", f"no buffer is tagged {tag!r}")
-            store.drop(tag, disk=disk)
+            await _off_loop(store.drop, tag, disk)
             _notify(services, [tag])
             return _json({"dropped": [tag], "missing": [], "disk": disk})
         check_query(request.query, ())
@@ -237,7 +243,7 @@ def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
             if tag not in present:
                 missing.append(tag)
                 continue
-            store.drop(tag, disk=disk)
+            await _off_loop(store.drop, tag, disk)
             dropped.append(tag)
         if dropped:
             _notify(services, dropped)
