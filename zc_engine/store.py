@@ -142,18 +142,25 @@ class LatentStore:
         """
         if not isinstance(tensors, Mapping) or not tensors:
             raise TypeError("tensors must be a non-empty mapping of name -> torch.Tensor")
+        keep_host = spill if host_copy is None else host_copy
+        flags = (PUT_SPILL if spill else 0) | (PUT_MAY_EVICT_NEWEST if may_evict_newest else 0)
+        return self._put(tag, tensors, meta, flags,
+                         lambda bundle, name, tensor: self._add(bundle, name, tensor, keep_host,
+                                                                defensive_clone))
+
+    def _put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None,
+             flags: int, add) -> int:
+        """Build a bundle with add(bundle, name, tensor) for each tensor, then store it."""
         tag_b = encode(tag, "tag")
         check(lib.zc_tag_check(tag_b))
         bundle = ctypes.c_void_p()
         check(lib.zc_store_bundle_create(self.handle, ctypes.byref(bundle)))
         try:
             for name, tensor in tensors.items():
-                self._add(bundle.value, name, tensor, spill if host_copy is None else host_copy,
-                          defensive_clone)
+                add(bundle.value, name, tensor)
             for key, value in (meta or {}).items():
                 check(lib.zc_bundle_set_meta(bundle.value, encode(key, "metadata key"),
                                              encode(str(value), f"metadata {key!r}")))
-            flags = (PUT_SPILL if spill else 0) | (PUT_MAY_EVICT_NEWEST if may_evict_newest else 0)
             generation = ctypes.c_uint64()
             check(lib.zc_store_put(self.handle, tag_b, bundle.value, flags, ctypes.byref(generation)))
             bundle = None  # the store owns it now
@@ -166,17 +173,22 @@ class LatentStore:
     def _add(bundle: int, name: str, tensor: torch.Tensor, host_copy: bool, clone: bool) -> None:
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"tensor {name!r} is a {type(tensor).__name__}, not a torch.Tensor")
-        name_b = encode(name, "tensor name")
         if tensor.is_nested:
             raise TypeError(f"tensor {name!r} is a nested tensor; put each of its streams "
                             "(tensor.unbind()) under its own name")
         if tensor.device.type == "cpu":
             with dlpack.borrowed_dltensor(tensor) as dl:
-                check(lib.zc_bundle_add_copy(bundle, name_b, dl))
+                check(lib.zc_bundle_add_copy(bundle, encode(name, "tensor name"), dl))
             return
         held = tensor.detach().clone() if clone else tensor.detach()
-        shadow = held.to("cpu") if host_copy else None
-        managed, versioned = dlpack.consume(held)
+        LatentStore._add_reference(bundle, name, held, host_copy)
+
+    @staticmethod
+    def _add_reference(bundle: int, name: str, tensor: torch.Tensor, host_copy: bool) -> None:
+        """Hand tensor's memory to the bundle by reference (and a host copy if asked)."""
+        name_b = encode(name, "tensor name")
+        shadow = tensor.detach().to("cpu", copy=True) if host_copy else None
+        managed, versioned = dlpack.consume(tensor)
         if shadow is None:
             check(lib.zc_bundle_add_reference(bundle, name_b, managed, int(versioned), None))
             return
@@ -190,31 +202,9 @@ class LatentStore:
         This is the device tier's path; for CPU tensors it exists so the
         by-reference ownership can be exercised where no GPU is present.
         """
-        tag_b = encode(tag, "tag")
-        check(lib.zc_tag_check(tag_b))
-        bundle = ctypes.c_void_p()
-        check(lib.zc_store_bundle_create(self.handle, ctypes.byref(bundle)))
-        try:
-            for name, tensor in tensors.items():
-                shadow = tensor.detach().to("cpu", copy=True) if host_copy else None
-                managed, versioned = dlpack.consume(tensor)
-                if shadow is None:
-                    check(lib.zc_bundle_add_reference(bundle.value, encode(name, "tensor name"),
-                                                      managed, int(versioned), None))
-                else:
-                    with dlpack.borrowed_dltensor(shadow) as dl:
-                        check(lib.zc_bundle_add_reference(bundle.value, encode(name, "tensor name"),
-                                                          managed, int(versioned), dl))
-            for key, value in (meta or {}).items():
-                check(lib.zc_bundle_set_meta(bundle.value, encode(key, "metadata key"),
-                                             encode(str(value), f"metadata {key!r}")))
-            generation = ctypes.c_uint64()
-            check(lib.zc_store_put(self.handle, tag_b, bundle.value, 0, ctypes.byref(generation)))
-            bundle = None
-            return generation.value
-        finally:
-            if bundle is not None:
-                lib.zc_bundle_free(bundle.value)
+        return self._put(tag, tensors, meta, 0,
+                         lambda bundle, name, tensor: self._add_reference(bundle, name, tensor,
+                                                                          host_copy))
 
     # -- reading ---------------------------------------------------------
     def get(self, tag: str, generation: int = 0, *, verify: bool = False) -> StoredBundle:
