@@ -97,6 +97,21 @@ def _pin(wf, model_ref, pos=(0, 120)):
     )
 
 
+def _ksampler(wf, pos, model, seed, positive, negative, latent, sampler_args):
+    """A KSampler node of the standard size at pos."""
+    return wf.add(
+        "KSampler",
+        pos,
+        size=(320, 270),
+        model=model,
+        seed=seed,
+        positive=positive,
+        negative=negative,
+        latent_image=latent,
+        **sampler_args,
+    )
+
+
 def _shot_outputs(wf, x, y, samples, vae, tag, model, shot, fps=16, prefix="zerocopy/shot"):
     store = wf.add(
         "ZeroCopyLatentStore",
@@ -208,17 +223,7 @@ def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
         **extra,
     )
     sampler_args = dict(steps=p.steps, cfg=p.cfg, sampler_name=p.sampler, scheduler="simple", denoise=1.0)
-    shot1 = wf.add(
-        "KSampler",
-        (860, 0),
-        size=(320, 270),
-        model=model.out(0),
-        seed=1001,
-        positive=i2v.out(0),
-        negative=i2v.out(1),
-        latent_image=i2v.out(2),
-        **sampler_args,
-    )
+    shot1 = _ksampler(wf, (860, 0), model.out(0), 1001, i2v.out(0), i2v.out(1), i2v.out(2), sampler_args)
     store, decode, save = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), p.tag, model.out(0), 1)
     wf.group("Shot 1: image to video, stored", [shot1, store, decode, save, i2v])
     prompts = {
@@ -249,16 +254,15 @@ def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
             continuity=previous.out(1),
             title=f"Handoff to shot {shot}",
         )
-        sampled = wf.add(
-            "KSampler",
+        sampled = _ksampler(
+            wf,
             (x + 420, 0),
-            size=(320, 270),
-            model=model.out(0),
-            seed=1000 + shot,
-            positive=handoff.out(0),
-            negative=handoff.out(2),
-            latent_image=handoff.out(1),
-            **sampler_args,
+            model.out(0),
+            1000 + shot,
+            handoff.out(0),
+            handoff.out(2),
+            handoff.out(1),
+            sampler_args,
         )
         previous, decode, save = _shot_outputs(
             wf, x + 420, 320, sampled.out(0), vae.out(0), p.tag, model.out(0), shot
@@ -334,16 +338,8 @@ def wan22_5b_chain(schemas):
         start_image=image.out(0),
     )
     sampler_args = dict(steps=30, cfg=5.0, sampler_name="uni_pc", scheduler="simple", denoise=1.0)
-    shot1 = wf.add(
-        "KSampler",
-        (860, 0),
-        size=(320, 270),
-        model=model.out(0),
-        seed=2201,
-        positive=positive.out(0),
-        negative=negative.out(0),
-        latent_image=latent.out(0),
-        **sampler_args,
+    shot1 = _ksampler(
+        wf, (860, 0), model.out(0), 2201, positive.out(0), negative.out(0), latent.out(0), sampler_args
     )
     store, decode, save = _shot_outputs(
         wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/wan22_shot"
@@ -370,16 +366,8 @@ def wan22_5b_chain(schemas):
         continuity=store.out(1),
         title="Handoff to shot 2",
     )
-    shot2 = wf.add(
-        "KSampler",
-        (2280, 0),
-        size=(320, 270),
-        model=model.out(0),
-        seed=2202,
-        positive=handoff.out(0),
-        negative=handoff.out(2),
-        latent_image=handoff.out(1),
-        **sampler_args,
+    shot2 = _ksampler(
+        wf, (2280, 0), model.out(0), 2202, handoff.out(0), handoff.out(2), handoff.out(1), sampler_args
     )
     store2, decode2, save2 = _shot_outputs(
         wf, 2280, 320, shot2.out(0), vae.out(0), tag, model.out(0), 2, fps=24, prefix="zerocopy/wan22_shot"
@@ -473,17 +461,7 @@ def ltx2_av_chain(schemas):
         "LTXVConcatAVLatent", (800, 760), size=(260, 60), video_latent=i2v.out(2), audio_latent=audio.out(0)
     )
     sampler_args = dict(steps=20, cfg=3.0, sampler_name="euler", scheduler="simple", denoise=1.0)
-    shot1 = wf.add(
-        "KSampler",
-        (860, 0),
-        size=(320, 270),
-        model=model.out(0),
-        seed=3301,
-        positive=i2v.out(0),
-        negative=i2v.out(1),
-        latent_image=av.out(0),
-        **sampler_args,
-    )
+    shot1 = _ksampler(wf, (860, 0), model.out(0), 3301, i2v.out(0), i2v.out(1), av.out(0), sampler_args)
 
     def outputs(x, samples, shot):
         store = wf.add(
@@ -552,16 +530,15 @@ def ltx2_av_chain(schemas):
         negative=handoff.out(2),
         frame_rate=25.0,
     )
-    shot2 = wf.add(
-        "KSampler",
+    shot2 = _ksampler(
+        wf,
         (2280, 0),
-        size=(320, 270),
-        model=model.out(0),
-        seed=3302,
-        positive=conditioned2.out(0),
-        negative=conditioned2.out(1),
-        latent_image=handoff.out(1),
-        **sampler_args,
+        model.out(0),
+        3302,
+        conditioned2.out(0),
+        conditioned2.out(1),
+        handoff.out(1),
+        sampler_args,
     )
     _, members = outputs(2280, shot2.out(0), 2)
     wf.group("Shot 2", [handoff, conditioned2, shot2, *members])
@@ -627,17 +604,7 @@ def minimax_h3_chain(schemas):
         title="Negative prompt",
     )
     sampler_args = dict(steps=30, cfg=4.0, sampler_name="euler", scheduler="simple", denoise=1.0)
-    shot1 = wf.add(
-        "KSampler",
-        (860, 0),
-        size=(320, 270),
-        model=model.out(0),
-        seed=4401,
-        positive=i2v.out(0),
-        negative=negative.out(0),
-        latent_image=i2v.out(1),
-        **sampler_args,
-    )
+    shot1 = _ksampler(wf, (860, 0), model.out(0), 4401, i2v.out(0), negative.out(0), i2v.out(1), sampler_args)
     store, decode, save = _shot_outputs(
         wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/h3_shot"
     )
@@ -663,16 +630,8 @@ def minimax_h3_chain(schemas):
         continuity=store.out(1),
         title="Handoff to shot 2",
     )
-    shot2 = wf.add(
-        "KSampler",
-        (2280, 0),
-        size=(320, 270),
-        model=model.out(0),
-        seed=4402,
-        positive=handoff.out(0),
-        negative=handoff.out(2),
-        latent_image=handoff.out(1),
-        **sampler_args,
+    shot2 = _ksampler(
+        wf, (2280, 0), model.out(0), 4402, handoff.out(0), handoff.out(2), handoff.out(1), sampler_args
     )
     store2, decode2, save2 = _shot_outputs(
         wf, 2280, 320, shot2.out(0), vae.out(0), tag, model.out(0), 2, fps=24, prefix="zerocopy/h3_shot"
@@ -743,16 +702,8 @@ def flux_kontext_stills(schemas):
     )
     guided = wf.add("FluxGuidance", (400, 680), size=(240, 60), conditioning=reference.out(0), guidance=2.5)
     sampler_args = dict(steps=20, cfg=1.0, sampler_name="euler", scheduler="simple", denoise=1.0)
-    still1 = wf.add(
-        "KSampler",
-        (860, 0),
-        size=(320, 270),
-        model=model.out(0),
-        seed=5501,
-        positive=guided.out(0),
-        negative=negative.out(0),
-        latent_image=encoded.out(0),
-        **sampler_args,
+    still1 = _ksampler(
+        wf, (860, 0), model.out(0), 5501, guided.out(0), negative.out(0), encoded.out(0), sampler_args
     )
     store = wf.add(
         "ZeroCopyLatentStore",
@@ -794,16 +745,8 @@ def flux_kontext_stills(schemas):
         title="Handoff to still 2",
     )
     guided2 = wf.add("FluxGuidance", (2280, 600), size=(240, 60), conditioning=handoff.out(0), guidance=2.5)
-    still2 = wf.add(
-        "KSampler",
-        (2280, 0),
-        size=(320, 270),
-        model=model.out(0),
-        seed=5502,
-        positive=guided2.out(0),
-        negative=handoff.out(2),
-        latent_image=handoff.out(1),
-        **sampler_args,
+    still2 = _ksampler(
+        wf, (2280, 0), model.out(0), 5502, guided2.out(0), handoff.out(2), handoff.out(1), sampler_args
     )
     store2 = wf.add(
         "ZeroCopyLatentStore",
