@@ -112,6 +112,20 @@ def _ksampler(wf, pos, model, seed, positive, negative, latent, sampler_args):
     )
 
 
+def _handoff(wf, pos, **inputs):
+    """A ZeroCopyLatentHandoff node of the standard size at pos; the examples' settings
+    (zero-copy mode, one tail frame, auto adapter, newest generation) unless given."""
+    for name, value in (
+        ("continuity_mode", "zero_copy_latent_only"),
+        ("blend_ratio", 0.0),
+        ("tail_frames", 1),
+        ("adapter", "auto"),
+        ("generation", 0),
+    ):
+        inputs.setdefault(name, value)
+    return wf.add("ZeroCopyLatentHandoff", pos, size=(380, 560), **inputs)
+
+
 def _shot_outputs(wf, x, y, samples, vae, tag, model, shot, fps=16, prefix="zerocopy/shot"):
     store = wf.add(
         "ZeroCopyLatentStore",
@@ -233,10 +247,9 @@ def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
     previous = store
     for shot in (2, 3):
         x = 860 + (shot - 1) * 1000
-        handoff = wf.add(
-            "ZeroCopyLatentHandoff",
+        handoff = _handoff(
+            wf,
             (x, 0),
-            size=(380, 560),
             clip=clip.out(0),
             vae=vae.out(0),
             prompt=prompts[shot],
@@ -244,13 +257,8 @@ def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
             height=p.height,
             length=p.length,
             buffer_tag=p.tag,
-            continuity_mode="zero_copy_latent_only",
-            blend_ratio=0.0,
             negative=negative.out(0),
             model=model.out(0),
-            tail_frames=1,
-            adapter="auto",
-            generation=0,
             continuity=previous.out(1),
             title=f"Handoff to shot {shot}",
         )
@@ -345,10 +353,9 @@ def wan22_5b_chain(schemas):
         wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/wan22_shot"
     )
     wf.group("Shot 1", [shot1, store, decode, save])
-    handoff = wf.add(
-        "ZeroCopyLatentHandoff",
+    handoff = _handoff(
+        wf,
         (1860, 0),
-        size=(380, 560),
         clip=clip.out(0),
         vae=vae.out(0),
         prompt="Shot 2: the kite string snaps, the kite drifts toward the sea",
@@ -356,13 +363,8 @@ def wan22_5b_chain(schemas):
         height=704,
         length=121,
         buffer_tag=tag,
-        continuity_mode="zero_copy_latent_only",
-        blend_ratio=0.0,
         negative=negative.out(0),
         model=model.out(0),
-        tail_frames=1,
-        adapter="auto",
-        generation=0,
         continuity=store.out(1),
         title="Handoff to shot 2",
     )
@@ -500,10 +502,9 @@ def ltx2_av_chain(schemas):
 
     store, members = outputs(860, shot1.out(0), 1)
     wf.group("Shot 1 (audio + video)", [shot1, av, *members])
-    handoff = wf.add(
-        "ZeroCopyLatentHandoff",
+    handoff = _handoff(
+        wf,
         (1860, 0),
-        size=(380, 560),
         clip=text.out(0),
         vae=checkpoint.out(2),
         prompt="Shot 2: the musician bows, the crowd applauds, wide shot",
@@ -511,13 +512,8 @@ def ltx2_av_chain(schemas):
         height=512,
         length=97,
         buffer_tag=tag,
-        continuity_mode="zero_copy_latent_only",
-        blend_ratio=0.0,
         negative=negative.out(0),
         model=model.out(0),
-        tail_frames=1,
-        adapter="auto",
-        generation=0,
         continuity=store.out(1),
         title="Handoff to shot 2",
     )
@@ -609,10 +605,9 @@ def minimax_h3_chain(schemas):
         wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/h3_shot"
     )
     wf.group("Shot 1 (audio + video)", [shot1, store, decode, save])
-    handoff = wf.add(
-        "ZeroCopyLatentHandoff",
+    handoff = _handoff(
+        wf,
         (1860, 0),
-        size=(380, 560),
         clip=clip.out(0),
         vae=vae.out(0),
         prompt="Shot 2: the chef plates the dish, the kitchen falls quiet",
@@ -620,13 +615,8 @@ def minimax_h3_chain(schemas):
         height=768,
         length=124,
         buffer_tag=tag,
-        continuity_mode="zero_copy_latent_only",
-        blend_ratio=0.0,
         negative=negative.out(0),
         model=model.out(0),
-        tail_frames=1,
-        adapter="auto",
-        generation=0,
         continuity=store.out(1),
         title="Handoff to shot 2",
     )
@@ -723,10 +713,9 @@ def flux_kontext_stills(schemas):
         filename_prefix="zerocopy/kontext_still1",
     )
     wf.group("Still 1", [still1, store, decode, save])
-    handoff = wf.add(
-        "ZeroCopyLatentHandoff",
+    handoff = _handoff(
+        wf,
         (1860, 0),
-        size=(380, 560),
         clip=clip.out(0),
         vae=vae.out(0),
         prompt="Still 2: same painting, now at night with lanterns",
@@ -734,13 +723,8 @@ def flux_kontext_stills(schemas):
         height=1024,
         length=1,
         buffer_tag=tag,
-        continuity_mode="zero_copy_latent_only",
-        blend_ratio=0.0,
         negative=negative.out(0),
         model=model.out(0),
-        tail_frames=1,
-        adapter="auto",
-        generation=0,
         continuity=store.out(1),
         title="Handoff to still 2",
     )
