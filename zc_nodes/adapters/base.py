@@ -15,6 +15,7 @@ from fractions import Fraction
 
 import torch
 
+from ...zc_continuity import shapes
 from ...zc_continuity.families import FamilySpec
 
 
@@ -45,6 +46,18 @@ class BuildRequest:
     audio_rate: Fraction | None = None
     fresh_first_frame: bool = False
     meta: dict = field(default_factory=dict)
+
+    def target(self, length: int | None = None) -> tuple[int, ...]:
+        """The new shot's latent shape for this request's family and canvas."""
+        return shapes.target_shape(self.batch, self.width, self.height,
+                                   self.length if length is None else length, self.spec)
+
+    def audio_note(self) -> str:
+        """The certificate note on the audio tail held at the start of an audio-video shot."""
+        axis = self.spec.audio.time_axis
+        held = 0 if self.audio is None else self.audio.shape[axis]
+        return (f"audio: {held} audio latents held at the start of the new shot's "
+                f"{self.audio_shape[axis]}")
 
 
 @dataclass

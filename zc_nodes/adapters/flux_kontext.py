@@ -10,7 +10,7 @@ canvas. See ``zc_continuity.kontext`` for the caveats.
 from __future__ import annotations
 
 from .. import comfy_adapter
-from ...zc_continuity import kontext, shapes
+from ...zc_continuity import kontext
 from .base import Adapter, BuildRequest, BuildResult
 
 
@@ -20,8 +20,7 @@ class FluxKontextReference(Adapter):
     summary = "reference_latents += [stored image latent] (both conditionings), empty latent"
 
     def build(self, request: BuildRequest) -> BuildResult:
-        spec = request.spec
-        target = shapes.target_shape(request.batch, request.width, request.height, 1, spec)
+        target = request.target(length=1)
         result = kontext.kontext_reference(target, request.video)
         values = result.conditioning_values()
         return BuildResult(

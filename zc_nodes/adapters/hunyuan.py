@@ -13,7 +13,7 @@ conditionings, zero padding. See ``zc_continuity.hunyuan`` for the caveats.
 from __future__ import annotations
 
 from .. import comfy_adapter
-from ...zc_continuity import hunyuan, shapes
+from ...zc_continuity import hunyuan
 from .base import Adapter, BuildRequest, BuildResult
 
 V1_CONCAT = "i2v_concat"
@@ -32,8 +32,7 @@ class HunyuanI2V(Adapter):
                "checkpoints: concat_latent_image + concat_mask (positive)")
 
     def build(self, request: BuildRequest) -> BuildResult:
-        spec = request.spec
-        target = shapes.target_shape(request.batch, request.width, request.height, request.length, spec)
+        target = request.target()
         if uses_concat(request):
             result = hunyuan.hunyuan_concat(target, request.video)
             positive = comfy_adapter.conditioning_with(request.positive, result.conditioning_values())
@@ -56,8 +55,7 @@ class Hunyuan15I2V(Adapter):
     summary = "concat_latent_image = tail + zeros, concat_mask 0 on the tail (both conditionings)"
 
     def build(self, request: BuildRequest) -> BuildResult:
-        spec = request.spec
-        target = shapes.target_shape(request.batch, request.width, request.height, request.length, spec)
+        target = request.target()
         result = hunyuan.hunyuan_concat(target, request.video)
         values = result.conditioning_values()
         return BuildResult(comfy_adapter.conditioning_with(request.positive, values),

@@ -13,7 +13,7 @@ are rejoined with a nested noise mask. The LATENT carries
 from __future__ import annotations
 
 from .. import comfy_adapter
-from ...zc_continuity import ltx, shapes
+from ...zc_continuity import ltx
 from .base import Adapter, BuildRequest, BuildResult
 from .temporal_inpaint import build_streams
 
@@ -26,7 +26,7 @@ class LtxLatentGuide(Adapter):
 
     def build(self, request: BuildRequest) -> BuildResult:
         spec = request.spec
-        target = shapes.target_shape(request.batch, request.width, request.height, request.length, spec)
+        target = request.target()
         plan = ltx.ltx_guide_plan(target, request.video)
         guide = plan.guide.expand(target[0], *plan.guide.shape[1:])
         scale = (spec.temporal_ratio, spec.spatial_ratio, spec.spatial_ratio)
@@ -39,7 +39,5 @@ class LtxLatentGuide(Adapter):
         notes = [f"ltx_latent_guide: {k} guide latent(s) appended after the {target[2]}-frame clip; "
                  "the Store drops them, crop them (LTXVCropGuides) before decoding"]
         if spec.is_audio_video:
-            held = 0 if request.audio is None else request.audio.shape[spec.audio.time_axis]
-            notes.append(f"audio: {held} audio latents held at the start of the new shot's "
-                         f"{request.audio_shape[spec.audio.time_axis]}")
+            notes.append(request.audio_note())
         return BuildResult(positive, negative, latent, notes)

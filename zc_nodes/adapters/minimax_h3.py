@@ -54,6 +54,5 @@ class MiniMaxH3Keyframe(Adapter):
                  "minimax_h3_keyframe: the prompt is encoded text-only; core's MiniMaxH3ImageToVideo "
                  "also shows the keyframe image to the text encoder, which needs pixels"]
         if request.audio is not None:
-            notes.append(f"audio: {request.audio.shape[-1]} audio latents held at the start of the "
-                         f"new shot's {request.audio_shape[-1]}")
+            notes.append(request.audio_note())
         return BuildResult(positive, request.negative, latent, notes)

@@ -17,7 +17,7 @@ case the sampler restores them exactly at the end (``KSamplerX0Inpaint``).
 from __future__ import annotations
 
 from .. import comfy_adapter
-from ...zc_continuity import assemble, shapes, streams
+from ...zc_continuity import assemble, streams
 from .base import Adapter, BuildRequest, BuildResult
 
 HOLD = {
@@ -51,7 +51,7 @@ class TemporalInpaint(Adapter):
 
     def build(self, request: BuildRequest) -> BuildResult:
         spec = request.spec
-        target = shapes.target_shape(request.batch, request.width, request.height, request.length, spec)
+        target = request.target()
         fill = comfy_adapter.empty_fill(request.latent_format, spec.channels)
         video = assemble.temporal_inpaint(target, request.video, fill)
         latent = build_streams(request, video.samples, video.noise_mask)
@@ -59,7 +59,5 @@ class TemporalInpaint(Adapter):
         if not request.fresh_first_frame and spec.name in HOLD:
             notes.append(f"temporal_inpaint: {HOLD[spec.name]}")
         if spec.is_audio_video:
-            held = 0 if request.audio is None else request.audio.shape[spec.audio.time_axis]
-            notes.append(f"audio: {held} audio latents held at the start of the new shot's "
-                         f"{request.audio_shape[spec.audio.time_axis]}")
+            notes.append(request.audio_note())
         return BuildResult(request.positive, request.negative, latent, notes)

@@ -15,7 +15,7 @@ causal first frame.
 from __future__ import annotations
 
 from .. import comfy_adapter
-from ...zc_continuity import assemble, shapes
+from ...zc_continuity import assemble
 from .base import Adapter, BuildRequest, BuildResult
 
 
@@ -26,7 +26,7 @@ class WanI2V(Adapter):
 
     def build(self, request: BuildRequest) -> BuildResult:
         spec = request.spec
-        target = shapes.target_shape(request.batch, request.width, request.height, request.length, spec)
+        target = request.target()
         fill = comfy_adapter.empty_fill(request.latent_format, spec.channels)
         result = assemble.wan_i2v_concat(target, request.video, fill)
         values = result.conditioning_values()
