@@ -48,20 +48,24 @@ def decode_stats(text: str) -> color.ChannelStats | None:
 
 def anchor_for_new_shot(store, tag: str, video: torch.Tensor) -> dict[str, str]:
     """Metadata to put with a new shot of ``tag`` whose video stream is ``video``."""
-    own = color.channel_stats(video)
-    fresh = {ANCHOR_KEY: encode_stats(own), SOURCE_KEY: SELF}
+    def fresh(reset: str | None = None) -> dict[str, str]:
+        # computed only when this shot starts the anchor: a pass over the whole latent
+        meta = {ANCHOR_KEY: encode_stats(color.channel_stats(video)), SOURCE_KEY: SELF}
+        return dict(meta, color_anchor_reset=reset) if reset else meta
+
     try:
         previous = store.get(tag)
     except NotFound:
-        return fresh
+        return fresh()
     except Exception as exc:  # a damaged spill file must not stop the new shot from being stored
-        return dict(fresh, color_anchor_reset=f"the previous shot could not be read ({exc})")
+        return fresh(f"the previous shot could not be read ({exc})")
     anchor = decode_stats(previous.meta.get(ANCHOR_KEY, ""))
     if anchor is None:
-        return dict(fresh, color_anchor_reset="the previous shot of the tag carried no anchor")
-    if anchor.channels != own.channels:
-        return dict(fresh, color_anchor_reset=f"the previous shot has {anchor.channels} channels, "
-                                              f"this one {own.channels} (another latent space)")
+        return fresh("the previous shot of the tag carried no anchor")
+    channels = int(video.shape[1])
+    if anchor.channels != channels:
+        return fresh(f"the previous shot has {anchor.channels} channels, this one {channels} "
+                     "(another latent space)")
     source = previous.meta.get(SOURCE_KEY, SELF)
     if source == SELF:
         source = f"generation {previous.generation}"

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -60,7 +61,9 @@ void *zc__bufpool_take(zc_bufpool *pool, uint64_t nbytes)
         for (uint32_t i = pool->count; i > 0; i--) { /* newest first: warmest in cache */
             if (pool->buffers[i - 1].nbytes == nbytes) {
                 void *p = pool->buffers[i - 1].p;
-                pool->buffers[i - 1] = pool->buffers[pool->count - 1];
+                /* keep the rest in age order (oldest first) for zc__bufpool_give */
+                memmove(&pool->buffers[i - 1], &pool->buffers[i],
+                        (pool->count - i) * sizeof pool->buffers[0]);
                 pool->count--;
                 pool->bytes -= nbytes;
                 pthread_mutex_unlock(&pool->lock);
@@ -76,17 +79,27 @@ void zc__bufpool_give(zc_bufpool *pool, void *p, uint64_t nbytes)
 {
     if (p == NULL)
         return;
-    if (pool) {
+    if (pool && nbytes <= pool->limit_bytes) {
+        /* The newest buffer is the likeliest to be asked for again (a film puts one shape
+         * shot after shot): the oldest pooled buffers make room for it. */
+        void *evicted[POOL_BUFFERS];
+        uint32_t n_evicted = 0;
         pthread_mutex_lock(&pool->lock);
-        if (pool->count < POOL_BUFFERS && pool->bytes + nbytes <= pool->limit_bytes) {
-            pool->buffers[pool->count].p = p;
-            pool->buffers[pool->count].nbytes = nbytes;
-            pool->count++;
-            pool->bytes += nbytes;
-            pthread_mutex_unlock(&pool->lock);
-            return;
+        while (pool->count > 0 &&
+               (pool->count == POOL_BUFFERS || pool->bytes + nbytes > pool->limit_bytes)) {
+            evicted[n_evicted++] = pool->buffers[0].p;
+            pool->bytes -= pool->buffers[0].nbytes;
+            pool->count--;
+            memmove(&pool->buffers[0], &pool->buffers[1], pool->count * sizeof pool->buffers[0]);
         }
+        pool->buffers[pool->count].p = p;
+        pool->buffers[pool->count].nbytes = nbytes;
+        pool->count++;
+        pool->bytes += nbytes;
         pthread_mutex_unlock(&pool->lock);
+        for (uint32_t i = 0; i < n_evicted; i++) /* unmapping outside the lock */
+            zc__host_free(evicted[i]);
+        return;
     }
     zc__host_free(p);
 }

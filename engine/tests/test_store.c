@@ -536,6 +536,51 @@ TEST(store_bundles_recycle_buffers_of_evicted_slots)
     zc_store_close(s);
 }
 
+static void *put_filled(zc_store *s, const char *tag, size_t floats)
+{
+    static float data[16384];
+    for (size_t i = 0; i < floats; i++)
+        data[i] = (float)i;
+    int64_t shape[1] = {(int64_t)floats};
+    fixture_tensor ft;
+    fixture_f32(&ft, data, 1, shape);
+    zc_bundle *b;
+    if (zc_store_bundle_create(s, &b) != ZC_OK || zc_bundle_add_copy(b, "latent_tensor", &ft.dl) != ZC_OK ||
+        zc_store_put(s, tag, b, 0, NULL) != ZC_OK)
+        return NULL;
+    zc_view *v;
+    if (zc_store_get(s, tag, 0, &v) != ZC_OK)
+        return NULL;
+    zc_tensor_info ti;
+    zc_view_tensor(v, 0, &ti);
+    void *where = ti.data;
+    zc_view_release(v);
+    return where;
+}
+
+TEST(buffer_pool_makes_room_for_the_newest_buffer)
+{
+    /* host budget 256 KiB -> pool cap 64 KiB. A 16 KiB buffer is pooled first; the 64 KiB
+     * buffer returned after it does not fit beside it, so the older one is freed, and the
+     * next 64 KiB put reuses the newest buffer instead of faulting in fresh pages. */
+    zc_store *s = open_store(1, 256 << 10, 0);
+    REQUIRE(s != NULL);
+    REQUIRE(put_filled(s, "small", 4096) != NULL);
+    REQUIRE_OK(zc_store_drop(s, "small", 0));
+    zc_store_stats st;
+    zc_store_stats_get(s, &st);
+    CHECK(st.pooled_bytes == 16 << 10);
+    void *first = put_filled(s, "large", 16384);
+    REQUIRE(first != NULL);
+    REQUIRE_OK(zc_store_drop(s, "large", 0));
+    zc_store_stats_get(s, &st);
+    CHECK(st.pooled_bytes == 64 << 10);
+    CHECK(put_filled(s, "large", 16384) == first);
+    zc_store_stats_get(s, &st);
+    CHECK(st.pooled_bytes == 0);
+    zc_store_close(s);
+}
+
 TEST(budget_lets_a_tag_replace_its_own_newest_slot)
 {
     /* The budget holds one 400-byte bundle: a film on one tag must still go on. */
