@@ -20,8 +20,8 @@ Figures (goals from the issue):
      digest verification >= 0.7 x `dd` read bandwidth (page cache dropped
      before each side when the kernel lets us, else warm on both sides).
   5. 10,000 put/get/release cycles at depth 4: RSS grows by <= one slot.
-  S. Scale: put+get cost proportional to bytes; get with 10,000 tags as
-     fast as with one (constant-time lookup).
+  (Scale against size and number of tags: bench/sections/scale.py, run by
+  bench/run.py.)
   M. Info: what first-touch page faults of fresh memory cost on this machine.
 
 Everything runs with torch.set_num_threads(1) and, when permitted, niceness
@@ -878,74 +878,13 @@ def fig5_rss(rep: Report, cfg: dict, cpu: int) -> None:
 
 
 # --------------------------------------------------------------------------
-# Scale table
+# Machine info: fresh memory
 # --------------------------------------------------------------------------
-
-def scale_put_get(rep: Report, cfg: dict, cpu: int) -> None:
-    sizes = cfg["scale_mib"]
-    figure = f"put+get cost ∝ bytes ({sizes[0]}–{sizes[-1]} MiB)"
-    goal = "ns/byte spread ≤ 2×"
-    log(f"scale: put+get for {sizes} MiB, pinned to CPU {cpu}")
-    try:
-        store = LatentStore(depth=4)
-        table = []
-        for mib in sizes:
-            reps = cfg["scale_reps"] if mib < 256 else max(3, cfg["scale_reps"] // 2)
-            x = torch.empty(mib * MiB // 4, dtype=torch.float32).fill_(1.25)
-            t = {"put_get": [], "clone": []}
-            pf = []
-
-            def pg():
-                f0, t0 = minflt(), ns()
-                store.put("scale", {"latent": x})
-                b = store.get("scale")
-                t["put_get"].append((ns() - t0) / 1e9)
-                pf.append(minflt() - f0)
-                del b
-                store.drop("scale")
-
-            def cl():
-                t0 = ns()
-                c = x.clone()
-                t["clone"].append((ns() - t0) / 1e9)
-                del c
-
-            with Pinned(cpu), NoGC():
-                for i in range(8 if mib < 64 else 2):  # let glibc settle (see figure 1)
-                    alternate(i, pg, cl)
-                t["put_get"].clear()
-                t["clone"].clear()
-                pf.clear()
-                for i in range(reps):
-                    alternate(i, pg, cl)
-            s = {k: summary(v) for k, v in t.items()}
-            nbytes = mib * MiB
-            table.append({"mib": mib, "bytes": nbytes, "put_get": s["put_get"],
-                          "clone": s["clone"],
-                          "ns_per_byte": s["put_get"]["median"] * 1e9 / nbytes,
-                          "GBps": nbytes / s["put_get"]["median"] / 1e9,
-                          "vs_clone": s["put_get"]["median"] / s["clone"]["median"],
-                          "page_faults_per_put": statistics.median(pf),
-                          "pages": nbytes // 4096})
-            log(f"  {mib} MiB: put+get {fmt_time(s['put_get']['median'])} "
-                f"({table[-1]['ns_per_byte']:.3f} ns/B), clone {fmt_time(s['clone']['median'])}")
-            del x
-        store.close()
-        npb = [r["ns_per_byte"] for r in table]
-        spread = max(npb) / min(npb)
-        rep.details["scale_put_get"] = {"rows": table, "ns_per_byte_spread": spread}
-        rep.row("S1", figure, goal, f"{spread:.2f}× ({min(npb):.3f}–{max(npb):.3f} ns/B)", None,
-                None, spread <= 2.0,
-                "put(tag, {'latent': x}) + get(tag) timed together per rep (slot dropped "
-                "outside the timing); clone of the same tensor interleaved for reference")
-    except Exception as exc:  # noqa: BLE001
-        rep.error("S1", figure, goal, exc)
-
 
 def first_touch(rep: Report, cfg: dict, cpu: int) -> None:
     """What fresh memory costs here: the page faults of a new large allocation."""
     nbytes = cfg["spill_mib"] * MiB
-    reps = cfg["scale_reps"]
+    reps = cfg["touch_reps"]
     figure = f"first-touch cost of fresh memory ({fmt_bytes(nbytes)}, page faults)"
     log(f"machine: {figure}, pinned to CPU {cpu}")
     try:
@@ -985,71 +924,13 @@ def first_touch(rep: Report, cfg: dict, cpu: int) -> None:
         rep.error("M1", figure, "(info)", exc)
 
 
-def scale_tags(rep: Report, cfg: dict, cpu: int) -> None:
-    ntags, calls, reps = cfg["tags"], cfg["tag_calls"], cfg["get_reps"]
-    figure = f"get latency, 1 tag vs {ntags:,} tags"
-    goal = f"{ntags:,} tags ≤ 1.5 × 1 tag"
-    log(f"scale: {figure}, pinned to CPU {cpu}")
-    try:
-        one = LatentStore(depth=4)
-        many = LatentStore(depth=4)
-        x = torch.full((1024,), 2.0)
-        one.put("t00000", {"latent": x})
-        names = [f"t{i:05d}" for i in range(ntags)]
-        t0 = ns()
-        for n in names:
-            many.put(n, {"latent": x})
-        fill = (ns() - t0) / 1e9
-        assert many.stats()["tags"] == ntags
-        rng = random.Random(1234)
-        picks = [rng.choice(names) for _ in range(calls)]
-        t = {"one": [], "many_random": [], "many_same": []}
-
-        def measure(store, key, tags_):
-            def run():
-                samples = []
-                for tag in tags_:
-                    a = ns()
-                    b = store.get(tag)
-                    samples.append(ns() - a)
-                    del b
-                t[key].append(statistics.median(samples) / 1e9)
-            return run
-
-        fns = [measure(one, "one", ["t00000"] * calls), measure(many, "many_random", picks),
-               measure(many, "many_same", [names[ntags // 2]] * calls)]
-        with Pinned(cpu), NoGC():
-            for f in fns:
-                f()
-            for v in t.values():
-                v.clear()
-            for i in range(reps):
-                alternate(i, *fns)
-        one.close()
-        many.close()
-        s = {k: summary(v) for k, v in t.items()}
-        ratio = s["many_random"]["median"] / s["one"]["median"]
-        rep.details["scale_tags"] = {"tags": ntags, "fill_seconds": fill, "seconds": s,
-                                     "ratio_random_over_one": ratio}
-        rep.row("S2", figure, goal,
-                f"{ratio:.2f}× (1 tag {fmt_time(s['one']['median'])}, {ntags:,} tags "
-                f"{fmt_time(s['many_random']['median'])} random / "
-                f"{fmt_time(s['many_same']['median'])} same tag)", s["many_random"], fmt_time,
-                ratio <= 1.5,
-                "LatentStore.get of a 4 KiB tensor: a store holding 1 tag vs one holding "
-                f"{ntags:,} tags (random tags each call, and one tag repeatedly); per-call "
-                "timing, value per rep = median")
-    except Exception as exc:  # noqa: BLE001
-        rep.error("S2", figure, goal, exc)
-
-
 # --------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------
 
 def ordered(rows: list[dict]) -> list[dict]:
-    """Figures 1-5 first, then the scale rows (S), then machine info (M)."""
-    return sorted(rows, key=lambda r: ({"S": 1, "M": 2}.get(r["id"][0], 0), r["id"]))
+    """Figures 1-5 first, then machine info (M)."""
+    return sorted(rows, key=lambda r: ({"M": 2}.get(r["id"][0], 0), r["id"]))
 
 
 def markdown(info: dict, cfg: dict, rep: Report, elapsed: float) -> str:
@@ -1186,31 +1067,6 @@ def markdown(info: dict, cfg: dict, rep: Report, elapsed: float) -> str:
         for c, r in f5["trend"]:
             L.append(f"| {c:,} | {fmt_bytes(r)} | {fmt_bytes(r - f5['rss_after_warmup'])} |")
         L.append("")
-    if "scale_put_get" in d:
-        L.append("## Scale: put+get cost by size (one core)")
-        L.append("")
-        L.append("| size | put+get median | min | reps | ns/byte | GB/s | clone | put+get / clone "
-                 "| page faults per put (of 4 KiB pages) |")
-        L.append("|---|---|---|---|---|---|---|---|---|")
-        for r in d["scale_put_get"]["rows"]:
-            L.append(f"| {r['mib']} MiB | {fmt_time(r['put_get']['median'])} | "
-                     f"{fmt_time(r['put_get']['min'])} | {r['put_get']['reps']} | "
-                     f"{r['ns_per_byte']:.3f} | {r['GBps']:.2f} | "
-                     f"{fmt_time(r['clone']['median'])} | {r['vs_clone']:.2f}× | "
-                     f"{r['page_faults_per_put']:.0f} of {r['pages']} |")
-        L.append("")
-    if "scale_tags" in d:
-        s = d["scale_tags"]["seconds"]
-        L.append("## Scale: get latency vs number of tags")
-        L.append("")
-        L.append("| store | get median | min | reps |")
-        L.append("|---|---|---|---|")
-        for k, label in (("one", "1 tag"), ("many_random", f"{d['scale_tags']['tags']:,} tags, "
-                                            "random tag per call"),
-                         ("many_same", f"{d['scale_tags']['tags']:,} tags, same tag")):
-            L.append(f"| {label} | {fmt_time(s[k]['median'])} | {fmt_time(s[k]['min'])} | "
-                     f"{s[k]['reps']} |")
-        L.append("")
     L.append("## What was timed")
     L.append("")
     groups: dict[str, list[str]] = {}
@@ -1257,10 +1113,7 @@ def config(quick: bool) -> dict:
         "spill_reps": 3 if quick else 9,
         "rss_cycles": 10_000,
         "rss_warmup": 100 if quick else 300,
-        "scale_mib": [1, 4, 16, 64] if quick else [1, 4, 16, 64, 256],
-        "scale_reps": 5 if quick else 15,
-        "tags": 10_000,
-        "tag_calls": 300 if quick else 2000,
+        "touch_reps": 5 if quick else 15,
     }
 
 
@@ -1321,8 +1174,6 @@ def main(argv: list[str] | None = None) -> int:
         fig3_digest_vs_memcpy(rep, cfg, cpu)
         fig4_spill(rep, cfg, _TMP)
         fig5_rss(rep, cfg, cpu)
-        scale_put_get(rep, cfg, cpu)
-        scale_tags(rep, cfg, cpu)
         first_touch(rep, cfg, cpu)
     finally:
         _cleanup()

@@ -14,30 +14,19 @@ handed-off tail equals the stored one bit for bit.
 
 from __future__ import annotations
 
-import asyncio
-import copy
 import os
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tools.comfy_inprocess import ComfyInProcess  # noqa: E402
+
 CANVAS = dict(width=64, height=64, length=9)
-
-
-class _Server:
-    client_id = None
-    last_node_id = None
-    last_prompt_id = None
-    sockets_metadata: dict = {}
-
-    def send_sync(self, event, data, sid=None):
-        pass
-
-    def queue_updated(self):
-        pass
 
 
 def same_bits(a, b) -> bool:
@@ -45,35 +34,6 @@ def same_bits(a, b) -> bool:
     import torch
     return a.shape == b.shape and torch.equal(a.contiguous().view(torch.int32),
                                               b.contiguous().view(torch.int32))
-
-
-def start_comfyui(root: Path, work: Path):
-    sys.path.insert(0, str(root))
-    sys.path.insert(0, str(REPO / "tests" / "integration"))
-    from comfy.cli_args import args
-    args.cpu = True
-    import folder_paths
-    folder_paths.set_output_directory(str(work / "output"))
-    folder_paths.set_input_directory(str(work / "input"))
-    import execution
-    import nodes
-    asyncio.run(nodes.init_extra_nodes(init_custom_nodes=False, init_api_nodes=False))
-    for pack in (REPO, REPO / "tests" / "integration" / "zc_test_nodes"):
-        if not asyncio.run(nodes.load_custom_node(str(pack))):
-            raise SystemExit(f"demo: ComfyUI could not load {pack}; see the log above")
-    executor = execution.PromptExecutor(_Server(), cache_type=execution.CacheType.CLASSIC,
-                                        cache_args={"lru": 0, "ram": 0, "ram_inactive": 0})
-    return execution, executor
-
-
-def run(execution, executor, prompt: dict, targets: list[str]) -> dict:
-    prompt = copy.deepcopy(prompt)
-    executor.execute(prompt, str(uuid.uuid4()), extra_data={}, execute_outputs=targets)
-    if not executor.success:
-        raise SystemExit("demo: the graph failed; see the log above")
-    cache = executor.caches.outputs
-    lookup = getattr(cache, "get_local", None) or cache.get  # v0.33.0 / v0.3.75
-    return {node: lookup(node) for node in prompt}
 
 
 def shot_graph(unet: str, tag: str, shot: int) -> tuple[dict, str | None, str]:
@@ -114,20 +74,20 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="zc-comfy-demo-"))
     os.environ["ZEROCOPY_SPILL_DIR"] = str(work / "spill")
     t0 = time.perf_counter()
-    execution, executor = start_comfyui(Path(root), work)
+    comfy = ComfyInProcess(Path(root), work)
     import tiny_models
     models = work / "diffusion_models"
     tiny_models.register_model_folder("diffusion_models", models)
     unet = tiny_models.build_tiny_wan21_dit(models, "t2v", seed=0).name
     print(f"demo: ComfyUI started and tiny Wan 2.1 T2V DiT built in {time.perf_counter() - t0:.1f} s")
 
-    runtime = sys.modules[str(REPO).replace(".", "_x_") + ".zc_nodes.runtime"]
+    runtime = comfy.module("zc_nodes.runtime")
     tag, ok = "demo_film", True
     for shot in (1, 2, 3):
         prompt, handoff, store = shot_graph(unet, tag, shot)
         before = runtime.store().get(tag).tensors["latent_tensor"].clone() if shot > 1 else None
         start = time.perf_counter()
-        outputs = run(execution, executor, prompt, [store])
+        outputs = comfy.run(prompt, [store])
         took = time.perf_counter() - start
         print(f"\n--- shot {shot}: one queue run, {took:.2f} s")
         if handoff is not None:

@@ -29,6 +29,14 @@ into VRAM again), what was still resident after the VAE phase, whether the VAE
 phase needed the tiled fallback, and the allocator figures the backend provides.
 Results go to stdout and, as JSON, to --json.
 
+Allocator (--allocator): comfy-default lets ComfyUI's cuda_malloc decide
+(cudaMallocAsync on most NVIDIA cards), cudaMallocAsync forces it (ComfyUI's
+--cuda-malloc), native is --disable-cuda-malloc: PYTORCH_CUDA_ALLOC_CONF is then
+left as given, e.g. expandable_segments:True. PyTorch picks its allocator backend
+when it loads, so each run's child process starts ComfyUI's cuda_malloc before
+importing torch, and the JSON records the backend PyTorch really used and the
+setting it started with (bench/sections/residency.py runs one setting per call).
+
 It refuses to run without CUDA, and claims nothing it did not measure.
 """
 
@@ -48,6 +56,7 @@ MIB = 1 << 20
 DIM, FFN, HEADS, TEXT_DIM = 5120, 13824, 40, 4096  # Wan 2.1 14B widths
 LATENT = (1, 16, 3, 16, 16)  # 9 frames at 128x128: a short sampler pass, so loads dominate
 TEXT_TOKENS = 64
+ALLOC_ENV = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
 
 
 def refuse(message: str) -> None:
@@ -111,8 +120,13 @@ def init_comfyui(comfyui: Path, mode: str, allocator: str):
     devices after. Returns (model_management, dynamic_active, note)."""
     sys.path.insert(0, str(comfyui))
     from comfy.cli_args import args
+    if "torch" in sys.modules:
+        refuse("internal: torch was imported before ComfyUI's cuda_malloc; the allocator setting would not apply")
     args.disable_cuda_malloc = allocator == "native"
+    if allocator == "cudaMallocAsync" and hasattr(args, "cuda_malloc"):
+        args.cuda_malloc = True  # ComfyUI's --cuda-malloc
     import cuda_malloc  # noqa: F401  sets PYTORCH_CUDA_ALLOC_CONF as ComfyUI does
+    check_cuda()  # imports torch, which fixes the allocator backend: only now
     note = ""
     aimdo = None
     if mode == "dynamic":
@@ -165,7 +179,8 @@ def random_wan_vae():
 def one_run(opts) -> dict:
     comfyui = Path(opts.comfyui)
     mm, dynamic, note = init_comfyui(comfyui, opts.mode, opts.allocator)
-    result = {"mode": opts.mode, "locked": opts.locked, "allocator": opts.allocator, "shots": []}
+    result = {"mode": opts.mode, "locked": opts.locked, "allocator": opts.allocator, "shots": [],
+              "alloc_conf": {name: os.environ[name] for name in ALLOC_ENV if os.environ.get(name)}}
     if mm is None:
         result["skipped"] = note
         return result
@@ -175,7 +190,7 @@ def one_run(opts) -> dict:
     import comfy.sd
 
     from zc_nodes.residency import get_service
-    from zc_nodes.residency.allocator import TorchCuda, describe_figures, fragmentation
+    from zc_nodes.residency.allocator import TorchCuda, describe_figures
     from zc_nodes.residency.evidence import recopied_bytes, signature_snapshot
 
     device = mm.get_torch_device()
@@ -251,7 +266,7 @@ def one_run(opts) -> dict:
                "bytes_loaded": loads["bytes"], "bytes_copied_into_vbar": copied if dynamic else None,
                "sample_s": round(sample_s, 4), "resident_after_sample": resident_after_sample,
                "resident_after_vae": int(patcher.loaded_size()), "vae_phase": tiled,
-               "allocator": fragmentation(cuda, device, backend)}
+               "allocator": allocator_figures(cuda, device, backend)}
         result["shots"].append(row)
         print_row(result, row, describe_figures(row["allocator"], backend))
     if opts.locked:
@@ -260,6 +275,30 @@ def one_run(opts) -> dict:
         get_service().release_all("residency_check done")
     del ballast
     return result
+
+
+def allocator_figures(cuda, device, backend: str) -> dict:
+    """The pack's allocator figures (fragmentation(): reserved, allocated; native also inactive split,
+    retries, OOMs, largest free block; device free/total) plus, for native, the segment count and how
+    many segments are expandable (memory_snapshot), and the peaks. For any other backend, every
+    non-zero figure of memory_stats() as PyTorch reports it (cudaMallocAsync fills only a few)."""
+    from zc_nodes.residency.allocator import fragmentation
+    figures = fragmentation(cuda, device, backend)
+    stats = cuda.stats(device)
+    for name, key in (("reserved_peak", "reserved_bytes.all.peak"), ("allocated_peak", "allocated_bytes.all.peak")):
+        if key in stats:
+            figures[name] = int(stats[key])
+    if backend == "native":
+        if "segment.all.current" in stats:
+            figures["segments"] = int(stats["segment.all.current"])
+        try:
+            snapshot = cuda.snapshot()
+            figures["expandable_segments"] = sum(1 for segment in snapshot if segment.get("is_expandable"))
+        except Exception:  # noqa: BLE001, S110 - left out, never invented
+            pass
+    else:
+        figures["memory_stats_nonzero"] = {k: int(v) for k, v in stats.items() if v}
+    return figures
 
 
 def node_boundary(mm, dynamic: bool) -> None:
@@ -316,8 +355,10 @@ def main() -> int:
     parser.add_argument("--card-gb", type=float, default=24.0, help="emulated card: free VRAM left to the run")
     parser.add_argument("--pressure-gb", type=float, default=None, help="VAE-phase bytes (default: from free memory)")
     parser.add_argument("--modes", default="classic,dynamic")
-    parser.add_argument("--allocator", choices=["comfy-default", "native"], default="comfy-default",
-                        help="comfy-default: what ComfyUI picks (cudaMallocAsync on NVIDIA); native: --disable-cuda-malloc")
+    parser.add_argument("--allocator", choices=["comfy-default", "native", "cudaMallocAsync"], default="comfy-default",
+                        help="comfy-default: what ComfyUI picks (cudaMallocAsync on NVIDIA); native: --disable-cuda-malloc "
+                             "(PYTORCH_CUDA_ALLOC_CONF as given, e.g. expandable_segments:True); cudaMallocAsync: "
+                             "--cuda-malloc")
     parser.add_argument("--work-dir", default=str(Path(os.environ.get("TMPDIR", "/tmp")) / "zc_residency_check"))
     parser.add_argument("--json", default=None, help="write every figure here (default: <work-dir>/results.json)")
     parser.add_argument("--timeout", type=int, default=90, help="seconds per run (prepare + 4 runs stay under 8 min)")
@@ -327,17 +368,17 @@ def main() -> int:
     opts = parser.parse_args()
     if not opts.comfyui or not (Path(opts.comfyui) / "comfy" / "model_management.py").is_file():
         refuse(f"--comfyui / COMFYUI_PATH must point at a ComfyUI checkout (got {opts.comfyui!r}).")
-    gpu = check_cuda()
     work = Path(opts.work_dir)
     model_path = Path(opts.model_path or work / f"zc_random_wan21_dit_{opts.model_gb:g}gb.safetensors")
-
-    if opts.prepare_only:
-        prepare(Path(opts.comfyui), model_path, opts.model_gb)
-        return 0
-    if opts.child:
+    if opts.child:  # torch is imported inside, after ComfyUI's cuda_malloc (allocator choice)
         opts.mode, opts.locked = opts.child[0], opts.child[1] == "locked"
         opts.model_path = str(model_path)
         print("RESULT " + json.dumps(one_run(opts)), flush=True)
+        return 0
+    gpu = check_cuda()
+
+    if opts.prepare_only:
+        prepare(Path(opts.comfyui), model_path, opts.model_gb)
         return 0
 
     work.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,150 @@
+"""Shared pieces of the benchmark program (bench/run.py): the run context, the
+result of a section, and the few measuring helpers every section uses.
+
+A section is a module in bench/sections/ with ``run(ctx: Context) -> Section``.
+It measures, writes its PNG plots into ``ctx.out_dir``, and returns rows for the
+summary table plus a Markdown body with the details. A row's result is one of
+PASS, FAIL, INFO or NOT MEASURED (with the reason in ``measured``); nothing is
+ever estimated in place of a measurement.
+"""
+
+from __future__ import annotations
+
+import gc
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+REPO = Path(__file__).resolve().parent.parent
+
+PASS, FAIL, INFO, NOT_MEASURED = "PASS", "FAIL", "INFO", "NOT MEASURED"
+RESULTS = (PASS, FAIL, INFO, NOT_MEASURED)
+
+
+@dataclass
+class Context:
+    """What a section gets from the command line and the run."""
+    mode: str                      # "full" (< 10 min on CPU), "quick" (< 2 min) or "smoke" (seconds:
+                                   # the test suite checks the program works, no figure counts)
+    out_dir: Path                  # results folder: PNGs go here (the runner writes JSON/Markdown)
+    tmp_dir: Path                  # scratch space on the results' file system, removed at exit
+    comfyui_path: Path | None      # COMFYUI_PATH, or None
+    vae_path: Path | None = None   # --vae: a real VAE's weights for the drift section
+    comfy: object | None = None    # the in-process ComfyUI (tools/comfy_inprocess.py), once started
+    cuda: bool = False             # torch.cuda.is_available()
+
+    @property
+    def quick(self) -> bool:
+        return self.mode != "full"
+
+    @property
+    def smoke(self) -> bool:
+        return self.mode == "smoke"
+
+    def pick(self, full, quick, smoke):
+        """The value for this run's mode."""
+        return {"full": full, "quick": quick, "smoke": smoke}[self.mode]
+
+    def log(self, msg: str) -> None:
+        print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Row:
+    """One line of the summary table."""
+    id: str            # e.g. "O1a"
+    figure: str        # what is compared
+    goal: str          # the goal, or "(info)"
+    measured: str      # the measured value(s), or why not measured
+    result: str        # PASS / FAIL / INFO / NOT MEASURED
+
+    def __post_init__(self):
+        if self.result not in RESULTS:
+            raise ValueError(f"row {self.id}: result {self.result!r} is not one of {RESULTS}")
+
+
+@dataclass
+class Section:
+    name: str                     # short id: overhead, drift, residency, scale
+    title: str                    # heading in the Markdown report
+    rows: list[Row] = field(default_factory=list)
+    details: str = ""             # Markdown body (tables, method notes)
+    data: dict = field(default_factory=dict)   # JSON-able raw numbers
+    plots: list[str] = field(default_factory=list)  # PNG file names inside ctx.out_dir
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "title": self.title, "rows": [r.__dict__ for r in self.rows],
+                "details": self.details, "data": self.data, "plots": self.plots,
+                "seconds": round(self.seconds, 2)}
+
+
+def median(xs) -> float:
+    return statistics.median(xs)
+
+
+def timed(fn: Callable[[], object]) -> tuple[float, object]:
+    """(seconds, return value) of one call, with the garbage collector held off."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        value = fn()
+        return time.perf_counter() - t0, value
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def interleaved(sides: dict[str, Callable[[], object]], reps: int,
+                after: Callable[[str, object], None] | None = None) -> dict[str, list[float]]:
+    """Time each side ``reps`` times, alternating the order every repetition so drift and
+    noise hit all sides alike. ``after(name, value)`` runs untimed after each call (cleanup).
+    Returns the list of seconds per side."""
+    names = list(sides)
+    out: dict[str, list[float]] = {n: [] for n in names}
+    for i in range(reps):
+        order = names if i % 2 == 0 else names[::-1]
+        for name in order:
+            seconds, value = timed(sides[name])
+            out[name].append(seconds)
+            if after is not None:
+                after(name, value)
+    return out
+
+
+def pairwise_ratio(num: list[float], den: list[float]) -> float:
+    """Median of the per-repetition ratios num_i / den_i (pairs measured in the same repetition)."""
+    return median([a / b for a, b in zip(num, den)])
+
+
+def fmt_time(sec: float) -> str:
+    if sec >= 1:
+        return f"{sec:.2f} s"
+    if sec >= 1e-3:
+        return f"{sec * 1e3:.2f} ms"
+    return f"{sec * 1e6:.1f} µs"
+
+
+def fmt_bytes(n: float) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+def md_table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def pyplot():
+    """matplotlib's pyplot with the non-interactive Agg backend."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt

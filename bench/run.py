@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""The benchmark program: the original spec's performance table, measured side by side.
+
+    python bench/run.py [--quick] [--vae PATH] [--out DIR] [--only SECTION ...]
+
+Sections, in order (each also runs alone with --only):
+  engine     the C engine's goals (bench/engine_bench.py, in its own process: one core,
+             pinned): put vs clone, get latency, digest vs memcpy, spill/restore vs dd,
+             resident memory over 10,000 cycles
+  overhead   inter-shot overhead per latent shape: ours (Store + Handoff) vs ComfyUI's
+             SaveLatent -> LoadLatent vs the VAE decode -> PNG -> encode roundtrip
+  drift      error of the handed-off tail over 1..10 hops: ours vs a VAE roundtrip through a
+             small video autoencoder trained inside the benchmark (or --vae PATH)
+  residency  per-shot model reloads over 10 shots with and without ZeroCopyVRAMPin; GPU load
+             times, bytes moved and allocator statistics when a GPU is present
+  scale      store cost against latent size (1 MiB -> 1 GiB) and number of tags (1 -> 10,000),
+             resident memory over a soak
+
+With COMFYUI_PATH set, ComfyUI is imported in-process (CPU) and the real nodes are measured;
+without it, the rows that need ComfyUI say so ("NOT MEASURED"), and the others use the engine
+directly. Rows that need a GPU say "NOT MEASURED" on a machine without one: nothing is ever
+estimated. Writes DIR/bench.json, DIR/bench.md and DIR/*.png (DIR: bench/results), and
+prints the summary table. Full mode takes under 10 minutes on a 2-core CPU, --quick under 2.
+
+Exit status: 0 when every section ran (rows may FAIL), 1 when a section raised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import importlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.common import (FAIL, NOT_MEASURED, PASS, Context, Row, Section,  # noqa: E402
+                          md_table)
+
+SECTIONS = ("engine", "overhead", "drift", "residency", "scale")
+TIME_GOAL = {"full": 600, "quick": 120, "smoke": None}
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "engine", "zc_engine",
+                                "zc_nodes", "zc_continuity", "bench"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def machine(ctx: Context) -> dict:
+    import torch
+    from zc_engine._library import lib
+    cpu = "unknown"
+    with open("/proc/cpuinfo") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as fh:
+        mem = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemTotal:"))
+    device = "CPU only (no CUDA device)"
+    if ctx.cuda:
+        props = torch.cuda.get_device_properties(0)
+        device = f"{props.name}, {props.total_memory / (1 << 30):.0f} GiB"
+    return {
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "cpu": cpu, "cores": os.cpu_count(), "memory": f"{mem / (1 << 30):.1f} GiB",
+        "os": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
+        "device": device, "engine": lib.zc_version().decode(), "git": git_commit(),
+        "comfyui": ctx.comfy.version() if ctx.comfy is not None else "not used (COMFYUI_PATH not set)",
+        "comfyui_path": str(ctx.comfyui_path) if ctx.comfyui_path else None,
+    }
+
+
+# --------------------------------------------------------------------------- engine section
+
+
+ENGINE_ROW_IDS = ("1a", "1b", "2e", "3", "4a", "4b", "5")  # the engine goals; the rest stay in engine.md
+
+
+def engine_section(ctx: Context) -> Section:
+    """bench/engine_bench.py in a child process (it pins itself to one core and sets its own
+    niceness); its rows for the engine's goals come into the summary."""
+    section = Section("engine", "0. C engine (bench/engine_bench.py)")
+    t0 = time.perf_counter()
+    if ctx.smoke:
+        section.rows.append(Row("E", "C engine goals (bench/engine_bench.py)", "see engine.md",
+                                "not run in smoke mode", NOT_MEASURED))
+        return section
+    cmd = [sys.executable, str(REPO / "bench" / "engine_bench.py"), "--out", str(ctx.out_dir)]
+    if ctx.quick:
+        cmd.append("--quick")
+    ctx.log("engine: " + " ".join(cmd[1:]))
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+    doc = json.loads((ctx.out_dir / "engine.json").read_text())
+    for row in doc["figures"]:
+        if row["id"] in ENGINE_ROW_IDS:
+            result = row["result"] if row["result"] in ("PASS", "FAIL", "INFO") else FAIL
+            section.rows.append(Row(f"E{row['id']}", row["figure"], row["goal"], row["measured"], result))
+    if proc.returncode != 0:
+        raise RuntimeError(f"engine_bench exited with {proc.returncode}: {doc.get('errors')}")
+    section.details = ("All engine figures, their method and breakdowns: [engine.md](engine.md) "
+                       f"(run time {doc['elapsed_seconds']:.0f} s).")
+    section.data = {"engine_json": "engine.json", "elapsed_seconds": doc["elapsed_seconds"]}
+    section.seconds = time.perf_counter() - t0
+    return section
+
+
+# --------------------------------------------------------------------------- report
+
+
+def markdown(info: dict, mode: str, sections: list[Section], elapsed: float, failures: list[str]) -> str:
+    rows = [r for s in sections for r in s.rows]
+    lines = [
+        "# ZeroCopy-Continuity benchmark",
+        "",
+        f"- Date (UTC): {info['date_utc']}; mode: {mode}; run time {elapsed:.0f} s",
+        f"- Machine: {info['cpu']}, {info['cores']} cores, {info['memory']}; {info['os']}",
+        f"- Device: {info['device']}",
+        f"- Python {info['python']}, torch {info['torch']}, engine {info['engine']} (git {info['git']})",
+        f"- ComfyUI: {info['comfyui']}",
+        "- Absolute times are CPU times of this machine; only the ratios measured side by side "
+        "carry over. Rows that need a GPU are NOT MEASURED here, never estimated.",
+        "",
+        md_table(["#", "Figure", "Goal", "Measured", "Result"],
+                 [[r.id, r.figure, r.goal, r.measured, f"**{r.result}**"] for r in rows]),
+    ]
+    if failures:
+        lines += ["", "Sections that raised: " + "; ".join(failures)]
+    for s in sections:
+        lines += ["", f"## {s.title}", "", f"Section time: {s.seconds:.0f} s", ""]
+        lines += [f"![{s.name}]({p})" for p in s.plots]
+        if s.details:
+            lines += ["", s.details]
+    return "\n".join(lines) + "\n"
+
+
+def run_section(name: str, ctx: Context) -> Section:
+    if name == "engine":
+        return engine_section(ctx)
+    module = importlib.import_module(f"bench.sections.{name}")
+    t0 = time.perf_counter()
+    section = module.run(ctx)
+    section.seconds = section.seconds or (time.perf_counter() - t0)
+    return section
+
+
+def start_comfyui(ctx: Context) -> None:
+    from tools.comfy_inprocess import ComfyInProcess
+    work = ctx.tmp_dir / "comfyui"
+    os.environ["ZEROCOPY_SPILL_DIR"] = str(work / "zerocopy_spill")  # never the user's folder
+    t0 = time.perf_counter()
+    ctx.comfy = ComfyInProcess(ctx.comfyui_path, work)
+    ctx.log(f"ComfyUI {ctx.comfy.version()} started in-process (CPU) in {time.perf_counter() - t0:.1f} s")
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="fewer repetitions: under 2 minutes")
+    mode.add_argument("--smoke", action="store_true",
+                      help="seconds; checks the program works (the test suite runs it); no figure counts")
+    ap.add_argument("--out", type=Path, default=REPO / "bench" / "results",
+                    help="folder for bench.json, bench.md and the PNG plots (default: bench/results)")
+    ap.add_argument("--vae", type=Path, default=None,
+                    help="a real VAE's weights (safetensors) for the drift section; needs COMFYUI_PATH")
+    ap.add_argument("--only", nargs="+", choices=SECTIONS, default=None, metavar="SECTION",
+                    help=f"run just these sections ({', '.join(SECTIONS)})")
+    args = ap.parse_args(argv)
+    if args.vae is not None and not args.vae.is_file():
+        ap.error(f"--vae {args.vae}: no such file; give the path of a VAE .safetensors file")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    mode = "smoke" if args.smoke else ("quick" if args.quick else "full")
+    started = time.perf_counter()
+    try:
+        import torch
+        from zc_engine import EngineNotBuilt  # noqa: F401  (loads libzc.so)
+    except Exception as exc:
+        print(f"bench: cannot load torch and the C engine: {exc}\nbench: run ./setup.sh (or make) first",
+              file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    tmp = args.out / f"tmp-run-{os.getpid()}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    comfyui_path = os.environ.get("COMFYUI_PATH")
+    ctx = Context(mode=mode, out_dir=args.out, tmp_dir=tmp,
+                  comfyui_path=Path(comfyui_path) if comfyui_path else None,
+                  vae_path=args.vae, cuda=torch.cuda.is_available())
+    sections: list[Section] = []
+    failures: list[str] = []
+    try:
+        names = args.only or SECTIONS
+        if "engine" in names:  # first, in its own process, before ComfyUI fills this one
+            sections.append(engine_section(ctx))
+        if ctx.comfyui_path and any(n in ("overhead", "drift", "residency") for n in names):
+            start_comfyui(ctx)
+        info = machine(ctx)
+        ctx.log(f"mode {mode}; {info['device']}; torch {info['torch']}; ComfyUI: {info['comfyui']}")
+        for name in names:
+            if name == "engine":
+                continue
+            ctx.log(f"section {name} ...")
+            try:
+                section = run_section(name, ctx)
+            except Exception as exc:
+                traceback.print_exc()
+                failures.append(f"{name}: {type(exc).__name__}: {exc}")
+                section = Section(name, name, rows=[Row(name, f"section {name}", "—",
+                                                        f"raised {type(exc).__name__}: {exc}", FAIL)])
+            sections.append(section)
+            ctx.log(f"section {name} done in {section.seconds:.0f} s")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    elapsed = time.perf_counter() - started
+    goal = TIME_GOAL[mode]
+    if goal is not None and args.only is None:
+        sections.append(Section("runtime", "Run time", rows=[Row(
+            "T", f"benchmark run time, {mode} mode, all sections", f"≤ {goal // 60} min",
+            f"{elapsed:.0f} s", PASS if elapsed <= goal else FAIL)]))
+    doc = {"machine": info, "mode": mode, "elapsed_seconds": round(elapsed, 1),
+           "sections": [s.to_json() for s in sections], "failures": failures}
+    (args.out / "bench.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
+    md = markdown(info, mode, sections, elapsed, failures)
+    (args.out / "bench.md").write_text(md)
+    print(md_table(["#", "Figure", "Goal", "Measured", "Result"],
+                   [[r.id, r.figure, r.goal, r.measured, r.result] for s in sections for r in s.rows]))
+    log(f"wrote {args.out / 'bench.json'}, {args.out / 'bench.md'} and plots in {elapsed:.0f} s")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

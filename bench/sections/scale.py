@@ -1,0 +1,247 @@
+"""Section 4: scale. Store cost against latent size (1 MiB -> 1 GiB), lookup cost against the
+number of tags (1 -> 10,000), and resident memory over a soak of shot-sized cycles.
+
+Everything goes through the Python bridge (``zc_engine.LatentStore``), as the nodes use it,
+with torch on one thread. Cost "proportional to bytes" is checked with a least-squares line
+t = a + b * n through the per-size medians (R², and the fixed part a); "constant-time
+lookup" by comparing get latency with 10,000 tags to 1 tag.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import random
+import time
+
+import torch
+
+from bench.common import (FAIL, INFO, PASS, Context, Row, Section, fmt_bytes, fmt_time, md_table,
+                          median, pyplot)
+
+MiB = 1 << 20
+SOAK_SHAPE = (1, 16, 21, 90, 160)  # Wan 2.1 720p, 81 frames: 19.4 MB
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def by_size(ctx: Context) -> list[dict]:
+    from zc_engine import LatentStore
+    sizes = ctx.pick([1, 4, 16, 64, 256, 1024], [1, 4, 16, 64, 256], [1, 4])
+    rows = []
+    store = LatentStore(depth=1)
+    try:
+        for mib in sizes:
+            x = torch.randn(mib * MiB // 4)
+            reps = ctx.pick(9 if mib <= 64 else (5 if mib <= 256 else 3), 5 if mib <= 64 else 3, 2)
+            puts, gets, verifies = [], [], []
+            store.put("warm", {"latent": x})  # warm-up: the pool gets a buffer of this size
+            store.drop("warm")
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                store.put("size", {"latent": x})
+                t1 = time.perf_counter()
+                rep_gets = []
+                for _ in range(5):  # a single call is noisy at microseconds: median of five
+                    g0 = time.perf_counter()
+                    shot = store.get("size")
+                    rep_gets.append(time.perf_counter() - g0)
+                    del shot
+                t3 = time.perf_counter()
+                store.verify("size")
+                t4 = time.perf_counter()
+                store.drop("size")
+                puts.append(t1 - t0)
+                gets.append(median(rep_gets))
+                verifies.append(t4 - t3)
+            rows.append({"mib": mib, "bytes": x.numel() * 4, "reps": reps, "put": puts, "get": gets,
+                         "verify": verifies})
+            ctx.log(f"scale size {mib} MiB: put {fmt_time(median(puts))}, get {fmt_time(median(gets))}, "
+                    f"verify {fmt_time(median(verifies))}")
+            del x
+            gc.collect()
+    finally:
+        store.close()
+    return rows
+
+
+def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
+    """Least squares y = a + b x; returns (a, b, R²)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    ss_res = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys))
+    ss_tot = sum((y - my) ** 2 for y in ys)
+    return a, b, 1 - ss_res / ss_tot if ss_tot else 1.0
+
+
+def by_tags(ctx: Context) -> list[dict]:
+    from zc_engine import LatentStore
+    counts = ctx.pick([1, 10, 100, 1000, 10000], [1, 100, 10000], [1, 100])
+    calls = ctx.pick(2000, 400, 50)
+    rng = random.Random(7)
+    x = torch.randn(1024)  # 4 KiB: the lookup, not the bytes, is measured
+    rows = []
+    for count in counts:
+        store = LatentStore(depth=1)
+        try:
+            tags = [f"shot_{i:05}" for i in range(count)]
+            for tag in tags:
+                store.put(tag, {"latent": x})
+            order = [rng.choice(tags) for _ in range(calls)]
+            samples = []
+            for tag in order:
+                t0 = time.perf_counter()
+                shot = store.get(tag)
+                samples.append(time.perf_counter() - t0)
+                del shot
+            t0 = time.perf_counter()
+            store.put("one_more", {"latent": x})
+            put_one = time.perf_counter() - t0
+            rows.append({"tags": count, "get": median(samples), "get_p99": sorted(samples)[int(0.99 * len(samples))],
+                         "calls": calls, "put_into": put_one})
+            ctx.log(f"scale tags {count}: get {fmt_time(median(samples))}")
+        finally:
+            store.close()
+    return rows
+
+
+def soak(ctx: Context) -> dict:
+    """Shot-sized cycles on one tag (depth 4): put, verified get, drop the views; every 25th
+    cycle spilled to disk too. RSS sampled after the warm-up and along the way."""
+    from zc_engine import LatentStore
+    cycles = ctx.pick(3000, 600, 40)
+    warmup = ctx.pick(100, 40, 8)
+    x = torch.randn(SOAK_SHAPE)
+    store = LatentStore(depth=4, spill_dir=str(ctx.tmp_dir / "soak_spill"), disk_keep=1)
+    samples = []
+    t_start = time.perf_counter()
+    try:
+        for i in range(warmup + cycles):
+            store.put("soak", {"latent_tensor": x}, {"cycle": str(i)}, spill=(i % 25 == 0))
+            shot = store.get("soak", verify=True)
+            del shot
+            if i == warmup - 1:
+                store.flush()
+                gc.collect()
+                base = rss()
+                samples.append((0, base))
+            elif i >= warmup and (i - warmup + 1) % max(1, cycles // 20) == 0:
+                if i == warmup + cycles - 1:
+                    store.flush()
+                    gc.collect()
+                samples.append((i - warmup + 1, rss()))
+        stats = store.stats() if hasattr(store, "stats") else {}
+    finally:
+        store.close()
+    seconds = time.perf_counter() - t_start
+    return {"cycles": cycles, "warmup": warmup, "slot_bytes": x.numel() * 4, "rss": samples,
+            "seconds": seconds, "per_cycle": seconds / (cycles + warmup),
+            "stats": {k: v for k, v in (stats.items() if isinstance(stats, dict) else [])
+                      if isinstance(v, (int, float, str))}}
+
+
+def run(ctx: Context) -> Section:
+    t_start = time.perf_counter()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        sizes = by_size(ctx)
+        tags = by_tags(ctx)
+        soaked = soak(ctx)
+    finally:
+        torch.set_num_threads(threads)
+    section = Section("scale", "4. Scale")
+    xs = [r["bytes"] for r in sizes]
+    a, b, r2 = line_fit(xs, [median(r["put"]) for r in sizes])
+    ns_per_byte = [median(r["put"]) / r["bytes"] * 1e9 for r in sizes]
+    va, vb, vr2 = line_fit(xs, [median(r["verify"]) for r in sizes])
+    gets = [median(r["get"]) for r in sizes]
+    section.rows.append(Row(
+        "S1", f"put cost against size, {fmt_bytes(xs[0])} → {fmt_bytes(xs[-1])} (copy + digest)",
+        "∝ bytes: line fit R² ≥ 0.99",
+        f"R² {r2:.4f}; {1 / b / 1e9:.2f} GB/s + {fmt_time(max(a, 0.0))} fixed; "
+        f"{min(ns_per_byte):.3f}–{max(ns_per_byte):.3f} ns/B", PASS if r2 >= 0.99 else FAIL))
+    section.rows.append(Row(
+        "S2", f"verify cost against size (re-hash), {fmt_bytes(xs[0])} → {fmt_bytes(xs[-1])}",
+        "∝ bytes: line fit R² ≥ 0.99", f"R² {vr2:.4f}; {1 / vb / 1e9:.2f} GB/s",
+        PASS if vr2 >= 0.99 else FAIL))
+    section.rows.append(Row(
+        "S3", f"get (zero-copy views) against size, {fmt_bytes(xs[0])} → {fmt_bytes(xs[-1])}",
+        "flat: largest/smallest ≤ 1.5", f"{max(gets) / min(gets):.2f}× ({fmt_time(min(gets))}–{fmt_time(max(gets))})",
+        PASS if max(gets) / min(gets) <= 1.5 else FAIL))
+    first, last = tags[0], tags[-1]
+    ratio = last["get"] / first["get"]
+    section.rows.append(Row(
+        "S4", f"get latency, {first['tags']:,} tag vs {last['tags']:,} tags (random tag per call)",
+        f"{last['tags']:,} tags ≤ 1.5 × 1 tag", f"{ratio:.2f}× ({fmt_time(first['get'])} → {fmt_time(last['get'])})",
+        PASS if ratio <= 1.5 else FAIL))
+    base = soaked["rss"][0][1]
+    growth = soaked["rss"][-1][1] - base
+    section.rows.append(Row(
+        "S5", f"resident memory over {soaked['cycles']:,} cycles of {fmt_bytes(soaked['slot_bytes'])} shots "
+              "(put, verified get, every 25th spilled)",
+        f"growth ≤ one slot ({fmt_bytes(soaked['slot_bytes'])})",
+        f"{fmt_bytes(max(growth, 0))} ({fmt_bytes(base)} → {fmt_bytes(soaked['rss'][-1][1])}; "
+        f"{fmt_time(soaked['per_cycle'])}/cycle)", PASS if growth <= soaked["slot_bytes"] else FAIL))
+    section.data = {"sizes": sizes, "fit_put": {"a": a, "b": b, "r2": r2},
+                    "fit_verify": {"a": va, "b": vb, "r2": vr2}, "tags": tags, "soak": soaked}
+    section.details = "\n".join([
+        md_table(["size", "put (median)", "ns/B", "get (median)", "verify (median)", "reps"],
+                 [[fmt_bytes(r["bytes"]), fmt_time(median(r["put"])), f"{nb:.3f}", fmt_time(median(r["get"])),
+                   fmt_time(median(r["verify"])), r["reps"]] for r, nb in zip(sizes, ns_per_byte)]),
+        "",
+        md_table(["tags in the store", "get (median)", "get p99", "calls", "put of one more tag"],
+                 [[f"{r['tags']:,}", fmt_time(r["get"]), fmt_time(r["get_p99"]), r["calls"],
+                   fmt_time(r["put_into"])] for r in tags]),
+        "",
+        md_table(["cycles", "RSS"], [[f"{c:,}", fmt_bytes(v)] for c, v in soaked["rss"]]),
+        "",
+        "What was timed: `LatentStore.put` of a float32 tensor (allocation from the store's buffer "
+        "pool, copy fused with the XXH64 digest), `get` (zero-copy torch views), `verify` (re-hash "
+        "and compare) — one torch thread; one slot at a time (depth 1, dropped after each "
+        "repetition, untimed). Sizes past the buffer pool's 256 MiB cap get fresh pages from the "
+        "kernel on every put, and pay for the page faults. Tags: stores holding N tags of 4 KiB "
+        "each, `get` of a random tag per call. Soak: one tag, depth 4, the Wan 2.1 720p shot "
+        "shape; RSS (/proc/self/statm) after the warm-up and along the way.",
+    ])
+    section.plots = [plot(ctx, sizes, tags, soaked)]
+    section.seconds = time.perf_counter() - t_start
+    return section
+
+
+def plot(ctx: Context, sizes, tags, soaked) -> str:
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
+    ax = axes[0]
+    mib = [r["bytes"] / MiB for r in sizes]
+    for key, label in (("put", "put (copy + digest)"), ("verify", "verify (re-hash)"), ("get", "get (views)")):
+        ax.plot(mib, [median(r[key]) for r in sizes], marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("latent size (MiB)")
+    ax.set_ylabel("seconds (median)")
+    ax.set_title("cost against size")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    ax.plot([r["tags"] for r in tags], [r["get"] * 1e6 for r in tags], marker="o")
+    ax.set_xscale("log")
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("tags in the store")
+    ax.set_ylabel("get latency (µs, median)")
+    ax.set_title("lookup against number of tags")
+    ax = axes[2]
+    ax.plot([c for c, _ in soaked["rss"]], [v / MiB for _, v in soaked["rss"]], marker=".")
+    ax.set_xlabel("cycles after warm-up")
+    ax.set_ylabel("RSS (MiB)")
+    ax.set_title(f"soak: {fmt_bytes(soaked['slot_bytes'])} shots, depth 4")
+    fig.tight_layout()
+    name = "scale.png"
+    fig.savefig(ctx.out_dir / name, dpi=110)
+    plt.close(fig)
+    return name

@@ -1,0 +1,63 @@
+"""The benchmark program runs end to end and writes well-formed results (bench/run.py --smoke).
+
+No figure is judged here (speed goals belong to the benchmark's own run, never to a timed
+test); this checks that the program works on a fresh checkout without ComfyUI or a GPU: every
+section runs, the JSON, Markdown and PNG files come out, rows that need ComfyUI or a GPU say
+NOT MEASURED with the reason, and the latent handoff's drift is exactly zero.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    env = {k: v for k, v in os.environ.items() if k != "COMFYUI_PATH"}
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "run.py"), "--smoke", "--out", str(out),
+                           "--only", "overhead", "drift", "residency", "scale"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out, json.loads((out / "bench.json").read_text()), proc
+
+
+def test_every_section_ran_and_wrote_its_files(smoke_run):
+    out, doc, _ = smoke_run
+    assert [s["name"] for s in doc["sections"]] == ["overhead", "drift", "residency", "scale"]
+    assert doc["failures"] == []
+    for section in doc["sections"]:
+        assert section["rows"], section["name"]
+        for plot in section["plots"]:
+            assert (out / plot).read_bytes()[:8] == PNG_MAGIC, plot
+    md = (out / "bench.md").read_text()
+    assert "| # | Figure | Goal | Measured | Result |" in md and "ComfyUI: not used" in md
+
+
+def test_rows_without_comfyui_or_gpu_say_not_measured_and_why(smoke_run):
+    _, doc, _ = smoke_run
+    rows = {r["id"]: r for s in doc["sections"] for r in s["rows"]}
+    assert all(r["result"] in ("PASS", "FAIL", "INFO", "NOT MEASURED") for r in rows.values())
+    not_measured = [r for r in rows.values() if r["result"] == "NOT MEASURED"]
+    assert not_measured and all(r["measured"].startswith("not measured") or "COMFYUI_PATH" in r["measured"]
+                                or "GPU" in r["measured"] or "--vae" in r["measured"]
+                                for r in not_measured), not_measured
+    residency = next(s for s in doc["sections"] if s["name"] == "residency")
+    assert all(r["result"] == "NOT MEASURED" for r in residency["rows"])
+
+
+def test_our_handoff_has_zero_drift_and_the_store_scales(smoke_run):
+    _, doc, _ = smoke_run
+    drift = next(s for s in doc["sections"] if s["name"] == "drift")
+    assert drift["rows"][0]["result"] == "PASS", drift["rows"][0]
+    overhead = next(s for s in doc["sections"] if s["name"] == "overhead")
+    assert overhead["data"]["route_ours"] == "engine (no ComfyUI)"
+    measured = [s for s in overhead["data"]["shapes"] if "error" not in s]
+    assert measured and all(len(s["ours"]) == s["reps"] for s in measured)
