@@ -16,7 +16,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import torch
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -148,3 +151,27 @@ def pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def png_roundtrip(frames: torch.Tensor, folder: Path, stem: str = "frame") -> torch.Tensor:
+    """Write frames ``[T, H, W, 3]`` (floats in [0, 1]) as one 8-bit PNG each, read them back.
+
+    Quantizes exactly as ComfyUI's SaveImage node does (``255 * x``, clipped to [0, 255],
+    truncated to uint8; PNG compress_level 4, SaveImage's default) and loads as LoadImage does
+    (``uint8 / 255``). Returns float32 ``[T, H, W, 3]``; the files are deleted afterwards.
+    """
+    import numpy as np
+    import torch
+    from PIL import Image
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    pixels = 255.0 * frames.detach().to("cpu", torch.float32).numpy()
+    loaded = []
+    for index, frame in enumerate(pixels):
+        path = folder / f"{stem}_{index:05d}.png"
+        Image.fromarray(np.clip(frame, 0, 255).astype(np.uint8)).save(path, compress_level=4)
+        with Image.open(path) as image:
+            loaded.append(np.array(image.convert("RGB")).astype(np.float32) / 255.0)
+        path.unlink()
+    return torch.from_numpy(np.stack(loaded))

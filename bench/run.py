@@ -44,8 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.common import (FAIL, NOT_MEASURED, PASS, Context, Row, Section,  # noqa: E402
-                          md_table)
+from bench.common import FAIL, NOT_MEASURED, PASS, Context, Row, Section, md_table  # noqa: E402
 
 SECTIONS = ("engine", "overhead", "drift", "residency", "scale")
 TIME_GOAL = {"full": 600, "quick": 120, "smoke": None}
@@ -69,6 +68,7 @@ def git_commit() -> str:
 
 def machine(ctx: Context) -> dict:
     import torch
+
     from zc_engine._library import lib
     cpu = "unknown"
     with open("/proc/cpuinfo") as fh:
@@ -199,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     try:
         import torch
+
         from zc_engine import EngineNotBuilt  # noqa: F401  (loads libzc.so)
     except Exception as exc:
         print(f"bench: cannot load torch and the C engine: {exc}\nbench: run ./setup.sh (or make) first",

@@ -16,8 +16,7 @@ import time
 
 import torch
 
-from bench.common import (FAIL, INFO, PASS, Context, Row, Section, fmt_bytes, fmt_time, md_table,
-                          median, pyplot)
+from bench.common import FAIL, PASS, Context, Row, Section, fmt_bytes, fmt_time, md_table, median, pyplot
 
 MiB = 1 << 20
 SOAK_SHAPE = (1, 16, 21, 90, 160)  # Wan 2.1 720p, 81 frames: 19.4 MB
