@@ -38,6 +38,7 @@ from bench.common import (
     pairwise_ratio,
     png_roundtrip,
     pyplot,
+    timed,
 )
 
 OURS_VS_VAE_GOAL = 1 / 100
@@ -137,14 +138,19 @@ class NodeRoutes:
         samples = streams[0] if len(streams) == 1 else self.comfy_adapter.nested(streams)
         return {"samples": samples}
 
-    def ours(self, shape: Shape, latent: dict, tag: str):
+    def ours(self, shape: Shape, latent: dict, tag: str, split: list | None = None):
+        """Store + Handoff; with ``split``, the seconds of each are appended to it."""
         model = self.model_for(shape)
+        t0 = time.perf_counter()
         stored = self.store_node.execute(samples=latent, buffer_tag=tag, model=model)
+        t1 = time.perf_counter()
         token = stored.args[1]
         out = self.handoff_node.execute(
             clip=self.clip, vae=self.raising_vae, prompt="the next shot", width=shape.width,
             height=shape.height, length=shape.length, buffer_tag=tag, negative=self.negative,
             model=model, tail_frames=1, continuity=token)
+        if split is not None:
+            split.append((t1 - t0, time.perf_counter() - t1))
         info = out.args[3]
         if "bit-identical: yes" not in info:
             raise RuntimeError(f"the handoff of {shape.key} was not bit-identical:\n{info}")
@@ -194,8 +200,10 @@ class EngineRoutes:
     def latent(self, shape: Shape, streams: list[torch.Tensor]) -> dict:
         return {"latent_tensor": streams[0], **({"audio": streams[1]} if len(streams) > 1 else {})}
 
-    def ours(self, shape: Shape, latent: dict, tag: str):
+    def ours(self, shape: Shape, latent: dict, tag: str, split: list | None = None):
+        t0 = time.perf_counter()
         self.store.put(tag, latent, {"source": "bench"}, spill=True)
+        t1 = time.perf_counter()
         shot = self.store.get(tag, verify=True)
         video = shot.tensors["latent_tensor"]
         new = torch.zeros_like(video)
@@ -203,6 +211,8 @@ class EngineRoutes:
             new[:, :, :1] = video[:, :, -1:]
         else:
             new.copy_(video)
+        if split is not None:
+            split.append((t1 - t0, time.perf_counter() - t1))
         return new
 
     def file_route(self, shape: Shape, latent: dict, tag: str):
@@ -297,6 +307,13 @@ def measure_shape(ctx: Context, routes, shape: Shape, vaes: dict, reps: int, vae
               "video": list(shape.video), "audio": list(shape.audio) if shape.audio else None,
               "ours": times["ours"], "file": times["file"], "reps": reps,
               "ours_vs_file": pairwise_ratio(times["ours"], times["file"]), "vae": {}}
+    # where ours spends it: the capture (Store) and the next shot's preparation (Handoff)
+    split: list = []
+    for _ in range(max(3, reps // 2)):
+        timed(lambda: routes.ours(shape, latent, tag, split))  # with the collector held off, as above
+        routes.after_ours()
+    result["store_part"] = median([a for a, _ in split])
+    result["handoff_part"] = median([b for _, b in split])
     # the flush after each put is untimed above: time it too, for the record
     t0 = time.perf_counter()
     routes.ours(shape, latent, tag)
@@ -407,13 +424,14 @@ def details_for(results: list[dict], via_nodes: bool, ctx: Context) -> str:
     table = []
     for r in results:
         if "error" in r:
-            table.append([r["label"], "—", "—", "—", "—", r["error"]])
+            table.append([r["label"], "—", "—", "—", "—", "—", r["error"]])
             continue
         vae_cells = "; ".join(
             f"{k}: {fmt_time(median(v['times']))}" if "times" in v else f"{k}: not run"
             for k, v in r["vae"].items()) or "—"
         table.append([r["label"], fmt_bytes(r["bytes"]),
                       f"{fmt_time(median(r['ours']))} (min {fmt_time(min(r['ours']))})",
+                      f"{fmt_time(r['store_part'])} + {fmt_time(r['handoff_part'])}",
                       f"{fmt_time(r['ours_plus_spill'])}",
                       f"{fmt_time(median(r['file']))} (min {fmt_time(min(r['file']))})", vae_cells])
     ours_text = ("ZeroCopyLatentStore.execute (copy + XXH64 digest into the resident store, background "
@@ -431,7 +449,7 @@ def details_for(results: list[dict], via_nodes: bool, ctx: Context) -> str:
                  if via_nodes else
                  "safetensors.torch.save_file + fsync + load_file")
     lines = [
-        md_table(["shape", "bytes", "ours (median)", "ours incl. waiting for the spill (once)",
+        md_table(["shape", "bytes", "ours (median)", "Store + Handoff (medians)", "ours incl. waiting for the spill (once)",
                   "file route (median)", "VAE roundtrip (median)"], table),
         "",
         "What was timed:",
