@@ -59,7 +59,7 @@ def git_commit() -> str:
         out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "engine", "zc_engine",
-                                "zc_nodes", "zc_continuity", "bench"],
+                                "zc_nodes", "zc_continuity", "bench", ":(exclude)bench/results"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
         return out + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.SubprocessError):

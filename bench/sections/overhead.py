@@ -263,14 +263,23 @@ def build_vae(kind: str):
 
 
 def vae_roundtrip(vae, tail: torch.Tensor, folder: Path) -> dict:
-    """decode(tail) -> PNG -> load -> encode; seconds of each step."""
-    t0 = time.perf_counter()
-    pixels = vae.decode(tail)
-    t1 = time.perf_counter()
-    frames = png_roundtrip(pixels.reshape(-1, *pixels.shape[-3:])[..., :3], folder)
-    t2 = time.perf_counter()
-    latent = vae.encode(frames)
-    t3 = time.perf_counter()
+    """decode(tail) -> PNG -> load -> encode; seconds of each step.
+
+    Denormal floats are flushed to zero meanwhile: random weights can drive activations into
+    the denormal range, where x86 arithmetic is many times slower, so without it the time
+    would depend on the values after all (trained weights rarely go there)."""
+    flushed = torch.set_flush_denormal(True)
+    try:
+        t0 = time.perf_counter()
+        pixels = vae.decode(tail)
+        t1 = time.perf_counter()
+        frames = png_roundtrip(pixels.reshape(-1, *pixels.shape[-3:])[..., :3], folder)
+        t2 = time.perf_counter()
+        latent = vae.encode(frames)
+        t3 = time.perf_counter()
+    finally:
+        if flushed:
+            torch.set_flush_denormal(False)
     return {"decode": t1 - t0, "png": t2 - t1, "encode": t3 - t2, "total": t3 - t0,
             "pixels": list(frames.shape), "latent": list(latent.shape)}
 
@@ -459,8 +468,9 @@ def details_for(results: list[dict], via_nodes: bool, ctx: Context) -> str:
         f"- **file route**: {file_text}.",
         "- **VAE roundtrip**: `vae.decode` of the last latent frame → 8-bit PNG files (Pillow) → "
         "loaded back → `vae.encode`, through ComfyUI's VAE class (its own tiling and memory "
-        "decisions), random weights. The decode is what the issue names; a user who decodes the "
-        "whole shot anyway pays the PNG and encode steps on top.",
+        "decisions), random weights, denormal floats flushed to zero (random weights can reach the "
+        "denormal range, where CPU arithmetic is far slower). The decode is what the issue names; "
+        "a user who decodes the whole shot anyway pays the PNG and encode steps on top.",
         f"- Repetitions: ours and file route {results[0].get('reps', '?') if results else '?'} each, "
         "interleaved; VAE roundtrips interleaved with 'ours' for their own repetitions. "
         "Ratios are medians of per-repetition ratios.",
