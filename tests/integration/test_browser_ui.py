@@ -218,9 +218,29 @@ def _wait(driver, script: str, timeout: float, what: str):
             "window.__zerocopy.received, refreshes: window.__zerocopy.refreshes, "
             "error: window.__zerocopy.error, buffers: [...window.__zerocopy.buffers."
             "keys()]}, badges: [...document.querySelectorAll('.zc-badge')].map(b => "
-            "({...b.dataset, text: b.textContent}))})"
+            "({...b.dataset, text: b.textContent})), nodes: (window.comfyAPI?.app?.app?.graph?._nodes "
+            "|| []).map(n => n.type)})"
         )
         raise AssertionError(f"timed out after {timeout} s waiting for {what}; state: {state}") from None
+
+
+def _load_workflow(browser, workflow: dict, attempts: int = 10):
+    """Load the workflow into the frontend and make sure it stays: the frontend loads its own
+    start-up graph asynchronously and, on a slow start, that can replace a graph loaded before
+    it finished. Re-load (bounded) until our Store nodes are still there a second later."""
+    count = "return (window.comfyAPI.app.app.graph._nodes || []).filter(n => n.type === 'ZeroCopyLatentStore').length"
+    for _ in range(attempts):
+        loaded = browser.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "window.comfyAPI.app.app.loadGraphData(arguments[0]).then(() => done(true), e => done(String(e)));",
+            workflow,
+        )
+        assert loaded is True, f"the frontend could not load the workflow: {loaded}"
+        time.sleep(1.0)
+        if browser.execute_script(count) == 3:
+            return
+    nodes = browser.execute_script("return (window.comfyAPI.app.app.graph._nodes || []).map(n => n.type)")
+    raise AssertionError(f"the frontend kept replacing the workflow ({attempts} loads); graph now: {nodes}")
 
 
 def test_rest_api_through_the_real_server(server):
@@ -261,11 +281,7 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
         40,
         "the frontend and the ZeroCopy extension",
     )
-    browser.execute_async_script(
-        "const done = arguments[arguments.length - 1];"
-        "window.comfyAPI.app.app.loadGraphData(arguments[0]).then(() => done(true), e => done(String(e)));",
-        workflow,
-    )
+    _load_workflow(browser, workflow)
     # the DOM widgets are mounted by the frontend after the graph is configured
     _wait(browser, "return document.querySelectorAll('.zc-badge').length === 6", 30, "six badges")
     badges = browser.execute_script(
