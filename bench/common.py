@@ -170,6 +170,9 @@ def png_roundtrip(frames: torch.Tensor, folder: Path, stem: str = "frame") -> to
     loaded = []
     for index, frame in enumerate(pixels):
         path = folder / f"{stem}_{index:05d}.png"
+        # NaN (a random-weight VAE can emit it) is written as 0, as SaveImage's cast would, but
+        # without numpy's invalid-cast warning; finite values are untouched
+        frame = np.nan_to_num(frame, nan=0.0, posinf=255.0, neginf=0.0)
         Image.fromarray(np.clip(frame, 0, 255).astype(np.uint8)).save(path, compress_level=4)
         with Image.open(path) as image:
             loaded.append(np.array(image.convert("RGB")).astype(np.float32) / 255.0)
