@@ -46,7 +46,6 @@ import glob
 import json
 import os
 import platform
-import random
 import re
 import resource
 import shutil

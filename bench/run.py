@@ -59,7 +59,8 @@ def git_commit() -> str:
         out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "engine", "zc_engine",
-                                "zc_nodes", "zc_continuity", "bench", ":(exclude)bench/results"],
+                                "zc_nodes", "zc_continuity", "bench", "tools",
+                                "tests/integration/tiny_models.py", ":(exclude)bench/results"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
         return out + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.SubprocessError):
@@ -111,7 +112,10 @@ def engine_section(ctx: Context) -> Section:
     if ctx.quick:
         cmd.append("--quick")
     ctx.log("engine: " + " ".join(cmd[1:]))
+    (ctx.out_dir / "engine.json").unlink(missing_ok=True)  # never read an earlier run's file
     proc = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+    if not (ctx.out_dir / "engine.json").is_file():
+        raise RuntimeError(f"engine_bench exited with {proc.returncode} and wrote no results")
     doc = json.loads((ctx.out_dir / "engine.json").read_text())
     for row in doc["figures"]:
         if row["id"] in ENGINE_ROW_IDS:
@@ -119,7 +123,10 @@ def engine_section(ctx: Context) -> Section:
             section.rows.append(Row(f"E{row['id']}", row["figure"], row["goal"], row["measured"], result))
     if proc.returncode != 0:
         raise RuntimeError(f"engine_bench exited with {proc.returncode}: {doc.get('errors')}")
-    section.details = ("All engine figures, their method and breakdowns: [engine.md](engine.md) "
+    section.details = ("The summary carries the engine's goal rows. Every figure, with its method and "
+                       "breakdowns, is in [engine.md](engine.md): also get latency per size (2a–2d), "
+                       "restore from a warm page cache (4c, info) and the first-touch cost of fresh "
+                       "memory (M1, info) "
                        f"(run time {doc['elapsed_seconds']:.0f} s).")
     section.data = {"engine_json": "engine.json", "elapsed_seconds": doc["elapsed_seconds"]}
     section.seconds = time.perf_counter() - t0
@@ -148,6 +155,8 @@ def markdown(info: dict, mode: str, sections: list[Section], elapsed: float, fai
     if failures:
         lines += ["", "Sections that raised: " + "; ".join(failures)]
     for s in sections:
+        if not (s.details or s.plots):
+            continue
         lines += ["", f"## {s.title}", "", f"Section time: {s.seconds:.0f} s", ""]
         lines += [f"![{s.name}]({p})" for p in s.plots]
         if s.details:
@@ -217,7 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         names = args.only or SECTIONS
         if "engine" in names:  # first, in its own process, before ComfyUI fills this one
-            sections.append(engine_section(ctx))
+            try:
+                sections.append(engine_section(ctx))
+            except Exception as exc:
+                traceback.print_exc()
+                failures.append(f"engine: {type(exc).__name__}: {exc}")
+                sections.append(Section("engine", "0. C engine", rows=[Row(
+                    "E", "section engine", "—", f"raised {type(exc).__name__}: {exc}", FAIL)]))
         if ctx.comfyui_path and any(n in ("overhead", "drift", "residency") for n in names):
             start_comfyui(ctx)
         info = machine(ctx)

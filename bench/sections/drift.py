@@ -467,7 +467,7 @@ def _details(hops: int, training: tiny.TrainResult, heldout_psnr: float | None, 
 def run(ctx: Context) -> Section:
     """Measure drift over ctx.pick(10, 10, 3) hops; write drift.png; return the section."""
     started = time.perf_counter()
-    section = Section(name="drift", title="Drift across hops: the handed-off tail after 1…N hops")
+    section = Section(name="drift", title="2. Drift across hops: the handed-off tail after 1…N hops")
     hops = ctx.pick(10, 10, 3)
     budget = ctx.pick(60.0, 15.0, 2.0)
     work = Path(ctx.tmp_dir) / "drift"
@@ -541,7 +541,7 @@ def run(ctx: Context) -> Section:
             f"latent MSE {_fmt_mse(chain['latent_mse'][0])} → {_fmt_mse(chain['latent_mse'][-1])}; "
             f"pixel PSNR vs first decode {_fmt_db(chain['psnr_vs_first_decode_db'][0])} → "
             f"{_fmt_db(chain['psnr_vs_first_decode_db'][-1])}; ours with this latent: {real_ours_text}",
-            INFO))
+            INFO if ours_real.get("passed") else FAIL))  # ours must stay bit-identical here too
 
     # ---- plot, data, details
     real_for_plot = None

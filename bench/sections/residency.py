@@ -47,7 +47,7 @@ from bench.common import (
 )
 
 NAME = "residency"
-TITLE = "Residency: ZeroCopyVRAMPin across shots"
+TITLE = "3. Residency: ZeroCopyVRAMPin across shots"
 PLOT = "residency.png"
 GPU_CHECK = REPO / "tools" / "gpu" / "residency_check.py"
 NEEDS_COMFYUI = "needs COMFYUI_PATH (real ComfyUI model management)"
