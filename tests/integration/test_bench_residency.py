@@ -4,6 +4,7 @@ leaves no lock, wrapper or loaded model behind. Timings are not asserted."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -27,11 +28,13 @@ class InProcessView:
 
 
 @pytest.fixture
-def bench_ctx(comfy, zc_test_nodes, tmp_path):
+def bench_ctx(comfy, zc_test_nodes, tmp_path, tmp_path_factory):
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     from bench.common import Context
     name = str(REPO.resolve()).replace(".", "_x_")
+    if sys.modules.get(name) is None:  # never the user's spill folder inside the ComfyUI checkout
+        os.environ.setdefault("ZEROCOPY_SPILL_DIR", str(tmp_path_factory.mktemp("zc_spill_bench")))
     pack = sys.modules.get(name) or comfy.load_custom_node(REPO)
     (tmp_path / "out").mkdir()
     (tmp_path / "tmp").mkdir()

@@ -41,6 +41,9 @@ def pack(comfy, zc_test_nodes, tmp_path_factory):
         root.removeHandler(handler)
     module.load_records = records
     module.spill_dir = spill
+    # another test module may have loaded the pack first (its submodules stay imported): the
+    # shared store must use this fixture's spill directory all the same
+    sys.modules[module.__name__ + ".zc_nodes.runtime"].reset(spill)
     return module
 
 
