@@ -151,6 +151,34 @@ def _shot_outputs(wf, x, y, samples, vae, tag, model, shot, fps=16, prefix="zero
     return store, decode, save
 
 
+def _continued_shot(wf, x, shot, *, clip, vae, model, negative, tag, prompt, width, height, length,
+                    previous_store, seed, sampler_args, fps=16, prefix="zerocopy/shot"):
+    """Handoff (at x) -> KSampler -> Store/decode/save (at x + 420): a shot continued from the
+    previous shot's Store. Returns (handoff, sampler, store, decode, save)."""
+    handoff = _handoff(
+        wf,
+        (x, 0),
+        clip=clip,
+        vae=vae,
+        prompt=prompt,
+        width=width,
+        height=height,
+        length=length,
+        buffer_tag=tag,
+        negative=negative,
+        model=model,
+        continuity=previous_store.out(1),
+        title=f"Handoff to shot {shot}",
+    )
+    sampled = _ksampler(
+        wf, (x + 420, 0), model, seed, handoff.out(0), handoff.out(2), handoff.out(1), sampler_args
+    )
+    store, decode, save = _shot_outputs(
+        wf, x + 420, 320, sampled.out(0), vae, tag, model, shot, fps=fps, prefix=prefix
+    )
+    return handoff, sampled, store, decode, save
+
+
 def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
     """Wan 2.1 I2V 3-shot chain: shot 1 from a start image (WanImageToVideo), shots 2 and 3
     from the stored tail of the shot before (ZeroCopyLatentHandoff, no VAE round trip)."""
@@ -247,34 +275,10 @@ def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
     previous = store
     for shot in (2, 3):
         x = 860 + (shot - 1) * 1000
-        handoff = _handoff(
-            wf,
-            (x, 0),
-            clip=clip.out(0),
-            vae=vae.out(0),
-            prompt=prompts[shot],
-            width=p.width,
-            height=p.height,
-            length=p.length,
-            buffer_tag=p.tag,
-            negative=negative.out(0),
-            model=model.out(0),
-            continuity=previous.out(1),
-            title=f"Handoff to shot {shot}",
-        )
-        sampled = _ksampler(
-            wf,
-            (x + 420, 0),
-            model.out(0),
-            1000 + shot,
-            handoff.out(0),
-            handoff.out(2),
-            handoff.out(1),
-            sampler_args,
-        )
-        previous, decode, save = _shot_outputs(
-            wf, x + 420, 320, sampled.out(0), vae.out(0), p.tag, model.out(0), shot
-        )
+        handoff, sampled, previous, decode, save = _continued_shot(
+            wf, x, shot, clip=clip.out(0), vae=vae.out(0), model=model.out(0), negative=negative.out(0),
+            tag=p.tag, prompt=prompts[shot], width=p.width, height=p.height, length=p.length,
+            previous_store=previous, seed=1000 + shot, sampler_args=sampler_args)
         wf.group(f"Shot {shot}: continued in latent space", [handoff, sampled, previous, decode, save])
     return wf
 
@@ -353,27 +357,11 @@ def wan22_5b_chain(schemas):
         wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/wan22_shot"
     )
     wf.group("Shot 1", [shot1, store, decode, save])
-    handoff = _handoff(
-        wf,
-        (1860, 0),
-        clip=clip.out(0),
-        vae=vae.out(0),
-        prompt="Shot 2: the kite string snaps, the kite drifts toward the sea",
-        width=1280,
-        height=704,
-        length=121,
-        buffer_tag=tag,
-        negative=negative.out(0),
-        model=model.out(0),
-        continuity=store.out(1),
-        title="Handoff to shot 2",
-    )
-    shot2 = _ksampler(
-        wf, (2280, 0), model.out(0), 2202, handoff.out(0), handoff.out(2), handoff.out(1), sampler_args
-    )
-    store2, decode2, save2 = _shot_outputs(
-        wf, 2280, 320, shot2.out(0), vae.out(0), tag, model.out(0), 2, fps=24, prefix="zerocopy/wan22_shot"
-    )
+    handoff, shot2, store2, decode2, save2 = _continued_shot(
+        wf, 1860, 2, clip=clip.out(0), vae=vae.out(0), model=model.out(0), negative=negative.out(0),
+        tag=tag, prompt="Shot 2: the kite string snaps, the kite drifts toward the sea", width=1280, height=704,
+        length=121, previous_store=store, seed=2202, sampler_args=sampler_args, fps=24,
+        prefix="zerocopy/wan22_shot")
     wf.group("Shot 2", [handoff, shot2, store2, decode2, save2])
     return wf
 
@@ -605,27 +593,11 @@ def minimax_h3_chain(schemas):
         wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/h3_shot"
     )
     wf.group("Shot 1 (audio + video)", [shot1, store, decode, save])
-    handoff = _handoff(
-        wf,
-        (1860, 0),
-        clip=clip.out(0),
-        vae=vae.out(0),
-        prompt="Shot 2: the chef plates the dish, the kitchen falls quiet",
-        width=1344,
-        height=768,
-        length=124,
-        buffer_tag=tag,
-        negative=negative.out(0),
-        model=model.out(0),
-        continuity=store.out(1),
-        title="Handoff to shot 2",
-    )
-    shot2 = _ksampler(
-        wf, (2280, 0), model.out(0), 4402, handoff.out(0), handoff.out(2), handoff.out(1), sampler_args
-    )
-    store2, decode2, save2 = _shot_outputs(
-        wf, 2280, 320, shot2.out(0), vae.out(0), tag, model.out(0), 2, fps=24, prefix="zerocopy/h3_shot"
-    )
+    handoff, shot2, store2, decode2, save2 = _continued_shot(
+        wf, 1860, 2, clip=clip.out(0), vae=vae.out(0), model=model.out(0), negative=negative.out(0),
+        tag=tag, prompt="Shot 2: the chef plates the dish, the kitchen falls quiet", width=1344, height=768,
+        length=124, previous_store=store, seed=4402, sampler_args=sampler_args, fps=24,
+        prefix="zerocopy/h3_shot")
     wf.group("Shot 2", [handoff, shot2, store2, decode2, save2])
     return wf
 
