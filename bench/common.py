@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from zc_nodes.residency.units import fmt_bytes  # noqa: F401  (one formatter for the pack and the benchmark)
+
 if TYPE_CHECKING:
     import torch
 
@@ -130,13 +132,6 @@ def fmt_time(sec: float) -> str:
     if sec >= 1e-3:
         return f"{sec * 1e3:.2f} ms"
     return f"{sec * 1e6:.1f} µs"
-
-
-def fmt_bytes(n: float) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{int(n)} B"
 
 
 def md_table(header: list[str], rows: list[list]) -> str:

@@ -81,6 +81,7 @@ except Exception as exc:  # EngineNotBuilt, or OSError from a broken build
 
 from zc_engine import LatentStore, dlpack  # noqa: E402
 from zc_engine._library import FileTensor, check, lib  # noqa: E402
+from zc_nodes.residency.units import fmt_bytes  # noqa: E402
 
 
 # --------------------------------------------------------------------------
@@ -106,16 +107,6 @@ def fmt_time(sec: float) -> str:
 
 def fmt_bw(bps: float) -> str:
     return f"{bps / 1e9:.2f} GB/s"
-
-
-def fmt_bytes(n: float) -> str:
-    if abs(n) >= (1 << 30) and n % (1 << 30) == 0:
-        return f"{n / (1 << 30):.0f} GiB"
-    if abs(n) >= MiB:
-        return f"{n / MiB:.2f} MiB"
-    if abs(n) >= 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n:.0f} B"
 
 
 def size_label(nbytes: int) -> str:

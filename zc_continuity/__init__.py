@@ -10,8 +10,8 @@ re-exported here, so ``zc_continuity.blend`` stays the module (the node layer
 imports the modules by name).
 """
 
-from . import (assemble, blend, catalog, certificate, color, families, hunyuan, kontext, ltx, minimax,
-               resample, shapes, streams, tail)
+from . import (assemble, blend, bundle_layout, catalog, certificate, color, evidence, families, hunyuan,
+               kontext, ltx, minimax, resample, shapes, shot, streams, tail)
 from .assemble import InpaintLatent, WanI2VConcat, temporal_inpaint, wan_i2v_concat
 from .catalog import FLUX, HUNYUAN_VIDEO, HUNYUAN_VIDEO_15, LTX2, LTXV, MINIMAX_H3, WAN22_5B
 from .certificate import Certificate
@@ -26,23 +26,23 @@ from .families import (ADAPTER_FLUX_KONTEXT, ADAPTER_HUNYUAN15_I2V, ADAPTER_HUNY
 from .resample import CROP_MODES, RESAMPLE_METHODS, center_crop_box, resample_frames
 from .shapes import (latent_frames, latent_size, overlap_pixel_frames, tail_pixel_span, target_shape,
                      validate_canvas, validate_latent_for_family, validate_length)
-from .tail import DROPPED_KEY_REASONS, explain_dropped_keys, sanitize_latent_dict, take_tail
+from .tail import take_tail
 
 __all__ = [
     # modules
-    "assemble", "blend", "catalog", "certificate", "color", "families", "hunyuan", "kontext", "ltx",
-    "minimax", "resample", "shapes", "streams", "tail",
+    "assemble", "blend", "bundle_layout", "catalog", "certificate", "color", "evidence", "families",
+    "hunyuan", "kontext", "ltx", "minimax", "resample", "shapes", "shot", "streams", "tail",
     # names
     "ADAPTER_FLUX_KONTEXT", "ADAPTER_HUNYUAN15_I2V", "ADAPTER_HUNYUAN_I2V", "ADAPTER_LTX_GUIDE",
     "ADAPTER_MINIMAX_KEYFRAME", "ADAPTER_PIXEL_BRIDGE", "AudioStreamSpec", "FLUX", "HUNYUAN_VIDEO",
     "HUNYUAN_VIDEO_15", "LTX2", "LTXV", "MINIMAX_H3", "WAN22_5B", "aligned_tail_frames",
     "infer_family_from_streams", "tail_pixel_span",
     "ADAPTER_TEMPORAL_INPAINT", "ADAPTER_WAN_I2V_CONCAT", "CROP_MODES", "Certificate",
-    "ContinuityError", "DROPPED_KEY_REASONS", "FamilySpec", "GENERIC_VIDEO", "InpaintLatent",
+    "ContinuityError", "FamilySpec", "GENERIC_VIDEO", "InpaintLatent",
     "LengthRule", "RESAMPLE_METHODS", "WAN21", "WanI2VConcat", "causal_length_rule",
-    "center_crop_box", "explain_dropped_keys", "family_by_name", "family_from_latent_format",
+    "center_crop_box", "family_by_name", "family_from_latent_format",
     "infer_family_from_latent", "known_families", "latent_frames", "latent_size",
-    "overlap_pixel_frames", "pixel_frames", "register", "resample_frames", "sanitize_latent_dict",
+    "overlap_pixel_frames", "pixel_frames", "register", "resample_frames",
     "take_tail", "target_shape", "temporal_inpaint", "validate_canvas",
     "validate_latent_for_family", "validate_length", "wan_i2v_concat",
 ]

@@ -16,6 +16,9 @@ from .families import (ADAPTER_FLUX_KONTEXT, ADAPTER_HUNYUAN15_I2V, ADAPTER_HUNY
                        ADAPTER_LTX_GUIDE, ADAPTER_MINIMAX_KEYFRAME, ADAPTER_TEMPORAL_INPAINT,
                        AudioStreamSpec, FamilySpec, LengthRule, causal_length_rule, register)
 
+WAN_TEXT_ENCODER = ("comfy.text_encoders.wan.WanT5Model", "comfy.text_encoders.wan.WanT5Tokenizer")
+LTX_VAE = "comfy.ldm.lightricks.vae.causal_video_autoencoder.VideoVAE"  # LTX-Video 0.9 and LTX-2
+
 CAUSAL_SLOT0 = ("causal first frame: slot 0 of a clip is encoded from one pixel frame, a tail "
                 "latent from several; placed at slot 0 it decodes only approximately")
 
@@ -31,6 +34,8 @@ WAN22_5B = register(FamilySpec(
     canvas_reason="16 pixels per latent, and the DiT patchifies latents 2x2",
     latent_format_names=("Wan22",),
     adapters=(ADAPTER_TEMPORAL_INPAINT,),
+    vae_classes=("comfy.ldm.wan.vae2_2.WanVAE",),
+    text_encoder_classes=WAN_TEXT_ENCODER,
     caveats=(CAUSAL_SLOT0,),
 ))
 
@@ -45,6 +50,10 @@ HUNYUAN_VIDEO = register(FamilySpec(
     canvas_multiple=16,
     canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
     latent_format_names=("HunyuanVideo",),
+    # ComfyUI builds HunyuanVideo 1.0's VAE as a 3-D AutoencoderKL (16 channels, 4x8x8)
+    vae_classes=("comfy.ldm.models.autoencoder.AutoencoderKL",),
+    text_encoder_classes=("comfy.text_encoders.hunyuan_video.HunyuanVideoClipModel",
+                          "comfy.text_encoders.hunyuan_video.HunyuanVideoTokenizer"),
     adapters=(ADAPTER_HUNYUAN_I2V, ADAPTER_TEMPORAL_INPAINT),
     shares_latent_shape_with=("Wan 2.1 / 2.2 A14B", "Cosmos 1.0 CV8x8x8", "SeedVR2", "CogVideoX"),
     caveats=(CAUSAL_SLOT0,
@@ -63,6 +72,9 @@ HUNYUAN_VIDEO_15 = register(FamilySpec(
     canvas_multiple=16,
     canvas_reason="16 pixels per latent (the DiT's patch is 1x1)",
     latent_format_names=("HunyuanVideo15",),
+    vae_classes=("comfy.ldm.hunyuan_video.vae_refiner.Encoder",),
+    # 1.5 shares its Qwen2.5-VL encoder with HunyuanImage; the tokenizer is its own
+    text_encoder_classes=("comfy.text_encoders.hunyuan_video.HunyuanVideo15Tokenizer",),
     adapters=(ADAPTER_HUNYUAN15_I2V, ADAPTER_TEMPORAL_INPAINT),
     caveats=(CAUSAL_SLOT0,),
 ))
@@ -78,6 +90,8 @@ LTXV = register(FamilySpec(
     canvas_multiple=32,
     canvas_reason="32 pixels per latent (the DiT's patch is 1x1)",
     latent_format_names=("LTXV",),
+    vae_classes=(LTX_VAE,),
+    text_encoder_classes=("comfy.text_encoders.lt.LTXVT5Tokenizer",),
     adapters=(ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
     shares_latent_shape_with=("LTX-2 video stream",),
     caveats=(CAUSAL_SLOT0,
@@ -96,6 +110,8 @@ LTX2 = register(FamilySpec(
     canvas_multiple=32,
     canvas_reason="32 pixels per latent (the DiT's patch is 1x1)",
     latent_format_names=("LTXAV",),
+    vae_classes=(LTX_VAE,),
+    text_encoder_classes=("comfy.text_encoders.lt.LTXAVTEModel", "comfy.text_encoders.lt.LTXAVGemmaTokenizer"),
     adapters=(ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
     shares_latent_shape_with=("LTX-Video 0.9",),
     audio=AudioStreamSpec(layout="[B, C, T, F]", rank=4, time_axis=2),
@@ -118,6 +134,9 @@ MINIMAX_H3 = register(FamilySpec(
     canvas_multiple=32,
     canvas_reason="16 pixels per latent, and the DiT patchifies latents 2x2",
     latent_format_names=("MiniMaxH3AV", "MiniMaxH3Video"),
+    vae_classes=("comfy.ldm.minimax.vae.MiniMaxH3VideoVAE",),
+    text_encoder_classes=("comfy.text_encoders.minimax.MiniMaxH3TEModel",
+                          "comfy.text_encoders.minimax.MiniMaxH3Tokenizer"),
     adapters=(ADAPTER_MINIMAX_KEYFRAME, ADAPTER_TEMPORAL_INPAINT),
     audio=AudioStreamSpec(layout="[B, 32, 2, T]", rank=4, time_axis=3, fixed_dims=((1, 32), (2, 2)),
                           latents_per_pixel_frame=Fraction(40, 24)),
@@ -140,6 +159,9 @@ FLUX = register(FamilySpec(
     canvas_multiple=16,
     canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
     latent_format_names=("Flux",),
+    # the FLUX VAE is a 2-D AutoencodingEngine (16 channels, 8x); SD3's VAE has the same shape
+    vae_classes=("comfy.ldm.models.autoencoder.AutoencodingEngine",),
+    text_encoder_classes=("comfy.text_encoders.flux.FluxClipModel", "comfy.text_encoders.flux.FluxTokenizer"),
     adapters=(ADAPTER_FLUX_KONTEXT,),
     shares_latent_shape_with=("SD3", "Stable Cascade prior"),
     caveats=("image family: the reference is the last stored image, whole; only FLUX-VAE "

@@ -187,6 +187,12 @@ class FamilySpec:
     audio: AudioStreamSpec | None = None
     max_batch: int | None = None
     caveats: tuple[str, ...] = field(default=())
+    vae_classes: tuple[str, ...] = ()
+    """Qualified class names (``module.Class``) of the VAE parts that make this latent space in
+    ComfyUI (the VAE's first-stage model or its encoder), so a connected VAE names the family."""
+    text_encoder_classes: tuple[str, ...] = ()
+    """Qualified class names of the text encoder or tokenizer this family's models are prompted
+    with (a CLIP's ``cond_stage_model`` and ``tokenizer``, any class in their MRO)."""
 
     @property
     def is_audio_video(self) -> bool:
@@ -355,6 +361,8 @@ WAN21 = register(FamilySpec(
     latent_format_names=("Wan21",),
     adapters=(ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT),
     shares_latent_shape_with=("HunyuanVideo 1.0", "Cosmos 1.0 CV8x8x8", "SeedVR2", "CogVideoX"),
+    vae_classes=("comfy.ldm.wan.vae.WanVAE",),
+    text_encoder_classes=("comfy.text_encoders.wan.WanT5Model", "comfy.text_encoders.wan.WanT5Tokenizer"),
 ))
 
 GENERIC_VIDEO = register(FamilySpec(

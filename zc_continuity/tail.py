@@ -1,10 +1,10 @@
-"""Taking the end of a shot from a LATENT, and keeping only what may travel to the next shot.
+"""Taking the end of a shot from a stored latent.
 
-A LATENT dict is more than its ``samples``: ComfyUI's KSampler returns a copy of
-its input dict with new samples, so the output still carries the input's
-``noise_mask`` and ``batch_index``. Re-emitting those into the next shot would
-freeze or re-seed frames that the user meant to generate; only the samples
-tensor travels.
+Only a LATENT's ``samples`` travel to the next shot: ComfyUI's KSampler returns
+a copy of its input dict with new samples, so the output still carries the
+input's ``noise_mask`` and ``batch_index``, which would freeze or re-seed frames
+of the next shot. The Store keeps none of them (``zc_continuity.shot`` lists
+them as ``keys_not_kept``).
 """
 
 from __future__ import annotations
@@ -13,15 +13,6 @@ import torch
 
 from ._checks import require_int, require_tensor, shape_text
 from .errors import ContinuityError
-
-DROPPED_KEY_REASONS = {
-    "noise_mask": "the previous shot's inpaint mask; in the next shot it would keep frames that "
-                  "should be generated",
-    "batch_index": "the previous shot's noise indices; in the next shot they would re-use its "
-                   "noise draws",
-}
-"""Why each known non-sample key of a LATENT is not carried into the next shot."""
-
 
 def take_tail(samples: torch.Tensor, frames: int) -> torch.Tensor:
     """The last ``frames`` frames of a latent, as a view (no copy; do not write into it).
@@ -47,33 +38,3 @@ def take_tail(samples: torch.Tensor, frames: int) -> torch.Tensor:
                               f"{shape_text(samples.shape)} has {available} {unit}; set "
                               f"tail_frames between 1 and {available}")
     return samples.narrow(axis, available - frames, frames)
-
-
-def sanitize_latent_dict(latent: dict) -> tuple[object, tuple[str, ...]]:
-    """Split a LATENT into the samples that travel and the names of every key left behind.
-
-    Returns ``(samples, dropped_keys)``. ``samples`` is returned as is: a torch
-    tensor, or ComfyUI's nested audio+video tensor (recognised by its
-    ``is_nested`` attribute) for the caller to unbind per stream. Every other
-    key is dropped and listed (sorted), so the caller can report it; see
-    ``DROPPED_KEY_REASONS`` for why ``noise_mask`` and ``batch_index`` must not
-    travel. Nothing is dropped silently.
-    """
-    if not isinstance(latent, dict):
-        raise ContinuityError(f"expected a LATENT dict, got a {type(latent).__name__}; connect a "
-                              "LATENT output (for example a KSampler's)")
-    if "samples" not in latent:
-        keys = ", ".join(sorted(map(str, latent))) or "none"
-        raise ContinuityError(f"the LATENT has no 'samples' key (keys: {keys}); connect a LATENT "
-                              "output (for example a KSampler's)")
-    samples = latent["samples"]
-    if not getattr(samples, "is_nested", False):
-        require_tensor("the LATENT's samples", samples)
-    dropped = tuple(sorted(str(k) for k in latent if k != "samples"))
-    return samples, dropped
-
-
-def explain_dropped_keys(dropped_keys) -> list[str]:
-    """One line per dropped key saying why it was not carried, for node logs and certificates."""
-    return [f"dropped {key}: {DROPPED_KEY_REASONS.get(key, 'not part of the latent content')}"
-            for key in dropped_keys]

@@ -9,6 +9,7 @@ own device) with a host copy when they must be digested or spilled.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import threading
@@ -19,6 +20,7 @@ from typing import Mapping
 import torch
 
 from . import dlpack
+from .errors import CorruptFile, NotFound
 from ._library import StoreConfig, StoreStats, TensorInfo, check, encode, lib
 
 DEFAULT_DEPTH = 4
@@ -75,6 +77,17 @@ class StoredBundle:
 
     def digest(self, name: str) -> str | None:
         return self.info[name].digest
+
+
+@dataclass(frozen=True)
+class SkippedGeneration:
+    """A generation ``get_newest_verified`` passed over, and why."""
+
+    generation: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"generation {self.generation} skipped: {self.reason}"
 
 
 class LatentStore:
@@ -207,6 +220,16 @@ class LatentStore:
                                                                           host_copy))
 
     # -- reading ---------------------------------------------------------
+    @contextlib.contextmanager
+    def _view(self, tag: str, generation: int = 0):
+        """A view of tag@generation (0 = newest), released on exit; restores from disk if needed."""
+        view = ctypes.c_void_p()
+        check(lib.zc_store_get(self.handle, encode(tag, "tag"), generation, ctypes.byref(view)))
+        try:
+            yield view.value
+        finally:
+            lib.zc_view_release(view.value)
+
     def get(self, tag: str, generation: int = 0, *, verify: bool = False) -> StoredBundle:
         """The tag's newest bundle (or a given generation), as zero-copy torch views.
 
@@ -214,29 +237,70 @@ class LatentStore:
         tensor verified against its digest first. ``verify`` also re-digests the
         host bytes of a slot already in memory (raises CorruptFile if they changed).
         """
-        view = ctypes.c_void_p()
-        check(lib.zc_store_get(self.handle, encode(tag, "tag"), generation, ctypes.byref(view)))
-        try:
+        with self._view(tag, generation) as view:
             if verify:
-                check(lib.zc_view_verify(view.value))
-            return self._bundle_from_view(view.value)
-        finally:
-            lib.zc_view_release(view.value)
+                check(lib.zc_view_verify(view))
+            return self._bundle_from_view(view)
+
+    def generations(self, tag: str) -> list[int]:
+        """The generations of tag in memory or on disk, newest first (what ``get`` can serve)."""
+        tag_b = encode(tag, "tag")
+        count = ctypes.c_size_t(0)
+        cap = 16
+        while True:
+            out = (ctypes.c_uint64 * cap)()
+            status = lib.zc_store_generations(self.handle, tag_b, out, cap, ctypes.byref(count))
+            if status == -5 and count.value > cap:  # ZC_E_LIMIT: grow and retry
+                cap = count.value
+                continue
+            check(status)
+            return list(out[: count.value])
+
+    def get_newest_verified(self, tag: str) -> tuple[StoredBundle, list[SkippedGeneration]]:
+        """The tag's newest generation whose bytes verify against their digests, and the newer
+        ones skipped on the way with the reason each failed: a corrupt or truncated spill file
+        (which the engine renames aside, never deletes), or bytes in memory that changed. Raises
+        NotFound when the tag holds nothing, CorruptFile when no generation verifies."""
+        skipped: list[SkippedGeneration] = []
+        candidates = self.generations(tag)
+        if not candidates:
+            return self.get(tag, 0, verify=True), skipped  # raises NotFound with the engine's message
+        for generation in candidates:
+            try:
+                return self.get(tag, generation, verify=True), skipped
+            except (CorruptFile, NotFound) as exc:  # NotFound: another thread dropped it meanwhile
+                skipped.append(SkippedGeneration(generation, str(exc)))
+        raise CorruptFile(f"no stored generation of tag {tag!r} verifies against its digests: "
+                          + "; ".join(s.describe() for s in skipped))
+
+    def tensor_info(self, tag: str, generation: int = 0) -> tuple[int, dict[str, StoredTensorInfo]]:
+        """(generation, what each stored tensor is) of tag@generation, without exporting any
+        tensor to torch: the cheap way to read a digest."""
+        with self._view(tag, generation) as view:
+            return lib.zc_view_generation(view), self._infos(view)
 
     @staticmethod
-    def _bundle_from_view(view: int) -> StoredBundle:
-        tensors: dict[str, torch.Tensor] = {}
+    def _infos(view: int) -> dict[str, StoredTensorInfo]:
         infos: dict[str, StoredTensorInfo] = {}
         ti = TensorInfo()
         for index in range(lib.zc_view_count(view)):
             check(lib.zc_view_tensor(view, index, ctypes.byref(ti)))
             name = ti.name.decode("utf-8")
-            device = (ti.device_type, ti.device_id)
-            tensors[name] = dlpack.view_tensor(view, index, device, DLPACK_CODES[ti.dtype])
             infos[name] = StoredTensorInfo(
                 name=name, dtype=DTYPE_NAMES[ti.dtype], shape=tuple(ti.shape[: ti.ndim]),
                 nbytes=ti.nbytes, tier=TIER_NAMES[ti.tier],
                 digest=format_digest(ti.digest) if ti.has_digest else None)
+        return infos
+
+    @classmethod
+    def _bundle_from_view(cls, view: int) -> StoredBundle:
+        infos = cls._infos(view)
+        tensors: dict[str, torch.Tensor] = {}
+        ti = TensorInfo()
+        for index, name in enumerate(infos):
+            check(lib.zc_view_tensor(view, index, ctypes.byref(ti)))
+            tensors[name] = dlpack.view_tensor(view, index, (ti.device_type, ti.device_id),
+                                               DLPACK_CODES[ti.dtype])
         meta = {}
         key, value = ctypes.c_char_p(), ctypes.c_char_p()
         for index in range(lib.zc_view_meta_count(view)):
@@ -248,21 +312,13 @@ class LatentStore:
 
     def verify(self, tag: str, generation: int = 0) -> None:
         """Re-digest the stored host bytes; raises CorruptFile if any changed."""
-        view = ctypes.c_void_p()
-        check(lib.zc_store_get(self.handle, encode(tag, "tag"), generation, ctypes.byref(view)))
-        try:
-            check(lib.zc_view_verify(view.value))
-        finally:
-            lib.zc_view_release(view.value)
+        with self._view(tag, generation) as view:
+            check(lib.zc_view_verify(view))
 
     def save(self, tag: str, path: str | Path, generation: int = 0) -> None:
         """Write a stored bundle as a safetensors/.latent file (crash-safe, synchronous)."""
-        view = ctypes.c_void_p()
-        check(lib.zc_store_get(self.handle, encode(tag, "tag"), generation, ctypes.byref(view)))
-        try:
-            check(lib.zc_view_save(view.value, encode(str(path), "path")))
-        finally:
-            lib.zc_view_release(view.value)
+        with self._view(tag, generation) as view:
+            check(lib.zc_view_save(view, encode(str(path), "path")))
 
     # -- management ------------------------------------------------------
     def drop(self, tag: str, *, disk: bool = False) -> None:

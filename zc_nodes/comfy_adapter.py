@@ -55,6 +55,33 @@ def is_wan_i2v(model) -> bool:
         return False
 
 
+def latent_format_facts(latent_format) -> tuple[str | None, tuple[int, int, int] | None]:
+    """A latent format's class name, and for a 3-D format its (channels, spatial ratio, temporal
+    ratio) where it exposes them (so a format this pack has no family for can still be handed off)."""
+    if latent_format is None:
+        return None, None
+    values = tuple(getattr(latent_format, name, None) for name in
+                   ("latent_channels", "spacial_downscale_ratio", "temporal_downscale_ratio"))
+    geometry = values if getattr(latent_format, "latent_dimensions", 2) == 3 and all(
+        isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in values) else None
+    return type(latent_format).__name__, geometry
+
+
+def model_facts(model):
+    """What the Store records about a connected diffusion model (``zc_continuity.shot.ModelFacts``):
+    its latent format, identity and variant; None without a model."""
+    from ..zc_continuity.shot import ModelFacts
+    from .adapters import model_variant
+
+    if model is None:
+        return None
+    name, geometry = latent_format_facts(latent_format_of_model(model))
+    facts = ModelFacts(latent_format=name, identity=model_identity(model), generic_geometry=geometry)
+    spec = facts.family()
+    variant = model_variant(spec, model) if spec is not None else None
+    return ModelFacts(name, facts.identity, variant, geometry) if variant else facts
+
+
 def model_identity(model) -> str:
     """A short description of a model for certificates and errors."""
     base = getattr(model, "model", None)
@@ -173,6 +200,62 @@ def vae_decode(vae, samples: torch.Tensor) -> torch.Tensor:
     if images.ndim == 5:  # [B, T, H, W, C] from video VAEs
         images = images.reshape(-1, *images.shape[-3:])
     return images
+
+
+def _qualified_classes(*objects) -> tuple[str, ...]:
+    """``module.Class`` of every class in the MRO of each object (None skipped), in order."""
+    names: list[str] = []
+    for obj in objects:
+        if obj is None:
+            continue
+        for cls in type(obj).__mro__:
+            name = f"{cls.__module__}.{cls.__qualname__}"
+            if name not in names and cls is not object:
+                names.append(name)
+    return tuple(names)
+
+
+def _int_or_none(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def vae_evidence(vae):
+    """What a ComfyUI VAE object says about its latent space (``zc_continuity.evidence``), or
+    None for an object that is not a VAE. Read by feature: the first-stage model and its encoder
+    (their classes), ``latent_channels``, ``latent_dim`` and the compression ratios
+    (``downscale_index_formula`` for video VAEs, ``downscale_ratio`` for image VAEs)."""
+    from ..zc_continuity.evidence import PartEvidence
+
+    stage = getattr(vae, "first_stage_model", None)
+    if vae is None or stage is None:
+        return None
+    dims = _int_or_none(getattr(vae, "latent_dim", None))
+    temporal = spatial = None
+    formula = getattr(vae, "downscale_index_formula", None)
+    if isinstance(formula, tuple) and len(formula) == 3:
+        temporal, spatial = _int_or_none(formula[0]), _int_or_none(formula[-1])
+    elif dims == 2:
+        spatial = _int_or_none(getattr(vae, "downscale_ratio", None))
+    declared = getattr(stage, "latent_format", None)
+    return PartEvidence(
+        kind="VAE", label=type(stage).__name__,
+        classes=_qualified_classes(stage, getattr(stage, "encoder", None)),
+        channels=_int_or_none(getattr(vae, "latent_channels", None)), latent_dims=dims,
+        temporal_ratio=temporal, spatial_ratio=spatial,
+        latent_format=declared.__name__ if isinstance(declared, type) else
+        (type(declared).__name__ if declared is not None else None))
+
+
+def text_encoder_evidence(clip):
+    """What a ComfyUI CLIP object says about the model family it prompts: the classes of its
+    encoder (``cond_stage_model``) and tokenizer, or None for no CLIP."""
+    from ..zc_continuity.evidence import PartEvidence
+
+    if clip is None:
+        return None
+    encoder, tokenizer = getattr(clip, "cond_stage_model", None), getattr(clip, "tokenizer", None)
+    label = type(encoder).__name__ if encoder is not None else type(clip).__name__
+    return PartEvidence(kind="CLIP", label=label, classes=_qualified_classes(encoder, tokenizer))
 
 
 def spatial_ratio_of_vae(vae) -> int | None:

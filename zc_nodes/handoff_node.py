@@ -16,29 +16,34 @@ import math
 import torch
 from comfy_api.latest import io
 
-from . import (adapters, av_bundle, comfy_adapter, family_resolution, handoff_tail, log, pixel_bridge,
-               runtime)
+from . import (adapters, comfy_adapter, family_resolution, handoff_tail, log, pixel_bridge,
+               prompt_cache, runtime, ui_events)
 from .sockets import ContinuityToken
-from .store_node import DEFAULT_TAG, tag_problem
-from ..zc_continuity import families, shapes, streams
+from .store_node import DEFAULT_TAG, tag_problem, validate_tag
+from ..zc_continuity import bundle_layout, families, shapes, streams
 from ..zc_continuity.certificate import Certificate
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import NotFound, digest_tensor
-
-try:  # the web UI's websocket messages (a no-op without a server, never raises)
-    from . import ui_events
-except ImportError:  # a build of the pack without the web extension
-    ui_events = None
 
 MODES = ["zero_copy_latent_only", "blend_with_fallback"]
 ADAPTERS = adapters.COMBO
 
 
-def notify(certificate, latent: dict, first_shot: bool = False) -> None:
-    """Tell the web UI what this Handoff did (no-op without a server)."""
-    if ui_events is not None:
-        video = comfy_adapter.unbind_streams(latent["samples"])[0]
-        ui_events.notify_handoff(certificate, latent_shape=tuple(video.shape), first_shot=first_shot)
+def finish(result, certificate: Certificate | None, info: str | None = None, *, first_shot=False):
+    """The Handoff's ending, the same for every path: the certificate as text, in the log and to
+    the web UI, then the node's outputs."""
+    info = certificate.to_text() if info is None else info
+    log.info(info.replace("\n", " | "))
+    video = comfy_adapter.unbind_streams(result.latent["samples"])[0]
+    ui_events.notify_handoff(certificate, latent_shape=tuple(video.shape), first_shot=first_shot)
+    return io.NodeOutput(result.positive, result.latent, result.negative, info)
+
+
+def store_state() -> str:
+    """A fingerprint of every tag's newest generation: what a Handoff with a linked tag (unknown
+    when ComfyUI asks fingerprints) re-runs on."""
+    entries = sorted((t["tag"], t["last_generation"]) for t in runtime.store().describe()["tags"])
+    return "store:" + ";".join(f"{tag}@{gen}" for tag, gen in entries)
 
 
 class ZeroCopyLatentHandoff(io.ComfyNode):
@@ -57,9 +62,14 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 "latent for the tag (the first shot) it starts from fallback_first_frame. The info "
                 "output is the certificate: digests and whether the tail used is bit-identical."),
             inputs=[
-                io.Clip.Input("clip", tooltip="Text encoder used to encode the prompt."),
+                io.Clip.Input("clip", optional=True,
+                              tooltip="Text encoder used to encode the prompt (each prompt is encoded "
+                                      "once per text encoder and reused). Not needed when 'positive' "
+                                      "and 'negative' are connected. Without a model connected it also "
+                                      "tells the model family."),
                 io.Vae.Input("vae", tooltip="The model's VAE. Only used to encode fallback_first_frame "
-                                            "(first shot, or blend_with_fallback); never for the tail."),
+                                            "(first shot, or blend_with_fallback); never for the tail. "
+                                            "Without a model connected it tells the model family."),
                 io.String.Input("prompt", multiline=True, default="",
                                 tooltip="Prompt of the new shot."),
                 io.Int.Input("width", default=832, min=16, max=16384, step=16,
@@ -75,7 +85,8 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                tooltip="Image for the very first shot (no stored latent yet) and for "
                                        "blend_with_fallback."),
                 io.String.Input("buffer_tag", default=DEFAULT_TAG,
-                                tooltip="The tag the Store of the previous shot wrote."),
+                                tooltip="The tag the Store of the previous shot wrote (typed, or linked "
+                                        "from the String node that names the film)."),
                 io.Combo.Input("continuity_mode", options=MODES, default=MODES[0],
                                tooltip="zero_copy_latent_only: use the stored tail as is (never calls the "
                                        "VAE). blend_with_fallback: encode fallback_first_frame and blend it "
@@ -87,10 +98,14 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                 tooltip="Negative prompt, encoded with clip when 'negative' is not connected."),
                 io.Conditioning.Input("negative", optional=True,
                                       tooltip="Negative conditioning; overrides negative_prompt."),
+                io.Conditioning.Input("positive", optional=True,
+                                      tooltip="Positive conditioning (e.g. from CLIPTextEncode); overrides "
+                                              "clip and prompt."),
                 io.Model.Input("model", optional=True,
                                tooltip="The diffusion model of the new shot: picks the family and the "
                                        "adapter (adapter auto). Without it the family the Store recorded "
-                                       "is used, or the latent's own shape where it is unambiguous."),
+                                       "is used, else what the latent's shape, the VAE and the text "
+                                       "encoder tell together."),
                 io.Int.Input("tail_frames", default=1, min=1, max=64, optional=True,
                              tooltip="Latent frames taken from the end of the stored shot (Wan: each "
                                      "after the first stands for 4 pixel frames). MiniMax H3 rounds up "
@@ -104,7 +119,8 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                        "streams. flux_kontext_reference: Kontext reference_latents. "
                                        "pixel_bridge: opt-in decode + encode of one frame (lossy)."),
                 io.Int.Input("generation", default=0, min=0, max=2**62, optional=True,
-                             tooltip="Which stored generation of the tag to use; 0 = the newest."),
+                             tooltip="Which stored generation of the tag to use; 0 = the newest that "
+                                     "verifies (a corrupt newest spill file is skipped and said so)."),
                 ContinuityToken.Input("continuity", optional=True,
                                       tooltip="Link from ZeroCopyLatentStore in the same graph: runs this "
                                               "node after it and uses exactly its shot."),
@@ -127,58 +143,88 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
     @classmethod
     def validate_inputs(cls, buffer_tag=DEFAULT_TAG):
         # Only buffer_tag in the signature: ComfyUI attributes the message to these inputs.
-        return tag_problem(buffer_tag) or True
+        return validate_tag(buffer_tag)
 
     @classmethod
     def fingerprint_inputs(cls, buffer_tag=DEFAULT_TAG, generation=0, **kwargs):
-        # Runs before any node of the prompt: reflect what the store holds now,
-        # so a new Store result re-runs this node on the next queue run.
+        # Runs before any node of the prompt: reflect what the store holds now, so a new Store
+        # result re-runs this node on the next queue run. ComfyUI passes constants only: a linked
+        # tag is None here, so the newest generation of every tag stands in for it.
         try:
-            entry = next((t for t in runtime.store().describe()["tags"] if t["tag"] == buffer_tag), None)
+            if buffer_tag is None:
+                return store_state()
+            store = runtime.store()
+            newest = store.generations(buffer_tag)
         except Exception:
             return math.nan
-        if entry is None:
+        if not newest:
             return "empty"
-        newest = entry["last_generation"]
-        slot = next((s for s in entry["slots"] if s["generation"] == (generation or newest)), None)
-        digest = slot["tensors"][0]["digest"] if slot else "on-disk"
-        return f"{newest}:{generation}:{digest}"
+        try:
+            digest = store.tensor_info(buffer_tag, generation or newest[0])[1][
+                bundle_layout.VIDEO_KEY].digest
+        except Exception:
+            digest = "unreadable"
+        return f"{newest[0]}:{generation}:{digest}"
 
     @classmethod
-    def execute(cls, clip, vae, prompt, width, height, length, buffer_tag=DEFAULT_TAG,
+    def execute(cls, vae, width, height, length, clip=None, prompt="", buffer_tag=DEFAULT_TAG,
                 continuity_mode=MODES[0], blend_ratio=0.0, fallback_first_frame=None,
-                negative_prompt="", negative=None, model=None, tail_frames=1, adapter="auto",
-                generation=0, continuity=None, color_anchor=False, bridge_vae=None) -> io.NodeOutput:
+                negative_prompt="", negative=None, positive=None, model=None, tail_frames=1,
+                adapter="auto", generation=0, continuity=None, color_anchor=False,
+                bridge_vae=None) -> io.NodeOutput:
         problem = tag_problem(buffer_tag)
         if problem:
             raise ValueError(problem)
         if continuity is not None:
             buffer_tag, generation = continuity["tag"], continuity["generation"]
-        positive = comfy_adapter.encode_prompt(clip, prompt)
-        if negative is None:
-            negative = comfy_adapter.encode_prompt(clip, negative_prompt or "")
+        positive, negative = cls.conditioning(clip, prompt, positive, negative_prompt, negative)
         store = runtime.store()
+        skipped = []
         try:
-            # verify: the stored bytes are still the ones that were digested
-            shot = store.get(buffer_tag, generation, verify=True)
+            # verified: the stored bytes are still the ones that were digested
+            if generation:
+                shot = store.get(buffer_tag, generation, verify=True)
+            else:
+                shot, skipped = store.get_newest_verified(buffer_tag)
         except NotFound as exc:
             if fallback_first_frame is None:
                 raise ContinuityError(
                     f"{exc}. For the first shot of a film connect 'fallback_first_frame'; otherwise "
                     f"run a ZeroCopyLatentStore with tag {buffer_tag!r} first") from None
-            return cls.first_shot(positive, negative, vae, width, height, length, model,
+            return cls.first_shot(positive, negative, vae, clip, width, height, length, model,
                                   fallback_first_frame, buffer_tag, adapter)
+        fallback_notes = [s.describe() for s in skipped]
+        if skipped:
+            fallback_notes.append(f"used generation {shot.generation}, the newest that verifies")
+            log.warning("tag %r: %s", buffer_tag, "; ".join(fallback_notes))
         settings = handoff_tail.TailSettings(
             width=width, height=height, length=length, tail_frames=tail_frames, mode=continuity_mode,
             ratio=blend_ratio, image=fallback_first_frame, vae=vae, color_anchor=bool(color_anchor))
         if adapter == adapters.PIXEL_BRIDGE:
-            return cls.bridge_shot(shot, positive, negative, vae, bridge_vae or vae, model, settings)
-        return cls.continue_shot(shot, positive, negative, model, adapter, settings)
+            return cls.bridge_shot(shot, positive, negative, vae, bridge_vae or vae, clip, model,
+                                   settings, fallback_notes)
+        return cls.continue_shot(shot, positive, negative, vae, clip, model, adapter, settings,
+                                 fallback_notes)
+
+    @staticmethod
+    def conditioning(clip, prompt, positive, negative_prompt, negative):
+        """Positive and negative conditioning: connected ones win, else the prompts encoded (cached)."""
+        if clip is None and (positive is None or negative is None):
+            missing = [n for n, v in (("positive", positive), ("negative", negative)) if v is None]
+            raise ContinuityError(f"connect 'clip' to encode the prompts, or connect "
+                                  f"{' and '.join(repr(m) for m in missing)} conditioning")
+        if positive is None:
+            positive = prompt_cache.encode(clip, prompt or "")
+        if negative is None:
+            negative = prompt_cache.encode(clip, negative_prompt or "")
+        return positive, negative
 
     @classmethod
-    def first_shot(cls, positive, negative, vae, width, height, length, model, image, tag, adapter):
-        """No stored latent yet: start from the fallback image, VAE-encoded once."""
-        spec = family_resolution.resolve(model, {"family": "wan21"} if model is None else None)
+    def first_shot(cls, positive, negative, vae, clip, width, height, length, model, image, tag, adapter):
+        """No stored latent yet: start from the fallback image, VAE-encoded once. The family comes
+        from the model, else from the VAE and the text encoder; never assumed."""
+        family = family_resolution.resolve(model, None, vae=vae, clip=clip)
+        spec = family.spec
         if adapter == adapters.PIXEL_BRIDGE:
             adapter = adapters.AUTO  # nothing stored to bridge from: the fallback frame is the start
         chosen, why = adapters.choose(adapter, spec, model, None)
@@ -194,11 +240,10 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         result = chosen.build(request)
         info = "\n".join([f"ZeroCopy handoff: tag {tag!r} holds no latent yet: this first shot "
                           f"starts from fallback_first_frame (VAE-encoded once), adapter {chosen.name}",
+                          f"family {spec.name}: from {family.source}",
                           f"store this shot's output under {tag!r} to continue from it"] +
                          [f"note: {n}" for n in result.notes])
-        log.info(info.replace("\n", " | "))
-        notify(None, result.latent, first_shot=True)
-        return io.NodeOutput(result.positive, result.latent, result.negative, info)
+        return finish(result, None, info, first_shot=True)
 
     @staticmethod
     def fresh_audio(spec, batch: int, length: int):
@@ -223,9 +268,11 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         return comfy_adapter.latent_format_by_name(name)
 
     @classmethod
-    def continue_shot(cls, shot, positive, negative, model, adapter, settings):
-        streams_ = av_bundle.streams_of(shot)
-        spec = family_resolution.resolve(model, shot.meta, stream_shapes=[s.shape for s in streams_])
+    def continue_shot(cls, shot, positive, negative, vae, clip, model, adapter, settings, fallback_notes):
+        streams_ = bundle_layout.streams_of(shot)
+        family = family_resolution.resolve(model, shot.meta, stream_shapes=[s.shape for s in streams_],
+                                           vae=vae, clip=clip)
+        spec = family.spec
         chosen, why = adapters.choose(adapter, spec, model, shot.meta)
         prepared = handoff_tail.prepare(shot, streams_, spec, settings)
         request = adapters.BuildRequest(
@@ -244,21 +291,21 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                   if spec.is_video else 0),
             adjusted=prepared.adjusted, adjustment=prepared.adjustment,
             streams={"audio": prepared.audio_digests} if prepared.audio_digests else {},
-            notes=[f"stored latent {shot.info[av_bundle.VIDEO_KEY].digest} verified against its "
-                   f"digest before use", f"adapter {chosen.name} ({why}): {chosen.summary}"]
+            notes=fallback_notes
+            + [f"stored latent {shot.info[bundle_layout.VIDEO_KEY].digest} verified against its "
+               f"digest before use", f"family {spec.name}: from {family.source}",
+               f"adapter {chosen.name} ({why}): {chosen.summary}"]
             + prepared.notes + result.notes + [f"caveat: {c}" for c in spec.caveats])
-        info = certificate.to_text()
-        log.info(info.replace("\n", " | "))
-        notify(certificate, result.latent)
-        return io.NodeOutput(result.positive, result.latent, result.negative, info)
+        return finish(result, certificate)
 
     @classmethod
-    def bridge_shot(cls, shot, positive, negative, vae, bridge_vae, model, settings):
+    def bridge_shot(cls, shot, positive, negative, vae, bridge_vae, clip, model, settings, fallback_notes):
         """Opt-in pixel bridge: decode the stored shot, encode its last frame, build with the target's adapter."""
-        streams_ = av_bundle.streams_of(shot)
+        streams_ = bundle_layout.streams_of(shot)
         stored = streams_[0]
-        spec = family_resolution.resolve(model, shot.meta, stream_shapes=[s.shape for s in streams_],
-                                         allow_mismatch=True)
+        family = family_resolution.resolve(model, shot.meta, stream_shapes=[s.shape for s in streams_],
+                                           vae=vae, clip=clip, allow_mismatch=True)
+        spec = family.spec
         piece, decodes, encodes, notes = pixel_bridge.bridge(
             stored, bridge_vae, vae, settings.width, settings.height, image_target=not spec.is_video)
         if piece.shape[1] != spec.channels:
@@ -290,13 +337,12 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                          "the stored latent space)")
         result = chosen.build(request)
         certificate = Certificate(
-            tag=shot.tag, generation=shot.generation, stored_digest=shot.info[av_bundle.VIDEO_KEY].digest,
+            tag=shot.tag, generation=shot.generation,
+            stored_digest=shot.info[bundle_layout.VIDEO_KEY].digest,
             used_digest=digest_tensor(piece), adapter=f"pixel_bridge -> {chosen.name}",
             family=spec.name, tail_frames=1, bridge_decodes=decodes, bridge_encodes=encodes,
             overlap_pixel_frames=1 if spec.is_video else 0,
-            notes=notes + [f"then adapter {chosen.name} ({why}) with the fresh one-frame latent"]
-            + result.notes)
-        info = certificate.to_text()
-        log.info(info.replace("\n", " | "))
-        notify(certificate, result.latent)
-        return io.NodeOutput(result.positive, result.latent, result.negative, info)
+            notes=fallback_notes + notes + [f"family {spec.name}: from {family.source}",
+                                            f"then adapter {chosen.name} ({why}) with the fresh "
+                                            "one-frame latent"] + result.notes)
+        return finish(result, certificate)

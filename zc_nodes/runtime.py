@@ -17,6 +17,10 @@ from . import log
 
 _lock = threading.Lock()
 _store = None
+# The tag each Store node (by ComfyUI node id) stored into last: a linked tag is unknown when
+# ComfyUI asks a node's fingerprint, so the Store asks this instead. Bounded like a small cache.
+_last_tag_by_node: dict[str, str] = {}
+_MAX_REMEMBERED = 1024
 
 
 def default_spill_dir() -> Path:
@@ -53,6 +57,22 @@ def store():
             log.info("latent store ready: spill directory %s, %d tags on disk", spill,
                      len(_store.tags()))
         return _store
+
+
+def remember_store(node_id, tag: str) -> None:
+    """Record that the Store node ``node_id`` stored into ``tag`` (no-op without a node id)."""
+    if node_id is None:
+        return
+    with _lock:
+        _last_tag_by_node.pop(str(node_id), None)
+        _last_tag_by_node[str(node_id)] = tag
+        while len(_last_tag_by_node) > _MAX_REMEMBERED:
+            _last_tag_by_node.pop(next(iter(_last_tag_by_node)))
+
+
+def last_tag_stored_by(node_id) -> str | None:
+    with _lock:
+        return _last_tag_by_node.get(str(node_id)) if node_id is not None else None
 
 
 def reset(spill_dir: str | os.PathLike | None = None) -> None:

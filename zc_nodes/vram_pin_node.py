@@ -5,18 +5,13 @@ from __future__ import annotations
 
 from comfy_api.latest import io
 
-from . import log
+from . import log, ui_events
 from .residency import get_service
 from .residency.allocator import inspect_and_tune
 from .residency.comfy_memory import dynamic_vram_enabled
 from .residency.policy import DEFAULT_POLICY, POLICY_NAMES, parse_policy
 from .residency.report import lock_state, node_report
 from .residency.service import DISABLED, LockOutcome
-
-try:  # the web UI's websocket messages (a no-op without a server)
-    from . import ui_events
-except ImportError:  # a build of the pack without the web extension
-    ui_events = None
 
 DEFAULT_HEADROOM_GB = 4.0
 GIB = 1 << 30
@@ -118,8 +113,6 @@ class ZeroCopyVRAMPin(io.ComfyNode):
     @classmethod
     def _publish(cls, residency, outcome, enabled, report) -> None:
         """The node's state to the web UI; later loads of the locked model publish their evidence."""
-        if ui_events is None:
-            return
         residency.publisher = _publish_state
         if outcome is not None and outcome.locked:
             state = lock_state(residency, outcome.lock)

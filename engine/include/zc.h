@@ -278,6 +278,15 @@ ZC_API int zc_store_put(zc_store *store, const char *tag, zc_bundle *bundle,
  * ZC_E_IO, ZC_E_NOMEM. */
 ZC_API int zc_store_get(zc_store *store, const char *tag, uint64_t generation, zc_view **out);
 
+/* The generations of tag held in memory or on disk, newest first, without
+ * duplicates: up to cap of them into out, their number into *count.  A tag
+ * with nothing stored gives *count 0.  This is what zc_store_get can serve,
+ * e.g. to fall back from a newest generation that fails verification.
+ * @return ZC_OK; ZC_E_INVALID; ZC_E_LIMIT when *count > cap (call again with
+ * a buffer of *count). */
+ZC_API int zc_store_generations(zc_store *store, const char *tag, uint64_t *out, size_t cap,
+                                size_t *count);
+
 #define ZC_DROP_DISK 1u /* also delete the tag's spill files */
 
 /* Remove a tag's slots (views keep their memory).  With ZC_DROP_DISK the

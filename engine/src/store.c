@@ -557,6 +557,38 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
     return ZC_OK;
 }
 
+int zc_store_generations(zc_store *s, const char *tag, uint64_t *out, size_t cap, size_t *count)
+{
+    int rc;
+    if (s == NULL || count == NULL || (out == NULL && cap > 0))
+        return zc__fail(ZC_E_INVALID, "zc_store_generations: store, count or out is NULL");
+    if ((rc = zc_tag_check(tag)) != ZC_OK)
+        return rc;
+    size_t n = 0;
+    pthread_mutex_lock(&s->lock);
+    zc_tag_entry *e = zc__tag_find(s, tag);
+    uint32_t ri = 0, di = 0;
+    /* Both lists ascend: merge them newest first, without duplicates. */
+    while (e && (ri < e->count || di < e->disk_count)) {
+        uint64_t r = ri < e->count ? e->ring[e->count - 1 - ri]->generation : 0;
+        uint64_t d = di < e->disk_count ? e->disk[e->disk_count - 1 - di] : 0;
+        uint64_t g = r > d ? r : d;
+        if (r == g)
+            ri++;
+        if (d == g)
+            di++;
+        if (n < cap)
+            out[n] = g;
+        n++;
+    }
+    pthread_mutex_unlock(&s->lock);
+    *count = n;
+    if (n > cap)
+        return zc__fail(ZC_E_LIMIT, "tag \"%s\" has %zu generations; the buffer holds %zu", tag, n,
+                        cap);
+    return ZC_OK;
+}
+
 int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
 {
     int rc;

@@ -7,8 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import (DROPPED_KEY_REASONS, ContinuityError, explain_dropped_keys,
-                           sanitize_latent_dict, take_tail)
+from zc_continuity import ContinuityError, take_tail
 
 
 class FakeNested:
@@ -80,39 +79,3 @@ def test_tail_rejects_other_ranks_and_nested():
     with pytest.raises(ContinuityError) as err:
         take_tail(FakeNested(torch.zeros(1, 24, 7, 2, 2), torch.zeros(1, 32, 2, 10)), 2)
     assert "nested" in str(err.value) and "unbind" in str(err.value)
-
-
-def test_sanitize_keeps_samples_and_lists_dropped_keys():
-    samples = torch.randn(1, 16, 3, 2, 2)
-    latent = {"samples": samples, "noise_mask": torch.ones(1, 1, 3, 2, 2), "batch_index": [0],
-              "custom": 1}
-    out, dropped = sanitize_latent_dict(latent)
-    assert out is samples
-    assert dropped == ("batch_index", "custom", "noise_mask")
-    assert set(latent) == {"samples", "noise_mask", "batch_index", "custom"}  # input untouched
-    lines = explain_dropped_keys(dropped)
-    assert len(lines) == 3 and "inpaint mask" in lines[2] and "noise" in lines[0]
-    assert set(DROPPED_KEY_REASONS) == {"noise_mask", "batch_index"}
-
-
-def test_sanitize_plain_latent_drops_nothing():
-    samples = torch.randn(1, 4, 8, 8)
-    assert sanitize_latent_dict({"samples": samples}) == (samples, ())
-
-
-def test_sanitize_passes_nested_samples_through():
-    nested = FakeNested(torch.zeros(1, 24, 7, 2, 2), torch.zeros(1, 32, 2, 10))
-    out, dropped = sanitize_latent_dict({"samples": nested, "noise_mask": nested})
-    assert out is nested and dropped == ("noise_mask",)
-
-
-def test_sanitize_errors():
-    with pytest.raises(ContinuityError) as err:
-        sanitize_latent_dict(torch.zeros(1))
-    assert "Tensor" in str(err.value) and "LATENT" in str(err.value)
-    with pytest.raises(ContinuityError) as err:
-        sanitize_latent_dict({"noise_mask": torch.zeros(1)})
-    assert "'samples'" in str(err.value) and "noise_mask" in str(err.value)
-    with pytest.raises(ContinuityError) as err:
-        sanitize_latent_dict({"samples": [1, 2]})
-    assert "list" in str(err.value)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from ..zc_continuity.errors import ContinuityError
+from .errors import ContinuityError
 
 VIDEO_KEY = "latent_tensor"
 
