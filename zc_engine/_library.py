@@ -126,6 +126,7 @@ _PROTOTYPES = {
     "zc_store_flush": (c_int, [c_void_p]),
     "zc_store_stats_get": (c_int, [c_void_p, POINTER(StoreStats)]),
     "zc_store_describe_json": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "zc_store_describe_tag_json": (c_int, [c_void_p, c_char_p, c_char_p, c_size_t, POINTER(c_size_t)]),
     "zc_view_tag": (c_char_p, [c_void_p]),
     "zc_view_generation": (c_uint64, [c_void_p]),
     "zc_view_count": (c_uint32, [c_void_p]),

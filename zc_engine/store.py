@@ -339,11 +339,22 @@ class LatentStore:
 
     def describe(self) -> dict:
         """Every tag with its slots, tensors, digests, metadata and disk files."""
+        return self._json(lambda buf, size, needed: lib.zc_store_describe_json(self.handle, buf, size, needed))
+
+    def describe_tag(self, tag: str) -> dict | None:
+        """One tag's entry of ``describe()`` (None when it holds nothing); restores nothing from
+        disk and costs the same however many other tags the store holds."""
+        tag_b = encode(tag, "tag")
+        return self._json(lambda buf, size, needed: lib.zc_store_describe_tag_json(self.handle, tag_b, buf,
+                                                                                  size, needed))
+
+    @staticmethod
+    def _json(call):
         needed = ctypes.c_size_t(0)
         size = 4096
         while True:
             buf = ctypes.create_string_buffer(size)
-            status = lib.zc_store_describe_json(self.handle, buf, size, ctypes.byref(needed))
+            status = call(buf, size, ctypes.byref(needed))
             if status == -5 and needed.value > size:  # ZC_E_LIMIT: grow and retry
                 size = needed.value
                 continue

@@ -220,15 +220,17 @@ def _int_or_none(value) -> int | None:
 
 
 def vae_evidence(vae):
-    """What a ComfyUI VAE object says about its latent space (``zc_continuity.evidence``), or
-    None for an object that is not a VAE. Read by feature: the first-stage model and its encoder
+    """What a ComfyUI VAE object says about its latent space (``zc_continuity.evidence``); None
+    without a VAE. Read by feature: the first-stage model and its encoder
     (their classes), ``latent_channels``, ``latent_dim`` and the compression ratios
     (``downscale_index_formula`` for video VAEs, ``downscale_ratio`` for image VAEs)."""
     from ..zc_continuity.evidence import PartEvidence
 
-    stage = getattr(vae, "first_stage_model", None)
-    if vae is None or stage is None:
+    if vae is None:
         return None
+    stage = getattr(vae, "first_stage_model", None)
+    if stage is None:  # not ComfyUI's VAE class: its name is all it tells
+        return PartEvidence(kind="VAE", label=type(vae).__name__)
     dims = _int_or_none(getattr(vae, "latent_dim", None))
     temporal = spatial = None
     formula = getattr(vae, "downscale_index_formula", None)

@@ -111,7 +111,7 @@ def resolve(model, stored_meta: dict | None, *, stream_shapes=None, vae=None, cl
              "the Store's metadata (no family recorded)" if stored_meta is not None else None,
              *found.tried]
     raise ContinuityError(
-        "cannot tell which model family this latent belongs to; tried "
+        "cannot tell which model family to build for; tried "
         + "; ".join(t for t in tried if t)
         + ". Connect the diffusion model to the Handoff's 'model' input (or to the Store's, so it "
           "records the family), or the VAE of the film's model to 'vae'")

@@ -62,11 +62,10 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 "latent for the tag (the first shot) it starts from fallback_first_frame. The info "
                 "output is the certificate: digests and whether the tail used is bit-identical."),
             inputs=[
-                io.Clip.Input("clip", optional=True,
+                io.Clip.Input("clip",
                               tooltip="Text encoder used to encode the prompt (each prompt is encoded "
-                                      "once per text encoder and reused). Not needed when 'positive' "
-                                      "and 'negative' are connected. Without a model connected it also "
-                                      "tells the model family."),
+                                      "once per text encoder and reused). Without a model connected it "
+                                      "also tells the model family."),
                 io.Vae.Input("vae", tooltip="The model's VAE. Only used to encode fallback_first_frame "
                                             "(first shot, or blend_with_fallback); never for the tail. "
                                             "Without a model connected it tells the model family."),
@@ -98,9 +97,6 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                 tooltip="Negative prompt, encoded with clip when 'negative' is not connected."),
                 io.Conditioning.Input("negative", optional=True,
                                       tooltip="Negative conditioning; overrides negative_prompt."),
-                io.Conditioning.Input("positive", optional=True,
-                                      tooltip="Positive conditioning (e.g. from CLIPTextEncode); overrides "
-                                              "clip and prompt."),
                 io.Model.Input("model", optional=True,
                                tooltip="The diffusion model of the new shot: picks the family and the "
                                        "adapter (adapter auto). Without it the family the Store recorded "
@@ -131,6 +127,10 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 io.Vae.Input("bridge_vae", optional=True,
                              tooltip="pixel_bridge only: the VAE of the stored shot's family, to decode "
                                      "it (defaults to vae)."),
+                io.Conditioning.Input("positive", optional=True,
+                                      tooltip="Positive conditioning (e.g. from CLIPTextEncode, which "
+                                              "ComfyUI caches); overrides clip and prompt, as "
+                                              "'negative' overrides negative_prompt."),
             ],
             outputs=[
                 io.Conditioning.Output(display_name="conditioning"),
@@ -153,21 +153,19 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         try:
             if buffer_tag is None:
                 return store_state()
-            store = runtime.store()
-            newest = store.generations(buffer_tag)
+            entry = runtime.store().describe_tag(buffer_tag)  # restores nothing from disk
         except Exception:
             return math.nan
-        if not newest:
+        if entry is None:
             return "empty"
-        try:
-            digest = store.tensor_info(buffer_tag, generation or newest[0])[1][
-                bundle_layout.VIDEO_KEY].digest
-        except Exception:
-            digest = "unreadable"
-        return f"{newest[0]}:{generation}:{digest}"
+        newest = entry["last_generation"]
+        slot = next((s for s in entry["slots"] if s["generation"] == (generation or newest)), None)
+        digest = slot["tensors"][0]["digest"] if slot else "on-disk"
+        return f"{newest}:{generation}:{digest}"
 
     @classmethod
-    def execute(cls, vae, width, height, length, clip=None, prompt="", buffer_tag=DEFAULT_TAG,
+    def execute(cls, clip=None, vae=None, prompt="", width=832, height=480, length=81,
+                buffer_tag=DEFAULT_TAG,
                 continuity_mode=MODES[0], blend_ratio=0.0, fallback_first_frame=None,
                 negative_prompt="", negative=None, positive=None, model=None, tail_frames=1,
                 adapter="auto", generation=0, continuity=None, color_anchor=False,
@@ -209,10 +207,6 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
     @staticmethod
     def conditioning(clip, prompt, positive, negative_prompt, negative):
         """Positive and negative conditioning: connected ones win, else the prompts encoded (cached)."""
-        if clip is None and (positive is None or negative is None):
-            missing = [n for n, v in (("positive", positive), ("negative", negative)) if v is None]
-            raise ContinuityError(f"connect 'clip' to encode the prompts, or connect "
-                                  f"{' and '.join(repr(m) for m in missing)} conditioning")
         if positive is None:
             positive = prompt_cache.encode(clip, prompt or "")
         if negative is None:

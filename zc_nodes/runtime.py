@@ -17,9 +17,11 @@ from . import log
 
 _lock = threading.Lock()
 _store = None
-# The tag each Store node (by ComfyUI node id) stored into last: a linked tag is unknown when
-# ComfyUI asks a node's fingerprint, so the Store asks this instead. Bounded like a small cache.
+# What the Store nodes of this process stored into, for their fingerprints: the tag of each node
+# (by ComfyUI node id; a linked tag is unknown when ComfyUI asks a fingerprint) and every tag
+# stored into (for ComfyUI versions that give a fingerprint no node id). Bounded like a cache.
 _last_tag_by_node: dict[str, str] = {}
+_tags_stored: dict[str, None] = {}
 _MAX_REMEMBERED = 1024
 
 
@@ -59,20 +61,30 @@ def store():
         return _store
 
 
+def _remember(table: dict, key, value) -> None:
+    table.pop(key, None)
+    table[key] = value
+    while len(table) > _MAX_REMEMBERED:
+        table.pop(next(iter(table)))
+
+
 def remember_store(node_id, tag: str) -> None:
-    """Record that the Store node ``node_id`` stored into ``tag`` (no-op without a node id)."""
-    if node_id is None:
-        return
+    """Record that the Store node ``node_id`` (None when ComfyUI gives none) stored into ``tag``."""
     with _lock:
-        _last_tag_by_node.pop(str(node_id), None)
-        _last_tag_by_node[str(node_id)] = tag
-        while len(_last_tag_by_node) > _MAX_REMEMBERED:
-            _last_tag_by_node.pop(next(iter(_last_tag_by_node)))
+        _remember(_tags_stored, tag, None)
+        if node_id is not None:
+            _remember(_last_tag_by_node, str(node_id), tag)
 
 
 def last_tag_stored_by(node_id) -> str | None:
     with _lock:
         return _last_tag_by_node.get(str(node_id)) if node_id is not None else None
+
+
+def was_stored_into(tag: str) -> bool:
+    """Whether a Store node of this process stored into ``tag`` (recently)."""
+    with _lock:
+        return tag in _tags_stored
 
 
 def reset(spill_dir: str | os.PathLike | None = None) -> None:

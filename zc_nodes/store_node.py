@@ -36,6 +36,12 @@ def tag_problem(tag) -> str | None:
     return None
 
 
+def node_id(cls) -> str | None:
+    """The ComfyUI node id of the running node (its hidden UNIQUE_ID), or None when the class is
+    called directly (the benchmark, scripts)."""
+    return getattr(getattr(cls, "hidden", None), "unique_id", None)
+
+
 def validate_tag(buffer_tag) -> bool | str:
     """validate_inputs for a tag input: a linked tag arrives as None (its value is not known
     before execution, where it is checked), a typed one is checked now."""
@@ -87,14 +93,18 @@ class ZeroCopyLatentStore(io.ComfyNode):
 
     @classmethod
     def fingerprint_inputs(cls, buffer_tag=DEFAULT_TAG, **kwargs):
-        # Re-run only when the buffer lost the tag this node stored into (dropped or evicted while
-        # the output stayed cached); otherwise the linked inputs decide. A linked tag is unknown
-        # here (ComfyUI passes constants only), so the tag this node stored last is asked.
-        tag = buffer_tag if buffer_tag is not None else runtime.last_tag_stored_by(cls.hidden.unique_id)
-        if tag is None:
+        # Re-run only when the buffer lost the shot a Store stored (the tag was dropped or evicted
+        # while ComfyUI kept the node's output cached); otherwise the inputs decide. A linked tag
+        # is None here (ComfyUI passes constants only): the tag this node stored into last stands
+        # in for it. A tag nothing stored into has no cached output to distrust.
+        if buffer_tag is not None:  # typed: did a Store of this process store into it?
+            stored_into = buffer_tag if runtime.was_stored_into(buffer_tag) else None
+        else:
+            stored_into = runtime.last_tag_stored_by(node_id(cls))  # None on a ComfyUI without it
+        if stored_into is None:
             return 0
         try:
-            known = tag in runtime.store().tags()
+            known = runtime.store().describe_tag(stored_into) is not None
         except Exception:
             known = False
         return 0 if known else math.nan
@@ -115,7 +125,7 @@ class ZeroCopyLatentStore(io.ComfyNode):
         meta = dict(shot.meta, **color_anchor.anchor_for_new_shot(store, buffer_tag, shot.video))
         generation = store.put(buffer_tag, shot.tensors, meta, spill=True)
         digest = store.tensor_info(buffer_tag, generation)[1][VIDEO_KEY].digest
-        runtime.remember_store(cls.hidden.unique_id, buffer_tag)
+        runtime.remember_store(node_id(cls), buffer_tag)
         shapes = [list(t.shape) for t in shot.tensors.values()]
         log.info("stored tag %r generation %d: %s %s, %s%s%s", buffer_tag, generation, meta["family"],
                  shapes if len(shapes) > 1 else shapes[0], digest,

@@ -325,6 +325,13 @@ ZC_API int zc_store_stats_get(zc_store *store, zc_store_stats *out);
  * (call again with *needed bytes). */
 ZC_API int zc_store_describe_json(zc_store *store, char *buf, size_t cap, size_t *needed);
 
+/* The same description for one tag only (the object of one "tags" entry), or
+ * "null" when the tag holds nothing; nothing is restored from disk.  Cheap
+ * whatever the number of other tags.  @return as zc_store_describe_json, plus
+ * ZC_E_INVALID for a bad tag. */
+ZC_API int zc_store_describe_tag_json(zc_store *store, const char *tag, char *buf, size_t cap,
+                                      size_t *needed);
+
 /* ------------------------------------------------------------------------ */
 /* Views                                                                      */
 /* ------------------------------------------------------------------------ */

@@ -57,6 +57,25 @@ static void describe_slot(zc_jsonbuf *jb, const zc_slot *s)
     zc__jb_raw(jb, "}}");
 }
 
+/* Hand a finished description to the caller's buffer (or say how big it must be); frees jb. */
+static int finish_json(zc_jsonbuf *jb, char *buf, size_t cap, size_t *needed)
+{
+    if (jb->failed) {
+        zc__jb_free(jb);
+        return zc__fail(ZC_E_NOMEM, "out of host memory describing the store");
+    }
+    if (needed)
+        *needed = jb->len + 1;
+    if (buf == NULL || cap < jb->len + 1) {
+        size_t len = jb->len;
+        zc__jb_free(jb);
+        return zc__fail(ZC_E_LIMIT, "description needs %zu bytes; the buffer has %zu", len + 1, cap);
+    }
+    memcpy(buf, jb->data, jb->len + 1);
+    zc__jb_free(jb);
+    return ZC_OK;
+}
+
 static void describe_tag(zc_jsonbuf *jb, const zc_tag_entry *e)
 {
     zc__jb_raw(jb, "{\"tag\":");
@@ -113,18 +132,24 @@ int zc_store_describe_json(zc_store *s, char *buf, size_t cap, size_t *needed)
                   (unsigned long long)st.spills_written, (unsigned long long)st.spill_errors,
                   (unsigned long long)st.restores, (unsigned long long)st.files_rejected,
                   (unsigned long long)st.pending_spills, (unsigned long long)st.pooled_bytes);
-    if (jb.failed) {
-        zc__jb_free(&jb);
-        return zc__fail(ZC_E_NOMEM, "out of host memory describing the store");
-    }
-    if (needed)
-        *needed = jb.len + 1;
-    if (buf == NULL || cap < jb.len + 1) {
-        zc__jb_free(&jb);
-        return zc__fail(ZC_E_LIMIT, "description needs %zu bytes; the buffer has %zu",
-                        jb.len + 1, cap);
-    }
-    memcpy(buf, jb.data, jb.len + 1);
-    zc__jb_free(&jb);
-    return ZC_OK;
+    return finish_json(&jb, buf, cap, needed);
+}
+
+int zc_store_describe_tag_json(zc_store *s, const char *tag, char *buf, size_t cap, size_t *needed)
+{
+    int rc;
+    if (s == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_describe_tag_json: store is NULL");
+    if ((rc = zc_tag_check(tag)) != ZC_OK)
+        return rc;
+    zc_jsonbuf jb;
+    zc__jb_init(&jb);
+    pthread_mutex_lock(&s->lock);
+    const zc_tag_entry *e = zc__tag_find(s, tag);
+    if (e != NULL && (e->count || e->disk_count))
+        describe_tag(&jb, e);
+    else
+        zc__jb_raw(&jb, "null");
+    pthread_mutex_unlock(&s->lock);
+    return finish_json(&jb, buf, cap, needed);
 }

@@ -20,6 +20,14 @@ def _has_h3(comfy):
     require_nodes("EmptyMiniMaxH3LatentAV")
 
 
+def clip_keyframes() -> bool:
+    """ComfyUI v0.33.0 packs one latent frame per keyframe; a tree with MiniMaxH3AddGuide takes a
+    whole clip (with its audio) as a keyframe, and the adapter hands off the whole tail then."""
+    import nodes
+
+    return "MiniMaxH3AddGuide" in nodes.NODE_CLASS_MAPPINGS
+
+
 def test_h3_av_chain_keyframe_and_aligned_tails(comfy, captures, pack, tiny_minimax_h3):
     tag = "h3_chain"
     g = Graph()
@@ -62,8 +70,11 @@ def test_h3_av_chain_keyframe_and_aligned_tails(comfy, captures, pack, tiny_mini
     extra = comfy.output(run, hand, 0)[0][1]
     (keyframe,) = extra["minimax_keyframes"]
     assert keyframe["resolved_frame_index"] == 0 and extra["minimax_frame_count"] == 22
-    # ComfyUI v0.33.0 packs one latent frame per keyframe: the chunk-start latent of the tail
-    assert same_bits(keyframe["latent"], video[:, :, 5:6])
+    if clip_keyframes():  # the whole tail and its audio
+        assert same_bits(keyframe["latent"], video[:, :, 5:])
+        assert same_bits(keyframe["audio_latent"], audio[..., 28:])
+    else:  # one latent frame per keyframe: the chunk-start latent of the tail
+        assert same_bits(keyframe["latent"], video[:, :, 5:6]) and "audio_latent" not in keyframe
 
     out_video, out_audio = streams(captures.CAPTURED["h3_shot2"]["samples"])
     # held, and restored by the sampler (the last Euler step rounds: x - (x - denoised))
@@ -74,7 +85,7 @@ def test_h3_av_chain_keyframe_and_aligned_tails(comfy, captures, pack, tiny_mini
     assert "family minimax_h3, adapter minimax_h3_keyframe, tail_frames 2" in info
     assert "tail_frames 1 -> 2" in info and "audio stored digest xxh64:" in info
     assert "bit-identical: yes" in info and "first 5 pixel frames" in info
-    assert "one-frame keyframe" in info
+    assert ("clip keyframe" if clip_keyframes() else "one-frame keyframe") in info
 
 
 def test_h3_without_any_model_and_with_a_new_canvas(comfy, captures, pack):
@@ -90,7 +101,8 @@ def test_h3_without_any_model_and_with_a_new_canvas(comfy, captures, pack):
     h_video, h_audio = streams(comfy.output(run, hand, 1)["samples"])
     assert h_video.shape == (1, 24, 12, 4, 6) and h_audio.shape == (1, 32, 2, 65)
     (keyframe,) = comfy.output(run, hand, 0)[0][1]["minimax_keyframes"]
-    assert keyframe["latent"].shape == (1, 24, 1, 4, 6)  # on the target grid
+    # on the target grid: tail_frames 3 -> 7 latents (a clip keyframe), or its first one
+    assert keyframe["latent"].shape == (1, 24, 7 if clip_keyframes() else 1, 4, 6)
     info = comfy.output(run, hand, 3)
     assert "tail_frames 3 -> 7" in info and "resampled" in info and "bit-identical: no" in info
 

@@ -141,6 +141,30 @@ def build_wan21_vae(folder: Path, *, dim: int = FULL_WAN21_VAE_DIM, seed: int = 
                       time.perf_counter() - start, {"dim": dim, "seed": seed, "dtype": str(dtype)})
 
 
+def hunyuan_video_vae_state_dict(*, seed: int = 0, scale: float = 0.02) -> dict[str, torch.Tensor]:
+    """State dict of a random-weight HunyuanVideo 1.0 VAE, as ComfyUI builds it: a 3-D
+    ``AutoencoderKL`` (comfy/sd.py, the "decoder.conv_in.conv.weight" branch) with 16 latent
+    channels, 8x spatial and 4x temporal compression. ComfyUI fixes its width (ch 128,
+    ch_mult [1,2,4,4]), so this is the released size (246 M parameters)."""
+    import comfy.ldm.models.autoencoder
+
+    ddconfig = {"double_z": True, "z_channels": 16, "resolution": 256, "in_channels": 3, "out_ch": 3,
+                "ch": 128, "ch_mult": [1, 2, 4, 4], "num_res_blocks": 2, "attn_resolutions": [],
+                "dropout": 0.0, "conv3d": True, "time_compress": 4}
+    vae = comfy.ldm.models.autoencoder.AutoencoderKL(ddconfig=ddconfig, embed_dim=16)
+    return seeded_fill_(vae, seed, scale, ones_for=("norm.weight",))
+
+
+def build_hunyuan_video_vae(folder: Path, *, seed: int = 0, dtype: torch.dtype = torch.bfloat16) -> BuiltModel:
+    """Write ``zc_test_random_hunyuan_video_vae_s<seed>.safetensors`` into ``folder`` (VAELoader)."""
+    start = time.perf_counter()
+    state = hunyuan_video_vae_state_dict(seed=seed)
+    name = f"zc_test_random_hunyuan_video_vae_s{seed}.safetensors"
+    size = _save(state, Path(folder) / name, dtype)
+    return BuiltModel(Path(folder) / name, name, sum(t.numel() for t in state.values()), size,
+                      time.perf_counter() - start, {"seed": seed, "dtype": str(dtype)})
+
+
 def register_model_folder(kind: str, folder: Path) -> None:
     """Make ComfyUI's loaders list the files in ``folder`` under ``kind``
     ("diffusion_models", "vae", ...). folder_paths re-scans a folder list when a folder is
