@@ -144,8 +144,8 @@ MINIMAX_H3 = register(FamilySpec(
     caveats=("tails are whole 17-frame VAE chunks (5j+2 latents); whether the H3 VAE carries a "
              "cache across chunks is unverified, so a tail equals a stand-alone encode of its "
              "frames only if it does not",
-             "this ComfyUI's H3 has no per-row timesteps: kept frames are held by the sampler's "
-             "inpainting (re-noised each step, restored at the end)"),
+             "how firmly the kept frames hold depends on the ComfyUI version (the adapter's note "
+             "says which)"),
 ))
 
 FLUX = register(FamilySpec(

@@ -18,14 +18,16 @@ node layer adds the holds, ``assemble.temporal_inpaint`` and
   first latent, a chunk-start latent encoded from one pixel frame: the legal
   first-frame latent. Where core accepts clip keyframes with audio (upstream
   ``MiniMaxH3AddGuide``), the whole tail and its audio go into the entry
-  (``clip_keyframes=True``; not available on v0.33.0, so not verified here).
+  (``clip_keyframes=True``; not in v0.33.0; tested on upstream master 783545f6).
 - the whole video tail in the first 5j+2 latents and the aligned audio tail at
   the start of the audio stream, kept by a nested noise mask (0 = keep).
 
 Caveats: batch 1 only; whether the H3 VAE carries a cache across chunks is
 unverified (if it does, a chunk-aligned tail only approximates a stand-alone
 encode); v0.33.0's H3 has no per-row timesteps, so the held frames are
-re-noised each step and restored at the end by the sampler's inpainting.
+re-noised each step and restored at the end by the sampler's inpainting, while
+later upstream runs them at the conditioning timestep (the node layer says
+which, by feature).
 """
 
 from __future__ import annotations

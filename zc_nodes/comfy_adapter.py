@@ -194,6 +194,25 @@ def minimax_clip_keyframes_supported() -> bool:
         return False
 
 
+def minimax_kept_rows_hold() -> str:
+    """How this ComfyUI's MiniMax H3 treats latent rows a noise mask keeps, for certificates.
+
+    ComfyUI v0.33.0 has no per-row timesteps for H3: kept rows are re-noised each step by the
+    sampler's inpainting and restored at the end. Later upstream (the feature:
+    ``MiniMaxH3._denoise_mask_conds``) runs kept rows at the conditioning timestep and injects them
+    at conditioning strength, so they stay nearly clean throughout."""
+    try:
+        import comfy.model_base
+        per_row = hasattr(getattr(comfy.model_base, "MiniMaxH3", None), "_denoise_mask_conds")
+    except Exception:  # noqa: BLE001 - unknown: say the conservative thing
+        per_row = False
+    if per_row:
+        return ("this ComfyUI's H3 runs the kept video and audio rows at the conditioning timestep "
+                "(per-row timesteps from the noise mask), so they stay nearly clean")
+    return ("this ComfyUI's H3 has no per-row timesteps: kept video and audio are re-noised each "
+            "step and restored at the end")
+
+
 def vae_decode(vae, samples: torch.Tensor) -> torch.Tensor:
     """Pixels [N, H, W, C] of a latent, as VAEDecode returns them (video frames flattened)."""
     images = vae.decode(samples)

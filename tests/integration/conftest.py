@@ -116,7 +116,11 @@ class Comfy:
         self.nodes, self.execution, self.folder_paths = nodes, execution, folder_paths
         self.input_dir, self.output_dir = input_dir, output_dir
         self.server = RecordingServer()
-        self.executor = execution.PromptExecutor(self.server, cache_type=execution.CacheType.CLASSIC,
+        # ZC_COMFY_CACHE=ram runs the suite under the RAM-pressure cache, ComfyUI's default since
+        # v0.33.0 (classic by default: its behaviour is the strictest about re-running nodes)
+        cache = {"ram": execution.CacheType.RAM_PRESSURE}.get(os.environ.get("ZC_COMFY_CACHE", ""),
+                                                              execution.CacheType.CLASSIC)
+        self.executor = execution.PromptExecutor(self.server, cache_type=cache,
                                                  cache_args={"lru": 0, "ram": 0, "ram_inactive": 0})
 
     def load_custom_node(self, path: Path):

@@ -44,8 +44,8 @@ class MiniMaxH3Keyframe(Adapter):
             fill = comfy_adapter.empty_fill(request.latent_format, spec.channels)
             held = assemble.temporal_inpaint(target, request.video, fill)
             video, mask = held.samples, held.noise_mask
-            hold = (f"the {request.video.shape[2]} tail latents are held by the nested noise mask "
-                    "(re-noised each step on this ComfyUI, restored at the end)")
+            hold = (f"the {request.video.shape[2]} tail latents are held by the nested noise mask; "
+                    f"{comfy_adapter.minimax_kept_rows_hold()}")
         latent = build_streams(request, video, mask)
         kind = ("clip keyframe: the whole tail and its audio" if clip else
                 "one-frame keyframe: the tail's first latent, a chunk-start latent encoded from "

@@ -28,9 +28,9 @@ HOLD = {
     "hunyuan_video15": "HunyuanVideo 1.5 keeps the kept frames clean, at the global timestep",
     "ltxv": "LTX gives kept frames per-token timestep 0, so they stay clean",
     "ltx2": "LTX-2 gives kept video and audio tokens timestep 0, so they stay clean",
-    "minimax_h3": "this ComfyUI's H3 has no per-row timesteps: kept video and audio are re-noised "
-                  "each step and restored at the end",
 }
+"""How each family's model holds the kept frames; MiniMax H3's depends on the ComfyUI version
+(``comfy_adapter.minimax_kept_rows_hold``)."""
 
 
 def build_streams(request: BuildRequest, video_samples, video_mask):
@@ -56,8 +56,10 @@ class TemporalInpaint(Adapter):
         video = assemble.temporal_inpaint(target, request.video, fill)
         latent = build_streams(request, video.samples, video.noise_mask)
         notes = []
-        if not request.fresh_first_frame and spec.name in HOLD:
-            notes.append(f"temporal_inpaint: {HOLD[spec.name]}")
+        if not request.fresh_first_frame:
+            hold = comfy_adapter.minimax_kept_rows_hold() if spec.name == "minimax_h3" else HOLD.get(spec.name)
+            if hold:
+                notes.append(f"temporal_inpaint: {hold}")
         if spec.is_audio_video:
             notes.append(request.audio_note())
         return BuildResult(request.positive, request.negative, latent, notes)
