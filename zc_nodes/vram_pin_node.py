@@ -40,9 +40,9 @@ class ZeroCopyVRAMPin(io.ComfyNode):
                 "patch clones of the model, is released when the loader produces a new model, and is only "
                 "taken if the weights plus ComfyUI's inference reserve plus the headroom fit the device. "
                 "The report shows the budget, the allocator and, per queue run, the time spent loading the "
-                "model, the bytes moved (0 B when it stayed resident) and why it was loaded again (a LoRA/patch "
-                "or dtype change, ComfyUI's cache dropping the model, an explicit free, OOM recovery, or no "
-                "cause this pack can see)."),
+                "model, the bytes moved (0 B when it stayed resident) and why it was loaded again (a "
+                "LoRA/patch or dtype change, ComfyUI's cache dropping the model, an explicit free, OOM "
+                "recovery, or no cause this pack can see)."),
             inputs=[
                 io.Model.Input("model", tooltip="The diffusion model to keep resident (a loader's MODEL output, "
                                                 "or a LoRA/patched clone of it)."),

@@ -161,7 +161,8 @@ def test_a_new_model_with_another_weight_dtype_is_named(service, load):
     assert outcome.locked and outcome.released[0][1].startswith("its node received a different model")
     run = load(fp8, "r2")
     assert kinds(run) == [["dtype_change"]] and run.reloads[0].short == "weight dtype float32 → float8_e4m3fn"
-    assert run.reloads[0].detail.startswith("weight dtype changed (float32 → float8_e4m3fn, computing in float32)")
+    assert run.reloads[0].detail.startswith(
+        "weight dtype changed (float32 → float8_e4m3fn, computing in float32)")
 
 
 def test_a_new_model_from_another_file_or_with_other_options(service, load):
@@ -173,7 +174,8 @@ def test_a_new_model_from_another_file_or_with_other_options(service, load):
     assert reload.kinds == ["model_change"]
     assert "another model file (wan2.1_t2v.safetensors → wan2.1_i2v.safetensors)" in reload.detail
 
-    _, fast = classic_model(path="/models/diffusion_models/wan2.1_i2v.safetensors", options={"fp8_optimizations": True})
+    _, fast = classic_model(path="/models/diffusion_models/wan2.1_i2v.safetensors",
+                            options={"fp8_optimizations": True})
     service.lock(fast, "node:1")
     assert load(fast, "r2").reloads[0].short == "loader options changed"
 
@@ -194,8 +196,9 @@ def test_the_cache_dropping_the_model_is_named_with_the_cache_mode(service, load
     service.lock(again, "node:1")
     reload = load(again, "r2").reloads[0]
     assert reload.kinds == ["cache_drop"] and reload.short == "cache dropped the model (none)"
-    assert reload.detail == ("ComfyUI's node cache dropped the model object (cache mode: none, --cache-none: every "
-                             "node runs again each time); the loader built the same file with the same options again")
+    assert reload.detail == ("ComfyUI's node cache dropped the model object (cache mode: none, --cache-none: "
+                             "every node runs again each time); the loader built the same file with the same "
+                             "options again")
 
 
 def test_the_same_file_again_while_the_old_object_lives_also_names_the_cache(service, load):
@@ -204,7 +207,8 @@ def test_the_same_file_again_while_the_old_object_lives_also_names_the_cache(ser
     _, again = classic_model()
     service.lock(again, "node:1")
     reload = load(again, "r1").reloads[0]
-    assert reload.kinds == ["cache_drop"] and "no longer held its earlier output (cache mode: classic" in reload.detail
+    assert reload.kinds == ["cache_drop"]
+    assert "no longer held its earlier output (cache mode: classic" in reload.detail
 
 
 def test_without_a_loader_record_a_new_object_is_only_called_that(service, load):
@@ -229,6 +233,13 @@ def test_an_explicit_free_the_lock_stepped_aside_for_explains_the_next_reload(se
     service.end_step_aside(stepped)
     assert load(patcher, "r2").reloads[0].kinds == ["explicit_free"]
     assert lock.evidence.last_reload_why.detail.startswith("an explicit free (POST /free")
+
+
+def test_a_free_before_the_model_was_ever_loaded_explains_nothing(service, load):
+    _, patcher = classic_model()
+    service.lock(patcher, "node:1")
+    service.end_step_aside(service.apply_unload_policy(["prompt_worker"], None))  # nothing loaded to unload
+    assert load(patcher, "r1").reloads[0].kinds == ["first_load"]
 
 
 def test_a_free_the_lock_held_through_leaves_no_cause_behind(service, load):

@@ -65,7 +65,8 @@ class CacheMode:
     detail: str  # with the flag that selects it
 
 
-UNKNOWN_CACHE_MODE = CacheMode("unknown", "unknown: comfy.cli_args.args could not be read or has no cache flag this pack knows")
+UNKNOWN_CACHE_MODE = CacheMode("unknown", "unknown: comfy.cli_args.args could not be read or has no cache "
+                                           "flag this pack knows")
 
 FIRST_LOAD = Cause(CauseKind.FIRST_LOAD, "first load",
                    "first load since the model was locked (not a reload)")
@@ -109,7 +110,8 @@ def _identity_changes(old: ModelIdentity, new: ModelIdentity) -> list[tuple[Caus
     """(kind, short, phrase) for each difference between two loaded models that we can see."""
     changes = []
     if old.file and new.file and old.file != new.file:
-        changes.append((CauseKind.MODEL_CHANGE, "another model file", f"another model file ({old.file} → {new.file})"))
+        changes.append((CauseKind.MODEL_CHANGE, "another model file",
+                        f"another model file ({old.file} → {new.file})"))
     if old.dtype and new.dtype and old.dtype != new.dtype:
         computes = new.compute_dtype or new.dtype
         changes.append((CauseKind.DTYPE_CHANGE, f"weight dtype {old.dtype} → {new.dtype}",
@@ -147,7 +149,8 @@ def model_change(old: ModelIdentity, new: ModelIdentity, *, collected: bool, cac
     same = f"; same weight dtype {new.dtype}" if new.dtype else ""
     return Cause(CauseKind.MODEL_CHANGE, "new model object",
                  f"its node received a new model object (the loader ran again{same}); the loader did not "
-                 "record what it read (ComfyUI's cached_patcher_init), so why it ran again is not visible here")
+                 "record what it read (ComfyUI's cached_patcher_init), so why it ran again is not visible "
+                 "here")
 
 
 def explicit_free(policy: str) -> Cause:

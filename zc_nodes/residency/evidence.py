@@ -121,7 +121,8 @@ class LockEvidence:
             out["last_reload_unix"], out["last_reload_s"], out["last_reload_bytes"] = self.last_reload
         if self.last_reload_why is not None:
             why = self.last_reload_why
-            out.update(last_reload_reason=why.short, last_reload_detail=why.detail, last_reload_causes=why.kinds)
+            out.update(last_reload_reason=why.short, last_reload_detail=why.detail,
+                       last_reload_causes=why.kinds)
         return out
 
 

@@ -108,7 +108,7 @@ def report(service=None) -> dict:
            "hooks_installed": [hook.label for hook in service.hooks.installed()],
            "events": [{"unix": t, "text": text} for t, text in list(service.events)]}
     if len(locks) == 1:  # the UI's single-lock fields
-        for key in ("resident", "last_reload_unix", "last_reload_s", "last_reload_bytes", "last_reload_reason",
-                    "last_reload_detail", "last_reload_causes"):
+        for key in ("resident", "last_reload_unix", "last_reload_s", "last_reload_bytes",
+                    "last_reload_reason", "last_reload_detail", "last_reload_causes"):
             out[key] = locks[0].get(key)
     return out

@@ -238,14 +238,16 @@ class ResidencyService:
             action = action_for(lock.policy, reason, lock.ooms_survived)
             if action is Action.STEP_ASIDE:
                 lock.yielding = True
-                lock.reasons.add(causes.explicit_free(lock.policy.value))
+                if self._loaded_now(lock):  # an unloaded model is not unloaded by it: nothing to explain
+                    lock.reasons.add(causes.explicit_free(lock.policy.value))
                 if lock.dynamic:
                     self.dynamic.unprotect(lock)
                 stepped.append(lock)
                 self._say(f"{lock.label} steps aside for {reason.value} (policy {lock.policy.value}): it is "
                           "unloaded now and held again once ComfyUI reloads it")
             elif action is Action.RELEASE:
-                lock.reasons.add(causes.oom_recovery(lock.policy.value))  # only OOM recovery releases
+                if self._loaded_now(lock):  # only OOM recovery releases
+                    lock.reasons.add(causes.oom_recovery(lock.policy.value))
                 self.registry.release(lock, f"released for {reason.value} (policy {lock.policy.value}), "
                                             "so ComfyUI can recover; run its node again (toggle "
                                             "enable_pinning) to lock it again")
@@ -266,6 +268,16 @@ class ResidencyService:
                 self.dynamic.protect(lock)
 
     # -------------------------------------------------------------------- internals
+
+    def _loaded_now(self, lock: ResidencyLock) -> bool:
+        """Whether ComfyUI counts any of the locked model as loaded (classic bytes, dynamic
+        force-loaded bytes or resident VBAR pages)."""
+        base = lock.base
+        if base is None:
+            return False
+        if int(getattr(base, "model_loaded_weight_memory", 0) or 0) > 0:
+            return True
+        return lock.dynamic and self.dynamic.resident(lock)[1] > 0
 
     def _install_hooks(self) -> None:
         if not self.comfy_hooks:
