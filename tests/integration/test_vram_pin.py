@@ -353,7 +353,14 @@ def test_loader_running_again_moves_the_lock(comfy, residency, mm, tiny_wan21_t2
     first_ref = weakref.ref(first.model)
 
     g.prompt[ids["loader"]]["inputs"]["unet_name"] = second_t2v.name  # the loader runs again
-    second = comfy.output(run(comfy, g, ids), ids["pin"])
+    result = run(comfy, g, ids)
+    second = comfy.output(result, ids["pin"])
+    why = residency.registry.find(second.model).evidence.last_reload_why
+    assert reload_kinds(residency.registry.find(second.model), result) == [["model_change"]]
+    if getattr(second, "cached_patcher_init", None) is not None:  # 2026: ComfyUI records what the loader read
+        assert why.short == "another model file" and second_t2v.name in why.detail
+    else:  # v0.3.75: only that it is a new model object
+        assert why.short == "new model object"
 
     assert residency.registry.find(second.model) is not None
     assert residency.registry.find(first.model) is None and len(residency.registry) == 1
