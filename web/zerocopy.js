@@ -133,7 +133,7 @@ function addBadge(node) {
     hideOnZoom: false,
     getValue: () => "",
     setValue: () => {},
-    getMinHeight: () => (kind === PIN ? 76 : 150),
+    getMinHeight: () => (kind === PIN ? 92 : 150), // pin: up to 5 lines (the reload cause is one)
   });
   widget.serialize = false; // never in widgets_values: saved workflows stay what the schema says
   node.__zerocopyBadge = { root, lines, thumb, widget, key: null };
@@ -267,6 +267,8 @@ function residencyLines(report) {
     ["resident", resident, residentClass],
     ["last reload", reload],
   ];
+  // Why the last load moved bytes, in a few words (the report and the log have the sentence).
+  if (report.last_reload_reason) rows.push(["cause", report.last_reload_reason]);
   if (report.reason) rows.push(["why", report.reason]);
   return rows;
 }
@@ -275,7 +277,7 @@ function updatePin(node, id, badge) {
   const report = state.residencyEvents.get(id) ?? state.residency;
   badge.root.dataset.state = report ? "ready" : "empty";
   badge.root.dataset.residency = report?.state ?? "";
-  badge.root.title = report?.reason ?? "";
+  badge.root.title = report?.reason || report?.last_reload_detail || "";
   setLines(badge, residencyLines(report));
 }
 

@@ -1,5 +1,6 @@
 """ZeroCopyVRAMPin: keep a model resident across queue runs through ComfyUI's
-memory manager, report the CUDA allocator, and show per-run reload evidence."""
+memory manager, report the CUDA allocator, and show per-run reload evidence
+(what moved, and why)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,9 @@ class ZeroCopyVRAMPin(io.ComfyNode):
                 "patch clones of the model, is released when the loader produces a new model, and is only "
                 "taken if the weights plus ComfyUI's inference reserve plus the headroom fit the device. "
                 "The report shows the budget, the allocator and, per queue run, the time spent loading the "
-                "model and the bytes moved (0 B when it stayed resident)."),
+                "model, the bytes moved (0 B when it stayed resident) and why it was loaded again (a "
+                "LoRA/patch or dtype change, ComfyUI's cache dropping the model, an explicit free, OOM "
+                "recovery, or no cause this pack can see)."),
             inputs=[
                 io.Model.Input("model", tooltip="The diffusion model to keep resident (a loader's MODEL output, "
                                                 "or a LoRA/patched clone of it)."),
@@ -71,7 +74,7 @@ class ZeroCopyVRAMPin(io.ComfyNode):
                 io.Model.Output(display_name="model", tooltip="The input model, passed through (the same object)."),
                 io.String.Output(display_name="report",
                                  tooltip="Lock state, budget, policy, allocator figures and per-run evidence "
-                                         "(load time, bytes moved)."),
+                                         "(load time, bytes moved, why a reload happened)."),
             ],
             hidden=[io.Hidden.unique_id],
         )

@@ -74,13 +74,21 @@ def residency(residency_pack, originals, mm, captures):
     afterwards (and ComfyUI's functions checked to be its own again)."""
     service = sys.modules[residency_pack.__name__ + ".zc_nodes.residency"].get_service()
     service.release_all("test setup")
+    service.history.clear()  # what earlier tests' nodes (same node ids) held must not explain this test's loads
     mm.unload_all_models()
     yield service
     service.release_all("test teardown")
+    service.history.clear()
     mm.unload_all_models()
     gc.collect()
     for owner, name, original in originals.values():
         assert _stored(owner, name) is original, f"{name} was not restored"
+
+
+@pytest.fixture
+def fmt_bytes(residency_pack):
+    """Bytes as the pack writes them (zc_nodes/residency/units.py, as ComfyUI loaded it)."""
+    return sys.modules[residency_pack.__name__ + ".zc_nodes.residency.units"].fmt_bytes
 
 
 @pytest.fixture(scope="module")
@@ -148,6 +156,11 @@ def loaded_state(mm, base):
 
 def model_of(comfy, result, ids):
     return comfy.output(result, ids["pin"] if "pin" in ids else ids["loader"])
+
+
+def reload_kinds(lock, result) -> list[list[str]]:
+    """The causes of each reload of the locked model in this queue run (evidence.py, reasons.py)."""
+    return [reload.kinds for reload in lock.evidence.run(result.prompt_id).reloads]
 
 
 # ------------------------------------------------------------------------------- eviction paths
@@ -253,6 +266,7 @@ def test_explicit_free_follows_the_policy(comfy, residency, mm, tiny_wan21_t2v, 
         result = run(comfy, g, ids)  # reloaded once, then held again
         assert loaded_state(mm, base) == (True, size)
         assert lock.evidence.run(result.prompt_id).bytes_loaded == size
+        assert reload_kinds(lock, result) == [["explicit_free"]]
         mm.free_memory(1e30, CPU)
         assert loaded_state(mm, base) == (True, size)
     else:
@@ -319,6 +333,7 @@ def test_lora_clone_keeps_the_lock(comfy, residency, mm, tiny_wan21_t2v, tiny_lo
     lock = residency.registry.find(base)
     assert lock.evidence.run(second.prompt_id).bytes_loaded == 0
     assert lock.evidence.run(second.prompt_id).load_calls == 1
+    assert reload_kinds(lock, first) == [["first_load"]] and reload_kinds(lock, second) == []
 
     # A new LoRA strength is a new patch set: classic ComfyUI unpatches the whole model
     # to its offload device and loads it again. The lock holds, and the evidence says so.
@@ -326,6 +341,8 @@ def test_lora_clone_keeps_the_lock(comfy, residency, mm, tiny_wan21_t2v, tiny_lo
     third = run(comfy, g, ids)
     assert residency.registry.find(base) is lock
     assert lock.evidence.run(third.prompt_id).bytes_loaded == size
+    assert reload_kinds(lock, third) == [["patch_change"]]  # named from ComfyUI's own patches_uuid test
+    assert "1 patched weight before, 1 now (same count: a LoRA strength" in lock.evidence.last_reload_why.detail
     mm.unload_all_models()
     assert loaded_state(mm, base) == (True, size)
 
@@ -336,7 +353,14 @@ def test_loader_running_again_moves_the_lock(comfy, residency, mm, tiny_wan21_t2
     first_ref = weakref.ref(first.model)
 
     g.prompt[ids["loader"]]["inputs"]["unet_name"] = second_t2v.name  # the loader runs again
-    second = comfy.output(run(comfy, g, ids), ids["pin"])
+    result = run(comfy, g, ids)
+    second = comfy.output(result, ids["pin"])
+    why = residency.registry.find(second.model).evidence.last_reload_why
+    assert reload_kinds(residency.registry.find(second.model), result) == [["model_change"]]
+    if getattr(second, "cached_patcher_init", None) is not None:  # 2026: ComfyUI records what the loader read
+        assert why.short == "another model file" and second_t2v.name in why.detail
+    else:  # v0.3.75: only that it is a new model object
+        assert why.short == "new model object"
 
     assert residency.registry.find(second.model) is not None
     assert residency.registry.find(first.model) is None and len(residency.registry) == 1
@@ -423,7 +447,7 @@ def test_budget_guard_refuses_and_passes_through(comfy, residency, mm, tiny_wan2
     assert not residency.registry and not len(residency.hooks)
 
 
-def test_report_and_log_show_zero_reload_per_run(comfy, residency, mm, tiny_wan21_t2v, caplog):
+def test_report_and_log_show_zero_reload_per_run(comfy, residency, mm, tiny_wan21_t2v, caplog, fmt_bytes):
     g, ids = graph(tiny_wan21_t2v.name)
     with caplog.at_level(logging.INFO, logger="zerocopy_continuity"):
         first = run(comfy, g, ids)
@@ -440,9 +464,153 @@ def test_report_and_log_show_zero_reload_per_run(comfy, residency, mm, tiny_wan2
     lines = [r.getMessage() for r in caplog.records if ": load call " in r.getMessage()]
     assert len(lines) == 3 and all(line.startswith("[ZeroCopy-Continuity] residency: locked WAN21") for line in lines)
     assert "0 B moved" not in lines[0] and "0 B moved onto cpu" in lines[1] and "0 B moved onto cpu" in lines[2]
+    assert lines[0].endswith("; loaded because: first load since the model was locked (not a reload)")
+    assert not any("because" in line for line in lines[1:])  # nothing moved: nothing to explain
 
     g.prompt[ids["pin"]]["inputs"]["tune_allocator"] = True  # re-runs the node: a fresh report
     report = comfy.output(run(comfy, g, ids), ids["pin"], 1)
     assert report.startswith("ZeroCopyVRAMPin: LOCKED WAN21 on cpu, classic memory management")
     assert f"run {runs[1][:8]}: 1 load call" in report and f"run {runs[2][:8]}: 1 load call" in report
+    assert f"run {runs[0][:8]}: 1 load call" in report and ", loaded: first load" in report
+    assert f"last load ({fmt_bytes(size)} moved): first load since the model was locked (not a reload)" in report
     assert "allocator: cpu is not a CUDA device" in report
+
+
+# ------------------------------------------------------------------------------- why a reload happened
+
+
+@pytest.fixture
+def cache_flags(comfy, monkeypatch):
+    """Set ComfyUI's cache launch flags (comfy.cli_args.args) as a server started with them would
+    have them; the lock names the cache mode from these."""
+    from comfy.cli_args import args
+
+    def use(**flags):
+        for name in ("cache_classic", "cache_none"):
+            monkeypatch.setattr(args, name, False, raising=False)
+        monkeypatch.setattr(args, "cache_lru", 0, raising=False)
+        for name, value in flags.items():
+            monkeypatch.setattr(args, name, value, raising=False)
+    return use
+
+
+def test_reload_after_a_weight_dtype_change_is_named(comfy, residency, mm, tiny_wan21_t2v):
+    g, ids = graph(tiny_wan21_t2v.name)
+    run(comfy, g, ids)
+    g.prompt[ids["loader"]]["inputs"]["weight_dtype"] = "fp8_e4m3fn"  # UNETLoader runs again
+    result = run(comfy, g, ids)
+    patcher = comfy.output(result, ids["pin"])
+    lock = residency.registry.find(patcher.model)
+    assert str(patcher.model.get_dtype()) == "torch.float8_e4m3fn"  # ComfyUI really loaded fp8 weights
+    assert reload_kinds(lock, result) == [["dtype_change"]]
+    assert lock.evidence.last_reload_why.short == "weight dtype float32 → float8_e4m3fn"
+
+
+def test_reload_after_the_cache_dropped_the_model_names_the_cache_mode(comfy, residency, mm, tiny_wan21_t2v,
+                                                                      cache_flags):
+    cache_flags(cache_classic=True)  # --cache-classic, as the test executor caches
+    g, ids = graph(tiny_wan21_t2v.name)
+    first_ref = weakref.ref(model_of(comfy, run(comfy, g, ids), ids).model)
+    comfy.reset_cache()  # what a restarted server, "Free model and node cache" or another workflow does
+    gc.collect()  # prompt_worker collects garbage after prompts
+    assert first_ref() is None and not residency.registry  # the lock went with the model
+
+    result = run(comfy, g, ids)
+    lock = residency.registry.find(model_of(comfy, result, ids).model)
+    assert reload_kinds(lock, result) == [["cache_drop"]]
+    assert lock.evidence.last_reload_why.short == "cache dropped the model (classic)"
+    assert "cache mode: classic, --cache-classic" in lock.evidence.last_reload_why.detail
+
+
+def test_reload_after_another_workflow_under_cache_classic_is_named(comfy, residency, mm, tiny_wan21_t2v,
+                                                                    second_t2v, cache_flags):
+    cache_flags(cache_classic=True)  # ComfyUI issue #14276: a workflow switch, then every prompt reloads
+    g, ids = graph(tiny_wan21_t2v.name)
+    first_ref = weakref.ref(model_of(comfy, run(comfy, g, ids), ids).model)
+    other, other_ids = graph(second_t2v.name, pin=False)
+    run(comfy, other, other_ids)  # another workflow: the classic cache drops the first one's outputs
+    gc.collect()
+    assert first_ref() is None
+
+    result = run(comfy, g, ids)  # back to the first workflow: its loader runs again
+    lock = residency.registry.find(model_of(comfy, result, ids).model)
+    assert reload_kinds(lock, result) == [["cache_drop"]]
+    assert "running another workflow drops this one's outputs" in lock.evidence.last_reload_why.detail
+
+
+def test_every_run_under_cache_none_reloads_and_says_why(comfy, residency, mm, tiny_wan21_t2v, cache_flags,
+                                                         monkeypatch):
+    cache_flags(cache_none=True)
+    none_executor = comfy.execution.PromptExecutor(comfy.server, cache_type=comfy.execution.CacheType.NONE,
+                                                   cache_args={"lru": 0, "ram": 0, "ram_inactive": 0})
+    monkeypatch.setattr(comfy, "executor", none_executor)  # --cache-none: every node runs every time
+    g, ids = graph(tiny_wan21_t2v.name)
+    results, locks = [], []
+    monkeypatch.setattr(residency.registry, "on_added", [*residency.registry.on_added,
+                                                         lambda lock, why: locks.append(lock)])
+    for seed in (7, 8, 9):
+        g.prompt[ids["sampler"]]["inputs"]["seed"] = seed
+        results.append(run(comfy, g, ids))
+        gc.collect()  # as prompt_worker does between prompts
+        assert not residency.registry  # nothing caches the model: its lock lasts one run
+    assert len(locks) == 3 and len({id(lock) for lock in locks}) == 3  # a new model (and lock) every run
+    assert [reload_kinds(lock, result) for lock, result in zip(locks, results)] == [
+        [["first_load"]], [["cache_drop"]], [["cache_drop"]]]
+    lock = locks[-1]
+    assert lock.evidence.last_reload_why.short == "cache dropped the model (none)"
+    assert "--cache-none: every node runs again each time" in lock.evidence.last_reload_why.detail
+
+
+def test_reload_after_free_model_and_node_cache_names_both(comfy, residency, mm, tiny_wan21_t2v, cache_flags):
+    cache_flags(cache_classic=True)
+    g, ids = graph(tiny_wan21_t2v.name)  # policy yield: steps aside for the explicit free
+    model_of(comfy, run(comfy, g, ids), ids)
+    prompt_worker(mm, True, comfy.reset_cache)  # POST /free {"unload_models": true, "free_memory": true}
+    gc.collect()
+    result = run(comfy, g, ids)
+    lock = residency.registry.find(model_of(comfy, result, ids).model)
+    assert reload_kinds(lock, result) == [["explicit_free", "cache_drop"]]
+    assert lock.evidence.last_reload_why.short == "explicit free + cache dropped the model (classic)"
+
+
+def test_reload_after_oom_recovery_is_named_once_the_node_locks_again(comfy, residency, mm, tiny_wan21_t2v):
+    g, ids = graph(tiny_wan21_t2v.name, oom=1)
+    patcher = comfy.output(run(comfy, g, ids, expect_error=True), ids["pin"])
+    assert residency.registry.find(patcher.model) is None  # released by ComfyUI's OOM recovery (policy yield)
+
+    g, ids = graph(tiny_wan21_t2v.name, vram_headroom_gb=3.5)  # same node ids, no OOM node; the pin runs again
+    result = run(comfy, g, ids)
+    lock = residency.registry.find(patcher.model)
+    assert model_of(comfy, result, ids) is patcher and lock is not None  # the same model, locked again
+    assert reload_kinds(lock, result) == [["oom_recovery"]]
+    assert "out-of-memory recovery unloaded it" in lock.evidence.last_reload_why.detail
+
+
+def test_reload_without_a_visible_cause_says_so(comfy, residency, mm, tiny_wan21_t2v, fmt_bytes):
+    g, ids = graph(tiny_wan21_t2v.name)
+    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    size = patcher.model_size()
+    entry_of(mm, patcher.model).model.detach()  # another node moving the weights itself, outside free_memory
+    g.prompt[ids["sampler"]]["inputs"]["seed"] = 8
+    result = run(comfy, g, ids)
+    lock = residency.registry.find(patcher.model)
+    assert lock.evidence.run(result.prompt_id).bytes_loaded == size
+    assert reload_kinds(lock, result) == [["no_visible_cause"]]
+    assert lock.evidence.last_reload_why.detail.startswith(
+        f"ComfyUI moved {fmt_bytes(size)} onto cpu; no cause this pack can see")
+
+
+def test_the_badge_state_carries_the_reload_cause(comfy, residency, mm, tiny_wan21_t2v, tiny_lora, residency_pack,
+                                                  monkeypatch):
+    ui_events = sys.modules[residency_pack.__name__ + ".zc_nodes.ui_events"]
+    sent = []
+    monkeypatch.setattr(ui_events, "notify_residency", lambda state, **extra: sent.append({**state, **extra}))
+    g, ids = graph(tiny_wan21_t2v.name, lora=tiny_lora)
+    run(comfy, g, ids)
+    g.prompt[ids["lora"]]["inputs"]["strength_model"] = 0.25
+    run(comfy, g, ids)
+    published = [s for s in sent if s.get("state") == "locked" and "report" not in s]  # the loads' updates
+    assert published[0]["last_reload_reason"] == "first load"
+    assert published[-1]["last_reload_reason"] == "LoRA/patch change"
+    assert published[-1]["last_reload_causes"] == ["patch_change"]
+    assert published[-1]["last_reload_detail"].startswith("LoRA or other patch change: 1 patched weight before")

@@ -8,12 +8,20 @@ takes pages from the top of the lowest-priority VBAR and never goes below its
 a model of those rules for testing our logic, not a simulation of aimdo.
 
 FakeComfy stands in for the handful of ComfyUI figures the service reads
-(total memory, inference reserve, the executing prompt id, the loaded-model list).
+(total memory, inference reserve, the executing prompt id, the loaded-model list, the
+cache mode). The attribute readers (patch set, model identity) are the real ones from
+comfy_memory.py, applied to the fakes' attributes named like ComfyUI's.
 """
 
 from __future__ import annotations
 
 import types
+import uuid
+
+import torch
+
+from zc_nodes.residency import comfy_memory
+from zc_nodes.residency.causes import CacheMode
 
 PAGE = 32 << 20
 GIB = 1 << 30
@@ -101,22 +109,50 @@ class FakeModule:
 
 
 class FakeBaseModel:
-    def __init__(self, modules: dict | None = None, loaded: int = 0):
+    """The BaseModel attributes the lock reads, named as ComfyUI names them."""
+
+    def __init__(self, modules: dict | None = None, loaded: int = 0, dtype=torch.float32,
+                 manual_cast_dtype=None):
         self.dynamic_vbars = {}
         self.model_loaded_weight_memory = loaded
         self._modules_by_name = modules or {}
+        self.current_weight_patches_uuid = None  # the patch set on the weights (ComfyUI's load sets it)
+        self.model_lowvram = False
+        self._dtype = dtype
+        self.manual_cast_dtype = manual_cast_dtype
 
     def named_modules(self):
         yield "", self
         yield from self._modules_by_name.items()
 
+    def get_dtype(self):
+        return self._dtype
+
 
 class FakePatcher:
-    def __init__(self, base, size: int, device="cuda:0", dynamic: bool = True):
+    """A ModelPatcher's patch bookkeeping (patches, patches_uuid: new on every add_patches, as in
+    ComfyUI) and, for classic tests, a load that does what ComfyUI's does to the counters."""
+
+    def __init__(self, base, size: int, device="cuda:0", dynamic: bool = True, cached_patcher_init=None):
         self.model = base
         self.load_device = device
         self._size = size
         self._dynamic = dynamic
+        self.patches: dict = {}
+        self.patches_uuid = uuid.uuid4()
+        self.object_patches: dict = {}
+        self.weight_wrapper_patches: dict = {}
+        self.cached_patcher_init = cached_patcher_init
+
+    def add_patches(self, keys) -> None:
+        for key in keys:
+            self.patches.setdefault(key, []).append(("fake lora", 1.0))
+        self.patches_uuid = uuid.uuid4()
+
+    def load(self, device_to=None, lowvram_model_memory=0, force_patch_weights=False, full_load=False):
+        """Classic: everything not yet loaded goes onto the device, with this patcher's patches."""
+        self.model.model_loaded_weight_memory = self._size
+        self.model.current_weight_patches_uuid = self.patches_uuid
 
     def model_size(self) -> int:
         return self._size
@@ -129,17 +165,53 @@ class FakePatcher:
         return (vbar.loaded_size() if vbar else 0) + self.model.model_loaded_weight_memory
 
     def clone(self):
-        return FakePatcher(self.model, self._size, self.load_device, self._dynamic)
+        twin = FakePatcher(self.model, self._size, self.load_device, self._dynamic, self.cached_patcher_init)
+        twin.patches = {key: list(value) for key, value in self.patches.items()}
+        twin.patches_uuid = self.patches_uuid
+        twin.object_patches = dict(self.object_patches)
+        return twin
+
+
+class FakeLoadedModel:
+    """ComfyUI's LoadedModel.model_load as far as the counters go: weights that carry another
+    patch set are unpatched to the offload device first (partially_load), then patcher.load."""
+
+    def __init__(self, patcher):
+        self.model = patcher
+        self.device = patcher.load_device
+
+    def model_load(self, lowvram_model_memory=0, force_patch_weights=False):
+        patcher, base = self.model, self.model.model
+        current = base.current_weight_patches_uuid
+        if current is not None and (current != patcher.patches_uuid or force_patch_weights):
+            base.model_loaded_weight_memory = 0
+            base.current_weight_patches_uuid = None
+        if base.model_loaded_weight_memory < patcher.model_size() or base.model_lowvram:
+            patcher.load(patcher.load_device)
+        return base
+
+    def unload(self) -> None:
+        """What ComfyUI's full unload (detach) leaves behind."""
+        self.model.model.model_loaded_weight_memory = 0
+        self.model.model.current_weight_patches_uuid = None
 
 
 class FakeComfy:
     """The ComfyUI figures ResidencyService reads, as plain values."""
+
+    patch_state = staticmethod(comfy_memory.patch_state)
+    weights_patch_id = staticmethod(comfy_memory.weights_patch_id)
+    model_identity = staticmethod(comfy_memory.model_identity)
 
     def __init__(self, total_bytes: int = 24 * GIB, reserve_bytes: int = int(1.2 * GIB)):
         self.total_bytes = total_bytes
         self.reserve_bytes = reserve_bytes
         self.prompt_id = None
         self.loaded_models: list = []
+        self.cache = CacheMode("classic", "classic, --cache-classic (fake)")
+
+    def cache_mode(self) -> CacheMode:
+        return self.cache
 
     @staticmethod
     def is_dynamic_patcher(patcher) -> bool:

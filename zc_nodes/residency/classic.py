@@ -18,8 +18,9 @@ ComfyUI's own callers:
 - ``LoadedModel.model_unload``: returns False ("not unloaded", also true) for a
   locked model, so a direct caller can neither detach it nor pop its entry.
 
-Two more wrappers only measure (evidence.py): ``LoadedModel.model_load`` (time)
-and ``ModelPatcher.load`` (bytes). Every wrapper returns straight to the
+Two more wrappers only measure (evidence.py): ``LoadedModel.model_load`` (time,
+and, just before ComfyUI loads, what the load will do that explains a reload:
+reasons.py) and ``ModelPatcher.load`` (bytes). Every wrapper returns straight to the
 original when no model is locked, and does nothing for a model that is not.
 """
 
@@ -158,6 +159,8 @@ def wrap_model_load(service, original):
             return original(self, *args, **kwargs)
         run = lock.evidence.run(service.run_id())
         bytes_before = run.bytes_loaded
+        forced = args[1] if len(args) > 1 else kwargs.get("force_patch_weights", False)
+        service.before_locked_load(lock, patcher, bool(forced))
         start = time.perf_counter()
         try:
             result = original(self, *args, **kwargs)

@@ -8,7 +8,10 @@ absent means "this ComfyUI does not have it", never an error.
 
 from __future__ import annotations
 
+import hashlib
 import sys
+
+from .causes import UNKNOWN_CACHE_MODE, CacheMode, ModelIdentity, PatchState, dtype_name
 
 
 def model_management():
@@ -103,3 +106,75 @@ def aimdo_vbar_module():
 
 def disable_smart_memory() -> bool:
     return bool(getattr(model_management(), "DISABLE_SMART_MEMORY", False))
+
+
+def cache_mode():
+    """ComfyUI's node-cache mode as its launch flags select it (main.py's mapping), or
+    UNKNOWN_CACHE_MODE. Read from comfy.cli_args.args by feature: the flags that exist here."""
+    try:
+        from comfy.cli_args import args
+    except ImportError:
+        return UNKNOWN_CACHE_MODE
+    if getattr(args, "cache_none", False):
+        return CacheMode("none", "none, --cache-none: every node runs again each time")
+    lru = getattr(args, "cache_lru", 0) or 0
+    if lru > 0:
+        return CacheMode("LRU", f"LRU, --cache-lru {lru}: the last {lru} node outputs are kept")
+    if getattr(args, "cache_classic", False):
+        return CacheMode("classic", "classic, --cache-classic (or --high-ram): running another workflow "
+                                    "drops this one's outputs")
+    ram = getattr(args, "cache_ram", None)
+    if isinstance(ram, (list, tuple)):  # thresholds list: RAM pressure is this ComfyUI's default
+        flag = f"--cache-ram {' '.join(f'{v:g}' for v in ram)}" if ram else "the default"
+        return CacheMode("RAM pressure", f"RAM pressure ({flag}): outputs are dropped when RAM runs short, "
+                                         "other workflows' models first")
+    if isinstance(ram, (int, float)) and ram > 0:
+        return CacheMode("RAM pressure", f"RAM pressure, --cache-ram {ram:g}: outputs are dropped when RAM "
+                                         "runs short")
+    if isinstance(ram, (int, float)):  # a single threshold, 0 = off: classic is this ComfyUI's default
+        return CacheMode("classic", "classic (the default here): running another workflow drops this one's "
+                                    "outputs")
+    return UNKNOWN_CACHE_MODE
+
+
+NOT_RECORDED = object()  # the weights' patch set is not recorded by this ComfyUI
+
+
+def weights_patch_id(base):
+    """The patch set the weights carry now (ComfyUI's current_weight_patches_uuid: None when
+    unpatched), or NOT_RECORDED."""
+    return getattr(base, "current_weight_patches_uuid", NOT_RECORDED)
+
+
+def patch_state(patcher):
+    """The patch set this patcher puts on the weights, or None where ComfyUI has no patches_uuid.
+    O(1): dict sizes and one lookup."""
+    uuid = getattr(patcher, "patches_uuid", None)
+    if uuid is None:
+        return None
+    object_patches = getattr(patcher, "object_patches", None) or {}
+    return PatchState(uuid, len(getattr(patcher, "patches", None) or ()), len(object_patches),
+                      len(getattr(patcher, "weight_wrapper_patches", None) or ()),
+                      dtype_name(object_patches.get("manual_cast_dtype")))
+
+
+def model_identity(patcher):
+    """What the loader built: weight and compute dtype of the BaseModel, and, where ComfyUI
+    records it (cached_patcher_init, 2026), the loader function with its arguments."""
+    base = getattr(patcher, "model", None)
+    try:
+        dtype = dtype_name(base.get_dtype())
+    except Exception:  # noqa: BLE001 - a model that cannot say has an unknown dtype
+        dtype = None
+    compute = dtype_name(getattr(base, "manual_cast_dtype", None))
+    init = getattr(patcher, "cached_patcher_init", None)
+    file = key = None
+    if isinstance(init, tuple) and len(init) >= 2 and isinstance(init[1], tuple):
+        paths = [a.replace("\\", "/") for a in init[1] if isinstance(a, str) and ("/" in a or "\\" in a)]
+        file = paths[0].rsplit("/", 1)[-1] if paths else None  # the first path argument: the model file
+        factory = getattr(init[0], "__qualname__", repr(init[0]))
+        try:  # a digest: the arguments hold paths and option dicts, compared as their repr
+            key = hashlib.sha256(f"{factory}{init[1:]!r}".encode()).hexdigest()[:16]
+        except Exception:  # noqa: BLE001 - arguments without a usable repr: not comparable
+            key = None
+    return ModelIdentity(dtype, compute, file, key)

@@ -19,6 +19,8 @@ What is measured, and where:
   free_memory_kept          free_memory() calls that had this model on the
                             device and were told to keep it
   unload_refusals           partially_unload()/model_unload() calls refused
+  reloads                   the loads that moved bytes (or re-patched), each with its
+                            causes (reasons.py): why the run reloaded
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .reasons import Reload
 from .units import fmt_bytes, fmt_ms
 
 OUTSIDE_RUN = "outside a queue run"
 RUNS_KEPT = 16
+RELOADS_PER_RUN = 3  # a run normally loads a locked model once; more are counted, the first kept
 
 
 @dataclass
@@ -44,6 +48,8 @@ class RunEvidence:
     unload_refusals: int = 0
     loaded_after: int | None = None  # bytes ComfyUI counts as loaded after the last load call
     last_load_unix: float | None = None
+    reloads: list[Reload] = field(default_factory=list)
+    more_reloads: int = 0  # reloads beyond RELOADS_PER_RUN in this run
 
     @property
     def bytes_moved(self) -> int:
@@ -62,7 +68,17 @@ class RunEvidence:
         if self.unload_refusals:
             parts.append(f"{self.unload_refusals} unload request{'s' if self.unload_refusals != 1 else ''}"
                          " refused")
+        if self.reloads:
+            why = "; ".join(reload.short for reload in self.reloads)
+            more = f" (+{self.more_reloads} more)" if self.more_reloads else ""
+            parts.append(f"{'loaded' if self.reloads[0].is_first_load else 'reloaded'}: {why}{more}")
         return ", ".join(parts)
+
+    def add_reload(self, reload: Reload) -> None:
+        if len(self.reloads) < RELOADS_PER_RUN:
+            self.reloads.append(reload)
+        else:
+            self.more_reloads += 1
 
 
 @dataclass
@@ -71,6 +87,13 @@ class LockEvidence:
     signatures: dict | None = None  # dynamic: module name -> VBAR signature bytes at the last check
     touched: bool = False  # dynamic: loaded since the last check
     last_reload: tuple | None = None  # (unix time, seconds, bytes) of the last load call that moved bytes
+    last_reload_why: Reload | None = None  # its causes
+
+    def note_reload(self, run: RunEvidence, reload: Reload, seconds: float) -> None:
+        """A load that moved bytes (or re-patched), with its causes."""
+        run.add_reload(reload)
+        self.last_reload = (reload.unix, seconds, reload.moved_bytes)
+        self.last_reload_why = reload
 
     def run(self, run_id: str | None) -> RunEvidence:
         run_id = run_id or OUTSIDE_RUN
@@ -89,10 +112,17 @@ class LockEvidence:
         runs = [{"run": r.run_id, "load_calls": r.load_calls, "load_s": round(r.load_seconds, 6),
                  "bytes_loaded": r.bytes_loaded, "bytes_copied_into_vbar": r.bytes_recopied if dynamic else None,
                  "free_memory_kept": r.free_memory_kept, "unload_refusals": r.unload_refusals,
-                 "loaded_after": r.loaded_after, "summary": r.summary(dynamic)} for r in self.recent(RUNS_KEPT)]
-        out = {"runs": runs, "last_reload_unix": None, "last_reload_s": None, "last_reload_bytes": None}
+                 "loaded_after": r.loaded_after, "reload_reasons": [x.short for x in r.reloads],
+                 "reload_causes": [x.kinds for x in r.reloads], "summary": r.summary(dynamic)}
+                for r in self.recent(RUNS_KEPT)]
+        out = {"runs": runs, "last_reload_unix": None, "last_reload_s": None, "last_reload_bytes": None,
+               "last_reload_reason": None, "last_reload_detail": None, "last_reload_causes": None}
         if self.last_reload is not None:
             out["last_reload_unix"], out["last_reload_s"], out["last_reload_bytes"] = self.last_reload
+        if self.last_reload_why is not None:
+            why = self.last_reload_why
+            out.update(last_reload_reason=why.short, last_reload_detail=why.detail,
+                       last_reload_causes=why.kinds)
         return out
 
 

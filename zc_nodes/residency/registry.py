@@ -23,8 +23,10 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .causes import ModelIdentity
 from .evidence import LockEvidence
 from .policy import DEFAULT_POLICY, Policy
+from .reasons import LockReasons
 
 COLLECTED = "ComfyUI released the model object (its cache no longer holds it; a loader that runs " \
             "again builds a new one), so its lock is gone too"
@@ -45,6 +47,8 @@ class ResidencyLock:
     ooms_survived: int = 0
     vbar_limit_bytes: int = 0  # dynamic: the watermark limit last applied (0: none yet)
     evidence: LockEvidence = field(default_factory=LockEvidence)
+    reasons: LockReasons = field(default_factory=LockReasons)  # why its reloads happened
+    identity: ModelIdentity | None = None  # what the loader built (dtype, file), read when locked
 
     @property
     def base(self):

@@ -59,6 +59,10 @@ def node_report(service, outcome, patcher, *, enabled: bool, policy: Policy, dyn
         if runs:
             lines.append("evidence per queue run (oldest first):")
             lines.extend("  " + run.summary(lock.dynamic) for run in runs)
+        why = lock.evidence.last_reload_why
+        if why is not None:
+            lines.append(f"last {'load' if why.is_first_load else 'reload'} "
+                         f"({fmt_bytes(why.moved_bytes)} moved): {why.detail}")
         else:
             lines.append("evidence: no run has loaded it since it was locked; the log gets one line per "
                          "load of a locked model (time and bytes moved)")
@@ -104,6 +108,7 @@ def report(service=None) -> dict:
            "hooks_installed": [hook.label for hook in service.hooks.installed()],
            "events": [{"unix": t, "text": text} for t, text in list(service.events)]}
     if len(locks) == 1:  # the UI's single-lock fields
-        for key in ("resident", "last_reload_unix", "last_reload_s", "last_reload_bytes"):
+        for key in ("resident", "last_reload_unix", "last_reload_s", "last_reload_bytes",
+                    "last_reload_reason", "last_reload_detail", "last_reload_causes"):
             out[key] = locks[0].get(key)
     return out

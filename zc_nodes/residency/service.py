@@ -14,13 +14,14 @@ import time
 from dataclasses import dataclass, field
 
 from .. import log
-from . import budget, classic, comfy_memory, dynamic_hooks
+from . import budget, causes, classic, comfy_memory, dynamic_hooks
 from .budget import BudgetCheck
 from .dynamic import ComfyAimdoPort, DynamicResidency
 from .evidence import OUTSIDE_RUN, RunEvidence, recopied_bytes, signature_snapshot
 from .hooks import HookSet
 from .policy import DEFAULT_POLICY, Action, Policy, UnloadReason, action_for, classify_unload
-from .registry import LockRegistry, ResidencyLock
+from .reasons import OwnerHistory, Reload
+from .registry import COLLECTED, LockRegistry, ResidencyLock
 from .units import fmt_bytes, fmt_ms
 
 LOADER_RAN_AGAIN = ("its node received a different model (the loader ran again, or the input changed); "
@@ -49,6 +50,7 @@ class ResidencyService:
         self.events: collections.deque = collections.deque(maxlen=32)  # (unix time, text)
         self._released_now: list | None = None
         self.publisher = None  # callable(dict): set by the node layer to reach the web UI
+        self.history = OwnerHistory()  # per node: the model it last locked (why a new one reloads)
         self.registry.on_removed.append(self._on_removed)
 
     # ---------------------------------------------------------------- the node's API
@@ -87,9 +89,15 @@ class ResidencyService:
             self._event(message)
             return LockOutcome(False, None, message, check, released=self._take_released())
         existing = self.registry.find(base)
+        identity = self.comfy.model_identity(patcher)
         lock = self.registry.acquire(base, owner, label=label, device=device, dynamic=dynamic,
                                      weight_bytes=weight_bytes, policy=policy, headroom_bytes=headroom_bytes,
                                      moved_reason=LOADER_RAN_AGAIN)
+        if existing is not lock:  # a new lock: what this node held before says why it will load
+            lock.identity = identity
+            for cause in self.history.causes_for(owner, base, identity, self.comfy.cache_mode()):
+                lock.reasons.add(cause)
+        self.history.remember(owner, lock.base_ref, identity)
         self._install_hooks()
         if dynamic:
             if lock.evidence.signatures is None:  # baseline: only copies from now on count
@@ -148,6 +156,26 @@ class ResidencyService:
         log.logger.debug("%s residency: %s refused for locked %s (0 bytes freed, entry kept)", log.PREFIX, what,
                          lock.label)
 
+    def before_locked_load(self, lock: ResidencyLock, patcher, forced: bool = False) -> None:
+        """Just before ComfyUI loads a locked model: note what this load will do that we can see
+        (re-patch the weights, top up a partial load). Once per load call (never per sampling
+        step): a few attribute reads and, when there is something to note, one small record."""
+        base = getattr(patcher, "model", None)
+        state = self.comfy.patch_state(patcher)
+        current = self.comfy.weights_patch_id(base)
+        noticed = None
+        if state is not None and current is not None and current is not comfy_memory.NOT_RECORDED \
+                and (current != state.uuid or forced):
+            # ComfyUI's own test (partially_load): the weights carry another patch set, or are forced
+            before = lock.reasons.patch_state
+            noticed = causes.patch_change(before if before is not None and before.uuid == current else None,
+                                          state, forced=forced and current == state.uuid)
+        elif not lock.dynamic and getattr(base, "model_lowvram", False):
+            loaded = int(getattr(base, "model_loaded_weight_memory", 0) or 0)
+            if 0 < loaded < lock.weight_bytes:
+                noticed = causes.partial_top_up(loaded, lock.weight_bytes)
+        lock.reasons.at_load_call(noticed, state)
+
     def after_locked_load(self, lock: ResidencyLock, patcher, run: RunEvidence, seconds: float,
                           bytes_moved: int) -> None:
         try:
@@ -155,17 +183,22 @@ class ResidencyService:
         except Exception:  # noqa: BLE001 - unknown rather than wrong
             run.loaded_after = None
         run.last_load_unix = time.time()
-        if bytes_moved > 0:
-            lock.evidence.last_reload = (run.last_load_unix, seconds, bytes_moved)
-        self._publish(lock)
-        if lock.dynamic:
+        if lock.dynamic:  # its reloads are the VBAR copies, counted after the node (after_limits_reset)
+            self._publish(lock)
             lock.evidence.touched = True
             self.dynamic.protect(lock)
             return
-        log.info("residency: locked %s, %s: load call %s, %s moved onto %s; %s of %s loaded",
+        reload = None
+        if bytes_moved > 0 or lock.reasons.repatch_noticed:
+            reload = lock.reasons.explain(bytes_moved, lock.device, run.last_load_unix)
+            lock.evidence.note_reload(run, reload, seconds)
+        else:
+            lock.reasons.nothing_moved()
+        self._publish(lock)
+        log.info("residency: locked %s, %s: load call %s, %s moved onto %s; %s of %s loaded%s",
                  lock.describe(), "run " + run.run_id[:8] if run.run_id != OUTSIDE_RUN else OUTSIDE_RUN,
                  fmt_ms(seconds), fmt_bytes(bytes_moved), lock.device, fmt_bytes(run.loaded_after),
-                 fmt_bytes(lock.weight_bytes))
+                 fmt_bytes(lock.weight_bytes), _why(reload))
 
     def after_limits_reset(self) -> None:
         """After ComfyUI cleared every VBAR limit (once per node): put ours back and take the
@@ -181,13 +214,17 @@ class ResidencyService:
             lock.evidence.signatures = signatures
             run = lock.evidence.run(self.last_run_id)
             run.bytes_recopied += moved
-            if moved:
-                lock.evidence.last_reload = (time.time(), 0.0, moved)
+            reload = None
+            if moved or lock.reasons.repatch_noticed:
+                reload = lock.reasons.explain(moved, lock.device, time.time())
+                lock.evidence.note_reload(run, reload, 0.0)
+            else:
+                lock.reasons.nothing_moved()
             self._publish(lock)
             locked, resident, staged = self.dynamic.resident(lock)
-            log.info("residency: locked %s, %s; VBAR %s resident of %s staged, %s of it under the limit",
+            log.info("residency: locked %s, %s; VBAR %s resident of %s staged, %s of it under the limit%s",
                      lock.describe(), run.summary(True), fmt_bytes(resident), fmt_bytes(staged),
-                     fmt_bytes(locked))
+                     fmt_bytes(locked), _why(reload))
 
     def locked_vbar_bytes(self, device) -> int:
         return self.dynamic.locked_resident_bytes(self.registry.locks(), device)
@@ -201,12 +238,16 @@ class ResidencyService:
             action = action_for(lock.policy, reason, lock.ooms_survived)
             if action is Action.STEP_ASIDE:
                 lock.yielding = True
+                if self._loaded_now(lock):  # an unloaded model is not unloaded by it: nothing to explain
+                    lock.reasons.add(causes.explicit_free(lock.policy.value))
                 if lock.dynamic:
                     self.dynamic.unprotect(lock)
                 stepped.append(lock)
                 self._say(f"{lock.label} steps aside for {reason.value} (policy {lock.policy.value}): it is "
                           "unloaded now and held again once ComfyUI reloads it")
             elif action is Action.RELEASE:
+                if self._loaded_now(lock):  # only OOM recovery releases
+                    lock.reasons.add(causes.oom_recovery(lock.policy.value))
                 self.registry.release(lock, f"released for {reason.value} (policy {lock.policy.value}), "
                                             "so ComfyUI can recover; run its node again (toggle "
                                             "enable_pinning) to lock it again")
@@ -228,6 +269,16 @@ class ResidencyService:
 
     # -------------------------------------------------------------------- internals
 
+    def _loaded_now(self, lock: ResidencyLock) -> bool:
+        """Whether ComfyUI counts any of the locked model as loaded (classic bytes, dynamic
+        force-loaded bytes or resident VBAR pages)."""
+        base = lock.base
+        if base is None:
+            return False
+        if int(getattr(base, "model_loaded_weight_memory", 0) or 0) > 0:
+            return True
+        return lock.dynamic and self.dynamic.resident(lock)[1] > 0
+
     def _install_hooks(self) -> None:
         if not self.comfy_hooks:
             specs = dynamic_hooks.hook_specs(self, self.vbar_module) if self.vbar_module is not None else []
@@ -246,6 +297,8 @@ class ResidencyService:
                       "inert while nothing is locked", debug=True)
 
     def _on_removed(self, lock: ResidencyLock, reason: str) -> None:
+        # Its nodes remember what it had not explained yet, for a later lock of theirs.
+        self.history.lock_removed(lock.base_ref, lock.reasons.pending, collected=reason == COLLECTED)
         if lock.dynamic and lock.base is not None:
             try:
                 self.dynamic.unprotect(lock)
@@ -281,3 +334,10 @@ class ResidencyService:
 
     def _event(self, text: str) -> None:
         self.events.append((time.time(), text))
+
+
+def _why(reload: Reload | None) -> str:
+    """The log line's tail: why this load moved bytes."""
+    if reload is None:
+        return ""
+    return f"; {'loaded' if reload.is_first_load else 'reloaded'} because: {reload.detail}"
