@@ -50,7 +50,9 @@ def find_compiler() -> list[str] | None:
 
 
 def sources() -> list[Path]:
-    return sorted((REPO / "engine" / "src").glob("*.c"))
+    platform = REPO / "engine" / "src" / "platform"
+    posix = [p for p in platform.glob("posix_*.c") if not p.stem.endswith(("_test", "_args"))]
+    return sorted([*(REPO / "engine" / "src").glob("*.c"), platform / "once.c", *posix])
 
 
 def up_to_date(library: Path) -> bool:

@@ -4,21 +4,16 @@
  * Run from the repository root (the corpora are found by relative path):
  *   make build/test_engine && ./build/test_engine safetensors
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "fixtures.h"
 #include "harness.h"
 #include "internal.h"
 #include "json_reader.h"
+#include "platform/platform_test.h"
 
 #define MALFORMED_DIR "engine/tests/malformed"
 #define SEED_DIR "engine/fuzz/corpus"
@@ -55,53 +50,74 @@ static int add_tensor(zc_bundle *b, const char *name, int dtype, int32_t ndim, c
     return rc;
 }
 
-static char *join(const char *dir, const char *name)
-{
-    char *p = NULL;
-    if (asprintf(&p, "%s/%s", dir, name) < 0)
-        return NULL;
-    return p;
-}
+#define join zc_test_join
 
+/* The whole file, NUL-terminated, read through the platform layer. */
 static uint8_t *slurp(const char *path, size_t *len)
 {
-    FILE *fp = fopen(path, "rb");
+    zc_os_file f = ZC_OS_FILE_CLOSED;
     uint8_t *buf = NULL;
-    struct stat st;
-    if (fp == NULL)
+    uint64_t size = 0;
+    int regular = 0;
+    size_t got = 0;
+    if (zc_os_file_open_read(path, &f) != 0)
         return NULL;
-    if (fstat(fileno(fp), &st) == 0) {
-        *len = (size_t)st.st_size;
-        buf = malloc(*len + 1);
-        if (buf && fread(buf, 1, *len, fp) != *len) {
+    if (zc_os_file_info(f, &size, &regular) == 0 && regular && (buf = malloc(size + 1)) != NULL) {
+        if (zc_os_file_read_at(f, buf, (size_t)size, 0, &got) != 0 || got != size) {
             free(buf);
             buf = NULL;
+        } else {
+            *len = got;
+            buf[got] = '\0';
         }
-        if (buf)
-            buf[*len] = '\0';
     }
-    fclose(fp);
+    zc_os_file_close(&f);
     return buf;
 }
 
 /* Number of entries in dir whose name starts with prefix. */
 static int count_prefixed(const char *dir, const char *prefix)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
+    zc_os_dir *d = NULL;
+    const char *name;
     int n = 0;
-    if (d == NULL)
+    if (zc_os_dir_open(dir, &d) != 0)
         return -1;
-    while ((e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+    while (zc_os_dir_next(d, &name) == 0 && name != NULL)
+        if (strncmp(name, prefix, strlen(prefix)) == 0)
             n++;
-    closedir(d);
+    zc_os_dir_close(d);
     return n;
 }
 
 static int count_entries(const char *dir)
 {
-    return count_prefixed(dir, "") - 2; /* minus "." and ".." */
+    return count_prefixed(dir, "");
+}
+
+/* The OS's words for a missing directory on a path, as messages quote them. */
+static const char *missing_dir_text(char *buf, size_t cap)
+{
+#ifdef _WIN32
+    return zc_os_error_text(3 /* ERROR_PATH_NOT_FOUND */, buf, cap);
+#else
+    return zc_os_error_text(ENOENT, buf, cap);
+#endif
+}
+
+/* Flip bits of the byte at offset in the file (stdio: ASCII test paths). */
+static int flip_byte(const char *path, uint64_t offset, int bits)
+{
+    FILE *fp = fopen(path, "r+b");
+    int rc = -1;
+    if (fp == NULL)
+        return -1;
+    if (fseek(fp, (long)offset, SEEK_SET) == 0) {
+        int c = fgetc(fp);
+        if (c != EOF && fseek(fp, (long)offset, SEEK_SET) == 0 && fputc(c ^ bits, fp) != EOF)
+            rc = 0;
+    }
+    return fclose(fp) == 0 ? rc : -1;
 }
 
 /* The JSON header of a file image as a NUL-terminated copy. */
@@ -114,7 +130,7 @@ static char *header_text(const uint8_t *img, size_t len)
         n = (n << 8) | img[i];
     if (n > len - 8)
         return NULL;
-    return strndup((const char *)img + 8, (size_t)n);
+    return zc__strndup((const char *)img + 8, (size_t)n);
 }
 
 /* Check that every tensor of b is in f with the same description and bytes. */
@@ -577,12 +593,13 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
     /* The directory does not exist. */
     char *missing = join(dir, "no/such/dir/x.latent");
     CHECK(zc__safetensors_write(missing, b, NULL, 0) == ZC_E_IO);
+    char why[256];
     CHECK(strstr(zc_last_error(), "no/such/dir") != NULL);
-    CHECK(strstr(zc_last_error(), strerror(ENOENT)) != NULL);
+    CHECK(strstr(zc_last_error(), missing_dir_text(why, sizeof why)) != NULL);
 
     /* The destination is a directory: everything succeeds but the rename. */
     char *sub = join(dir, "taken");
-    REQUIRE(mkdir(sub, 0755) == 0);
+    REQUIRE(zc_os_mkdir(sub) == 0);
     char *inner = join(sub, "keep");
     FILE *fp = fopen(inner, "w");
     REQUIRE(fp != NULL);
@@ -611,9 +628,10 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
     free(dir);
 }
 
-/* A write that fails part-way (file size limit) unlinks its temporary file
+/* A write that fails part-way (file size limit) removes its temporary file
  * and leaves the previous file untouched.  Works as root, unlike a
- * read-only directory. */
+ * read-only directory.  Windows has no per-process file size limit to
+ * inject the failure with: skipped there. */
 TEST(safetensors_failed_overwrite_keeps_previous_file)
 {
     char *dir = zc_test_tmpdir("st-keep");
@@ -630,21 +648,26 @@ TEST(safetensors_failed_overwrite_keeps_previous_file)
     uint8_t *before = slurp(path, &before_len);
     REQUIRE(before != NULL);
 
-    struct rlimit old, lim;
-    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
-    REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
-    lim = old;
-    lim.rlim_cur = 4096;
-    REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    uint64_t old_limit = 0;
+    int err = zc_os_test_limit_file_size(4096, &old_limit);
+    if (zc_os_error_is(err, ZC_OS_UNSUPPORTED)) {
+        free(before);
+        zc_bundle_free(small);
+        zc_bundle_free(big);
+        free(path);
+        zc_test_rmtree(dir);
+        free(dir);
+        SKIP("this OS has no per-process file size limit to make a write fail part-way");
+    }
+    REQUIRE(err == 0);
     int rc = zc__safetensors_write(path, big, NULL, 0);
-    char msg[1024];
+    char msg[1024], why[256];
     snprintf(msg, sizeof msg, "%s", zc_last_error());
-    setrlimit(RLIMIT_FSIZE, &old);
-    signal(SIGXFSZ, old_handler);
+    REQUIRE(zc_os_test_restore_file_size(old_limit) == 0);
 
     CHECK(rc == ZC_E_IO);
     CHECK(strstr(msg, path) != NULL);
-    CHECK(strstr(msg, strerror(EFBIG)) != NULL);
+    CHECK(strstr(msg, zc_os_error_text(EFBIG, why, sizeof why)) != NULL);
     CHECK(count_prefixed(dir, ZC_TMP_PREFIX) == 0);
     size_t after_len = 0;
     uint8_t *after = slurp(path, &after_len);
@@ -653,11 +676,10 @@ TEST(safetensors_failed_overwrite_keeps_previous_file)
     free(before);
 
     /* A read-only directory: only meaningful when permissions apply. */
-    if (geteuid() != 0) {
-        REQUIRE(chmod(dir, 0555) == 0);
+    if (!zc_os_test_is_superuser() && zc_os_test_set_dir_readonly(dir, 1) == 0) {
         CHECK(zc__safetensors_write(path, big, NULL, 0) == ZC_E_IO);
-        CHECK(strstr(zc_last_error(), strerror(EACCES)) != NULL);
-        chmod(dir, 0755);
+        CHECK(strstr(zc_last_error(), zc_os_error_text(EACCES, why, sizeof why)) != NULL);
+        zc_os_test_set_dir_readonly(dir, 0);
         zc_file *f = NULL;
         CHECK_OK(zc_file_open(path, &f));
         check_file_matches_bundle(f, small);
@@ -691,11 +713,11 @@ TEST(safetensors_long_basename_and_bare_relative_path)
     zc_file_close(f);
     /* A bare file name writes in (and syncs) the current directory. */
     char cwd[4096];
-    REQUIRE(getcwd(cwd, sizeof cwd) != NULL);
-    REQUIRE(chdir(dir) == 0);
+    REQUIRE(zc_os_test_getcwd(cwd, sizeof cwd) == 0);
+    REQUIRE(zc_os_test_chdir(dir) == 0);
     CHECK_OK(zc__safetensors_write("bare.latent", b, NULL, 0));
     CHECK_OK(zc__fsync_parent_dir("bare.latent"));
-    CHECK(chdir(cwd) == 0);
+    CHECK(zc_os_test_chdir(cwd) == 0);
     CHECK(count_entries(dir) == 2);
     CHECK(zc__fsync_parent_dir("/no/such/dir/x") == ZC_E_IO);
     zc_bundle_free(b);
@@ -723,14 +745,7 @@ TEST(safetensors_digest_mismatch_detected_on_read)
     REQUIRE(strcmp(t.name, "latent_tensor") == 0);
     zc_file_close(f);
     /* Flip one bit in the last byte of the tensor. */
-    int fd = open(path, O_RDWR);
-    REQUIRE(fd >= 0);
-    uint8_t byte;
-    off_t at = (off_t)(t.offset + t.nbytes - 1);
-    REQUIRE(pread(fd, &byte, 1, at) == 1);
-    byte ^= 0x10;
-    REQUIRE(pwrite(fd, &byte, 1, at) == 1);
-    close(fd);
+    REQUIRE(flip_byte(path, t.offset + t.nbytes - 1, 0x10) == 0);
     REQUIRE_OK(zc_file_open(path, &f)); /* the header is still fine */
     void *buf = malloc((size_t)t.nbytes);
     REQUIRE(buf != NULL);
@@ -761,7 +776,7 @@ TEST(safetensors_file_truncated_after_open)
     zc_file_tensor t;
     REQUIRE_OK(zc_file_open(path, &f));
     REQUIRE_OK(zc_file_tensor_at(f, 0, &t));
-    REQUIRE(truncate(path, (off_t)(t.offset + t.nbytes / 2)) == 0);
+    REQUIRE(zc_os_test_truncate(path, t.offset + t.nbytes / 2) == 0);
     void *buf = malloc((size_t)t.nbytes);
     REQUIRE(buf != NULL);
     CHECK(zc_file_read(f, 0, buf, (size_t)t.nbytes, NULL) == ZC_E_CORRUPT);
@@ -898,37 +913,37 @@ TEST(safetensors_malformed_corpus_is_refused)
     free(manifest);
 
     /* Files added from fuzzing have no manifest line: ZC_E_CORRUPT suffices. */
-    DIR *d = opendir(MALFORMED_DIR);
-    REQUIRE(d != NULL);
-    struct dirent *e;
+    zc_os_dir *d = NULL;
+    const char *name;
+    REQUIRE(zc_os_dir_open(MALFORMED_DIR, &d) == 0);
     int all = 0;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || strcmp(e->d_name, "expected_messages.tsv") == 0)
+    while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
+        if (name[0] == '.' || strcmp(name, "expected_messages.tsv") == 0)
             continue;
-        char *path = join(MALFORMED_DIR, e->d_name), msg[1024];
+        char *path = join(MALFORMED_DIR, name), msg[1024];
         int rc = check_malformed(path, msg, sizeof msg);
         all++;
         if (rc != ZC_E_CORRUPT) {
-            fprintf(stderr, "  %s: %s \"%s\"; expected ZC_E_CORRUPT\n", e->d_name,
+            fprintf(stderr, "  %s: %s \"%s\"; expected ZC_E_CORRUPT\n", name,
                     zc_status_name(rc), msg);
             CHECK(!"malformed file refused");
         }
         free(path);
     }
-    closedir(d);
+    zc_os_dir_close(d);
     CHECK(all >= listed);
 }
 
 TEST(safetensors_seed_corpus_reads)
 {
-    DIR *d = opendir(SEED_DIR);
-    REQUIRE(d != NULL);
-    struct dirent *e;
+    zc_os_dir *d = NULL;
+    const char *name;
+    REQUIRE(zc_os_dir_open(SEED_DIR, &d) == 0);
     int n = 0;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
+    while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
+        if (name[0] == '.')
             continue;
-        char *path = join(SEED_DIR, e->d_name);
+        char *path = join(SEED_DIR, name);
         zc_file *f = NULL;
         int rc = zc_file_open(path, &f);
         if (rc != ZC_OK)
@@ -945,7 +960,7 @@ TEST(safetensors_seed_corpus_reads)
         free(path);
         n++;
     }
-    closedir(d);
+    zc_os_dir_close(d);
     CHECK(n >= 5);
     /* The engine-style seed records digests that the reads verified. */
     zc_file *f = NULL;
