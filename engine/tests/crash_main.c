@@ -162,10 +162,7 @@ TEST(killed_during_spill_never_leaves_a_torn_file)
         CHECK(rc == ZC_OK);
         if (rc == ZC_OK) {
             zc_tensor_info ti;
-            const char *key, *fill = NULL;
-            for (uint32_t m = 0; m < zc_view_meta_count(v); m++)
-                if (zc_view_meta_at(v, m, &key, &fill) == ZC_OK && strcmp(key, "fill") == 0)
-                    break;
+            const char *fill = zc_view_meta(v, "fill");
             CHECK_OK(zc_view_verify(v));
             CHECK(zc_view_tensor(v, 0, &ti) == ZC_OK && fill != NULL &&
                   ti.nbytes == FLOATS * sizeof(float) &&
