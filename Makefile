@@ -53,20 +53,29 @@ $(BUILD)/libzc-asan.so: $(SRCS) $(HDRS) | $(BUILD)
 	$(CC) $(WARN) $(DEFS) $(INC) $(SAN) -fPIC -shared -o $@ $(SRCS)
 asan-lib: $(BUILD)/libzc-asan.so
 
-$(BUILD)/test_engine: $(TEST_SRCS) $(HARNESS) engine/tests/harness.h $(SRCS) $(HDRS) | $(BUILD)
-	$(CC) $(WARN) $(DEFS) $(INC) -Iengine/tests $(SAN) -o $@ $(HARNESS) $(TEST_SRCS) $(SRCS) $(PLAT)/posix_test.c -lm
+# The engine compiled once under ASan+UBSan for the sanitized test programs.
+SAN_OBJS = $(patsubst engine/src/%.c,$(BUILD)/san/%.o,$(SRCS))
+SAN_LIB = $(BUILD)/libzc-san.a
+$(BUILD)/san/%.o: engine/src/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(DEFS) $(INC) $(SAN) -c -o $@ $<
+$(SAN_LIB): $(SAN_OBJS)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/test_engine: $(TEST_SRCS) $(HARNESS) engine/tests/harness.h $(SAN_LIB) $(HDRS)
+	$(CC) $(WARN) $(DEFS) $(INC) -Iengine/tests $(SAN) -o $@ $(HARNESS) $(TEST_SRCS) $(PLAT)/posix_test.c $(SAN_LIB) -lm
 
 $(BUILD)/test_concurrency_tsan: engine/tests/concurrency_main.c $(HARNESS) $(SRCS) $(HDRS) | $(BUILD)
 	$(CC) $(WARN) $(DEFS) $(INC) -Iengine/tests $(TSAN) -o $@ $(HARNESS) engine/tests/concurrency_main.c $(SRCS) $(PLAT)/posix_test.c -lm
 
-$(BUILD)/fuzz_replay: $(FUZZ_SRCS) $(HARNESS) $(SRCS) $(HDRS) | $(BUILD)
-	$(CC) $(WARN) $(DEFS) $(INC) -Iengine/tests -DZC_TEST_NO_MAIN $(SAN) -o $@ $(FUZZ_SRCS) $(HARNESS) $(SRCS) $(PLAT)/posix_test.c -lm
+$(BUILD)/fuzz_replay: $(FUZZ_SRCS) $(HARNESS) $(SAN_LIB) $(HDRS)
+	$(CC) $(WARN) $(DEFS) $(INC) -Iengine/tests -DZC_TEST_NO_MAIN $(SAN) -o $@ $(FUZZ_SRCS) $(HARNESS) $(PLAT)/posix_test.c $(SAN_LIB) -lm
 
 $(BUILD)/crash_child: engine/tests/crash_child.c $(SRCS) $(HDRS) | $(BUILD)
 	$(CC) $(WARN) $(DEFS) $(INC) -O1 -g -pthread -o $@ engine/tests/crash_child.c $(SRCS) -lm
 
-$(BUILD)/crash_test: engine/tests/crash_main.c $(HARNESS) $(SRCS) $(HDRS) | $(BUILD)
-	$(CC) $(WARN) $(DEFS) $(INC) -Iengine/tests -DZC_TEST_NO_MAIN $(SAN) -o $@ $(HARNESS) engine/tests/crash_main.c $(SRCS) $(PLAT)/posix_test.c -lm
+$(BUILD)/crash_test: engine/tests/crash_main.c $(HARNESS) $(SAN_LIB) $(HDRS)
+	$(CC) $(WARN) $(DEFS) $(INC) -Iengine/tests -DZC_TEST_NO_MAIN $(SAN) -o $@ $(HARNESS) engine/tests/crash_main.c $(PLAT)/posix_test.c $(SAN_LIB) -lm
 test-helpers: $(BUILD)/crash_child
 
 test-c: $(BUILD)/test_engine $(BUILD)/test_concurrency_tsan $(BUILD)/fuzz_replay $(BUILD)/crash_child $(BUILD)/crash_test
@@ -82,12 +91,17 @@ test-c-strict:
 
 # ---- Windows, cross-compiled with mingw-w64 and run under wine ----
 WINCC ?= x86_64-w64-mingw32-gcc
+WINAR ?= x86_64-w64-mingw32-ar
 WINE ?= $(firstword $(wildcard /usr/lib/wine/wine64) wine64)
 WIN = $(BUILD)/windows
 # __USE_MINGW_ANSI_STDIO: C99 printf (%zu, %llu) rather than the old msvcrt's.  -static:
 # no mingw DLL beside ours (the exes and zc.dll import only Windows' own DLLs).
-WINFLAGS = $(WARN) -D__USE_MINGW_ANSI_STDIO=1 $(INC) -O2 -g -static
+WINFLAGS = $(WARN) -D__USE_MINGW_ANSI_STDIO=1 $(INC) -O2 -static
 WIN_SRCS = $(ENGINE_SRCS) $(WIN32_SRCS)
+# The engine compiled once for the static programs (tests, zc.exe); zc.dll compiles its own
+# copy with dllexport.
+WIN_OBJS = $(patsubst engine/src/%.c,$(WIN)/obj/%.o,$(WIN_SRCS))
+WIN_LIB = $(WIN)/libzc-static.a
 WIN_EXES = $(WIN)/test_engine.exe $(WIN)/test_concurrency.exe $(WIN)/fuzz_replay.exe \
            $(WIN)/crash_child.exe $(WIN)/crash_test.exe $(WIN)/zc.exe
 # A wine prefix of our own under build/, made on first use: never $HOME's.
@@ -98,23 +112,30 @@ windows: $(WIN)/zc.dll $(WIN_EXES)
 $(WIN)/zc.dll: $(WIN_SRCS) $(HDRS) | $(WIN)
 	$(WINCC) $(WINFLAGS) -DZC_BUILDING_LIBRARY -shared -o $@ $(WIN_SRCS) -Wl,--out-implib,$(WIN)/libzc.dll.a
 
-$(WIN)/zc.exe: $(CLI_SRCS) $(WIN_SRCS) $(HDRS) | $(WIN)
-	$(WINCC) $(WINFLAGS) -o $@ $(CLI_SRCS) $(WIN_SRCS) $(PLAT)/win32_args.c -lshell32
+$(WIN)/obj/%.o: engine/src/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(WINCC) $(WINFLAGS) -c -o $@ $<
 
-$(WIN)/test_engine.exe: $(TEST_SRCS) $(HARNESS) $(WIN_SRCS) $(HDRS) | $(WIN)
-	$(WINCC) $(WINFLAGS) -Iengine/tests -o $@ $(HARNESS) $(TEST_SRCS) $(WIN_SRCS) $(PLAT)/win32_test.c
+$(WIN_LIB): $(WIN_OBJS)
+	rm -f $@ && $(WINAR) rcs $@ $^
 
-$(WIN)/test_concurrency.exe: engine/tests/concurrency_main.c $(HARNESS) $(WIN_SRCS) $(HDRS) | $(WIN)
-	$(WINCC) $(WINFLAGS) -Iengine/tests -o $@ $(HARNESS) engine/tests/concurrency_main.c $(WIN_SRCS) $(PLAT)/win32_test.c
+$(WIN)/zc.exe: $(CLI_SRCS) $(WIN_LIB) $(HDRS)
+	$(WINCC) $(WINFLAGS) -o $@ $(CLI_SRCS) $(PLAT)/win32_args.c $(WIN_LIB) -lshell32
 
-$(WIN)/fuzz_replay.exe: $(FUZZ_SRCS) $(HARNESS) $(WIN_SRCS) $(HDRS) | $(WIN)
-	$(WINCC) $(WINFLAGS) -Iengine/tests -DZC_TEST_NO_MAIN -o $@ $(FUZZ_SRCS) $(HARNESS) $(WIN_SRCS) $(PLAT)/win32_test.c
+$(WIN)/test_engine.exe: $(TEST_SRCS) $(HARNESS) $(WIN_LIB) $(HDRS)
+	$(WINCC) $(WINFLAGS) -Iengine/tests -o $@ $(HARNESS) $(TEST_SRCS) $(PLAT)/win32_test.c $(WIN_LIB)
 
-$(WIN)/crash_child.exe: engine/tests/crash_child.c $(WIN_SRCS) $(HDRS) | $(WIN)
-	$(WINCC) $(WINFLAGS) -o $@ engine/tests/crash_child.c $(WIN_SRCS)
+$(WIN)/test_concurrency.exe: engine/tests/concurrency_main.c $(HARNESS) $(WIN_LIB) $(HDRS)
+	$(WINCC) $(WINFLAGS) -Iengine/tests -o $@ $(HARNESS) engine/tests/concurrency_main.c $(PLAT)/win32_test.c $(WIN_LIB)
 
-$(WIN)/crash_test.exe: engine/tests/crash_main.c $(HARNESS) $(WIN_SRCS) $(HDRS) | $(WIN)
-	$(WINCC) $(WINFLAGS) -Iengine/tests -DZC_TEST_NO_MAIN -o $@ $(HARNESS) engine/tests/crash_main.c $(WIN_SRCS) $(PLAT)/win32_test.c
+$(WIN)/fuzz_replay.exe: $(FUZZ_SRCS) $(HARNESS) $(WIN_LIB) $(HDRS)
+	$(WINCC) $(WINFLAGS) -Iengine/tests -DZC_TEST_NO_MAIN -o $@ $(FUZZ_SRCS) $(HARNESS) $(PLAT)/win32_test.c $(WIN_LIB)
+
+$(WIN)/crash_child.exe: engine/tests/crash_child.c $(WIN_LIB) $(HDRS)
+	$(WINCC) $(WINFLAGS) -o $@ engine/tests/crash_child.c $(WIN_LIB)
+
+$(WIN)/crash_test.exe: engine/tests/crash_main.c $(HARNESS) $(WIN_LIB) $(HDRS)
+	$(WINCC) $(WINFLAGS) -Iengine/tests -DZC_TEST_NO_MAIN -o $@ $(HARNESS) engine/tests/crash_main.c $(PLAT)/win32_test.c $(WIN_LIB)
 
 # Each program prints its own "N passed, N failed" line.
 test-windows: windows
@@ -123,7 +144,7 @@ test-windows: windows
 	$(WINE_RUN) $(WIN)/test_concurrency.exe
 	$(WINE_RUN) $(WIN)/fuzz_replay.exe engine/fuzz/corpus engine/tests/malformed
 	$(WINE_RUN) $(WIN)/crash_test.exe $(WIN)/crash_child.exe $(CRASH_ATTEMPTS)
-	$(WINE_RUN) $(WIN)/zc.exe --version
+	$(WINE_RUN) $(WIN)/zc.exe --version | grep -E '^zc [0-9]+\.[0-9]+\.[0-9]+'
 
 FUZZ_CC ?= clang
 $(BUILD)/fuzz_safetensors: engine/fuzz/fuzz_safetensors.c $(SRCS) $(HDRS) | $(BUILD)
