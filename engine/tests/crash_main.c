@@ -46,24 +46,6 @@ static uint64_t newest_on_disk(const char *dir)
     return best;
 }
 
-/* Count the entries of dir whose name starts with prefix or ends with suffix. */
-static int count_named(const char *dir, const char *prefix, const char *suffix)
-{
-    zc_os_dir *d = NULL;
-    const char *name;
-    int n = 0;
-    if (zc_os_dir_open(dir, &d) != 0)
-        return 0;
-    while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
-        size_t len = strlen(name), slen = suffix ? strlen(suffix) : 0;
-        if ((prefix && strncmp(name, prefix, strlen(prefix)) == 0) ||
-            (suffix && len >= slen && strcmp(name + len - slen, suffix) == 0))
-            n++;
-    }
-    zc_os_dir_close(d);
-    return n;
-}
-
 /* 1 if every one of n floats equals want. */
 static int all_equal(const float *v, size_t n, float want)
 {
@@ -174,8 +156,8 @@ TEST(killed_during_spill_never_leaves_a_torn_file)
         }
         zc_store_close(s);
         /* Opening the store removed what the kill left half-written. */
-        CHECK(count_named(spill, ".zc-tmp-", NULL) == 0);
-        CHECK(count_named(spill, NULL, ".rejected") == 0);
+        CHECK(zc_test_count(spill, ".zc-tmp-", "") == 0);
+        CHECK(zc_test_count(spill, "", ".rejected") == 0);
     }
     CHECK(restores == attempts);
     printf("  %d kills, %d restores, newest generation %llu\n", attempts, restores,

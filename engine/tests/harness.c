@@ -99,6 +99,22 @@ char *zc_test_tmpdir(const char *label)
     return NULL;
 }
 
+int zc_test_count(const char *dir, const char *prefix, const char *suffix)
+{
+    zc_os_dir *d = NULL;
+    const char *name;
+    int n = 0;
+    if (zc_os_dir_open(dir, &d) != 0)
+        return -1;
+    while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
+        size_t len = strlen(name), slen = strlen(suffix);
+        n += strncmp(name, prefix, strlen(prefix)) == 0 && len >= slen &&
+             strcmp(name + len - slen, suffix) == 0;
+    }
+    zc_os_dir_close(d);
+    return n;
+}
+
 void zc_test_rmtree(const char *path)
 {
     zc_os_path_kind kind;

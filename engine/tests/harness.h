@@ -71,6 +71,9 @@ int zc_test_run_all(const char *filter);
 char *zc_test_tmpdir(const char *label);
 /* "dir/name" in a new string (caller frees), or NULL. */
 char *zc_test_join(const char *dir, const char *name);
+/* Entries of dir whose name starts with prefix and ends with suffix ("" for
+ * any), or -1 if dir cannot be listed. */
+int zc_test_count(const char *dir, const char *prefix, const char *suffix);
 /* Remove a directory tree made by zc_test_tmpdir. */
 void zc_test_rmtree(const char *path);
 

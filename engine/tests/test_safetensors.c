@@ -50,8 +50,6 @@ static int add_tensor(zc_bundle *b, const char *name, int dtype, int32_t ndim, c
     return rc;
 }
 
-#define join zc_test_join
-
 /* The whole file, NUL-terminated, read through the platform layer. */
 static uint8_t *slurp(const char *path, size_t *len)
 {
@@ -78,21 +76,12 @@ static uint8_t *slurp(const char *path, size_t *len)
 /* Number of entries in dir whose name starts with prefix. */
 static int count_prefixed(const char *dir, const char *prefix)
 {
-    zc_os_dir *d = NULL;
-    const char *name;
-    int n = 0;
-    if (zc_os_dir_open(dir, &d) != 0)
-        return -1;
-    while (zc_os_dir_next(d, &name) == 0 && name != NULL)
-        if (strncmp(name, prefix, strlen(prefix)) == 0)
-            n++;
-    zc_os_dir_close(d);
-    return n;
+    return zc_test_count(dir, prefix, "");
 }
 
 static int count_entries(const char *dir)
 {
-    return count_prefixed(dir, "");
+    return zc_test_count(dir, "", "");
 }
 
 /* The OS's words for a missing directory on a path, as messages quote them. */
@@ -313,7 +302,7 @@ TEST(safetensors_roundtrip_every_dtype_and_rank)
         }
         char fname[64];
         snprintf(fname, sizeof fname, "%s.safetensors", zc_dtype_name(dtype));
-        char *path = join(dir, fname);
+        char *path = zc_test_join(dir, fname);
         CHECK_OK(zc__safetensors_write(path, b, NULL, 0));
         zc_file *f = NULL;
         CHECK_OK(zc_file_open(path, &f));
@@ -345,7 +334,7 @@ TEST(safetensors_roundtrip_load_bundle_and_large_tensor)
 {
     char *dir = zc_test_tmpdir("st-load");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "big.latent");
+    char *path = zc_test_join(dir, "big.latent");
     zc_bundle *b = NULL, *back = NULL;
     REQUIRE_OK(zc_bundle_create(&b));
     /* Many read chunks, an odd tail, and past the writer's writeback step. */
@@ -386,7 +375,7 @@ TEST(safetensors_marker_follows_latent_tensor)
 {
     char *dir = zc_test_tmpdir("st-marker");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "m.latent");
+    char *path = zc_test_join(dir, "m.latent");
     zc_bundle *b = NULL;
     int64_t shape[2] = {2, 3};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -440,7 +429,7 @@ TEST(safetensors_header_is_padded_deterministic_and_metadata_first)
 {
     char *dir = zc_test_tmpdir("st-det");
     REQUIRE(dir != NULL);
-    char *p1 = join(dir, "a.latent"), *p2 = join(dir, "b.latent");
+    char *p1 = zc_test_join(dir, "a.latent"), *p2 = zc_test_join(dir, "b.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {5};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -477,7 +466,7 @@ TEST(safetensors_metadata_escaping_roundtrip)
 {
     char *dir = zc_test_tmpdir("st-meta");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "meta.latent");
+    char *path = zc_test_join(dir, "meta.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {3};
     static const struct {
@@ -533,7 +522,7 @@ TEST(safetensors_metadata_only_and_empty_bundles)
 {
     char *dir = zc_test_tmpdir("st-empty");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "e.safetensors");
+    char *path = zc_test_join(dir, "e.safetensors");
     zc_bundle *b = NULL;
     zc_file *f = NULL;
     REQUIRE_OK(zc_bundle_create(&b));
@@ -559,7 +548,7 @@ TEST(safetensors_reference_without_host_copy_is_unsupported)
 {
     char *dir = zc_test_tmpdir("st-ref");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "ref.latent");
+    char *path = zc_test_join(dir, "ref.latent");
     int deleted = 0;
     int64_t shape[1] = {4};
     float device_bytes[4] = {0};
@@ -591,16 +580,16 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
     REQUIRE_OK(add_tensor(b, "x", ZC_F32, 1, shape, 1));
 
     /* The directory does not exist. */
-    char *missing = join(dir, "no/such/dir/x.latent");
+    char *missing = zc_test_join(dir, "no/such/dir/x.latent");
     CHECK(zc__safetensors_write(missing, b, NULL, 0) == ZC_E_IO);
     char why[256];
     CHECK(strstr(zc_last_error(), "no/such/dir") != NULL);
     CHECK(strstr(zc_last_error(), missing_dir_text(why, sizeof why)) != NULL);
 
     /* The destination is a directory: everything succeeds but the rename. */
-    char *sub = join(dir, "taken");
+    char *sub = zc_test_join(dir, "taken");
     REQUIRE(zc_os_mkdir(sub) == 0);
-    char *inner = join(sub, "keep");
+    char *inner = zc_test_join(sub, "keep");
     FILE *fp = fopen(inner, "w");
     REQUIRE(fp != NULL);
     fclose(fp);
@@ -613,7 +602,7 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
     zc_bundle *meta_named = NULL;
     REQUIRE_OK(zc_bundle_create(&meta_named));
     REQUIRE_OK(add_tensor(meta_named, "__metadata__", ZC_F32, 1, shape, 2));
-    char *p2 = join(dir, "m.latent");
+    char *p2 = zc_test_join(dir, "m.latent");
     CHECK(zc__safetensors_write(p2, meta_named, NULL, 0) == ZC_E_INVALID);
     CHECK(strstr(zc_last_error(), "__metadata__") != NULL);
     CHECK(count_entries(dir) == 1);
@@ -636,7 +625,7 @@ TEST(safetensors_failed_overwrite_keeps_previous_file)
 {
     char *dir = zc_test_tmpdir("st-keep");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "slot.latent");
+    char *path = zc_test_join(dir, "slot.latent");
     zc_bundle *small = NULL, *big = NULL;
     int64_t s1[1] = {4}, s2[1] = {1 << 16};
     REQUIRE_OK(zc_bundle_create(&small));
@@ -701,7 +690,7 @@ TEST(safetensors_long_basename_and_bare_relative_path)
     memset(name, 'n', 250);
     name[250] = '\0';
     memcpy(name + 243, ".latent", 7);
-    char *path = join(dir, name);
+    char *path = zc_test_join(dir, name);
     zc_bundle *b = NULL;
     int64_t shape[1] = {2};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -732,7 +721,7 @@ TEST(safetensors_digest_mismatch_detected_on_read)
 {
     char *dir = zc_test_tmpdir("st-digest");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "d.latent");
+    char *path = zc_test_join(dir, "d.latent");
     zc_bundle *b = NULL, *back = NULL;
     int64_t shape[1] = {300000};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -766,7 +755,7 @@ TEST(safetensors_file_truncated_after_open)
 {
     char *dir = zc_test_tmpdir("st-trunc");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "t.latent");
+    char *path = zc_test_join(dir, "t.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {1 << 19};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -886,7 +875,7 @@ static int check_malformed(const char *path, char *msg, size_t cap)
 
 TEST(safetensors_malformed_corpus_is_refused)
 {
-    char *manifest = join(MALFORMED_DIR, "expected_messages.tsv");
+    char *manifest = zc_test_join(MALFORMED_DIR, "expected_messages.tsv");
     size_t len = 0;
     char *text = (char *)slurp(manifest, &len);
     int listed = 0;
@@ -898,7 +887,7 @@ TEST(safetensors_malformed_corpus_is_refused)
         if (line[0] == '#' || tab == NULL)
             continue;
         *tab = '\0';
-        char *path = join(MALFORMED_DIR, line), msg[1024];
+        char *path = zc_test_join(MALFORMED_DIR, line), msg[1024];
         int rc = check_malformed(path, msg, sizeof msg);
         listed++;
         if (rc != ZC_E_CORRUPT || strstr(msg, tab + 1) == NULL || strstr(msg, path) == NULL) {
@@ -920,7 +909,7 @@ TEST(safetensors_malformed_corpus_is_refused)
     while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
         if (name[0] == '.' || strcmp(name, "expected_messages.tsv") == 0)
             continue;
-        char *path = join(MALFORMED_DIR, name), msg[1024];
+        char *path = zc_test_join(MALFORMED_DIR, name), msg[1024];
         int rc = check_malformed(path, msg, sizeof msg);
         all++;
         if (rc != ZC_E_CORRUPT) {
@@ -943,7 +932,7 @@ TEST(safetensors_seed_corpus_reads)
     while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
         if (name[0] == '.')
             continue;
-        char *path = join(SEED_DIR, name);
+        char *path = zc_test_join(SEED_DIR, name);
         zc_file *f = NULL;
         int rc = zc_file_open(path, &f);
         if (rc != ZC_OK)

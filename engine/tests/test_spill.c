@@ -13,23 +13,6 @@
 #include "internal.h"
 #include "platform/platform_test.h"
 
-/* Entries of dir whose name starts with prefix and ends with suffix. */
-static int count_files(const char *dir, const char *prefix, const char *suffix)
-{
-    zc_os_dir *d = NULL;
-    const char *name;
-    int n = 0;
-    if (zc_os_dir_open(dir, &d) != 0)
-        return -1;
-    while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
-        size_t len = strlen(name), slen = strlen(suffix);
-        n += strncmp(name, prefix, strlen(prefix)) == 0 && len >= slen &&
-             strcmp(name + len - slen, suffix) == 0;
-    }
-    zc_os_dir_close(d);
-    return n;
-}
-
 static zc_store *open_store(const char *spill, uint32_t disk_keep)
 {
     zc_store_config c;
@@ -60,7 +43,7 @@ TEST(spill_restores_every_generation_in_a_new_store)
         CHECK_OK(put_spilled(s, "film", (float)(i + 1), &gen[i]));
     CHECK_OK(zc_store_flush(s));
     zc_store_close(s);
-    CHECK(count_files(dir, "film@", ".latent") == 3);
+    CHECK(zc_test_count(dir, "film@", ".latent") == 3);
 
     REQUIRE((s = open_store(dir, 3)) != NULL);
     for (int i = 0; i < 3; i++) {
@@ -94,14 +77,14 @@ TEST(spill_prunes_to_disk_keep_and_drop_removes_the_files)
         CHECK_OK(put_spilled(s, "shot", (float)i, NULL));
     CHECK_OK(put_spilled(s, "other", 1.0f, NULL));
     CHECK_OK(zc_store_flush(s));
-    CHECK(count_files(dir, "shot@", ".latent") == 2);
+    CHECK(zc_test_count(dir, "shot@", ".latent") == 2);
     /* The newest two stay (generations 4 and 5); 1 to 3 were pruned. */
-    CHECK(count_files(dir, "shot@00000000000000000004.latent", "") == 1);
-    CHECK(count_files(dir, "shot@00000000000000000005.latent", "") == 1);
+    CHECK(zc_test_count(dir, "shot@00000000000000000004.latent", "") == 1);
+    CHECK(zc_test_count(dir, "shot@00000000000000000005.latent", "") == 1);
     CHECK_OK(zc_store_drop(s, "shot", ZC_DROP_DISK));
     CHECK_OK(zc_store_flush(s));
-    CHECK(count_files(dir, "shot@", "") == 0);
-    CHECK(count_files(dir, "other@", ".latent") == 1);
+    CHECK(zc_test_count(dir, "shot@", "") == 0);
+    CHECK(zc_test_count(dir, "other@", ".latent") == 1);
     zc_store_close(s);
     zc_test_rmtree(dir);
     free(dir);
@@ -132,8 +115,8 @@ TEST(spill_corrupt_file_is_renamed_aside_never_deleted)
     zc_store_stats st;
     CHECK_OK(zc_store_stats_get(s, &st));
     CHECK(st.files_rejected == 1);
-    CHECK(count_files(dir, "bad@", ".latent.rejected") == 1);
-    CHECK(count_files(dir, "bad@", ".latent") == 0);
+    CHECK(zc_test_count(dir, "bad@", ".latent.rejected") == 1);
+    CHECK(zc_test_count(dir, "bad@", ".latent") == 0);
     CHECK(zc_store_get(s, "bad", 0, &v) == ZC_E_NOT_FOUND); /* forgotten, not retried */
     zc_store_close(s);
     zc_test_rmtree(dir);
@@ -156,9 +139,9 @@ TEST(spill_open_removes_crash_leftovers_and_keeps_foreign_files)
     }
     zc_store *s = open_store(dir, 0);
     REQUIRE(s != NULL);
-    CHECK(count_files(dir, ".zc-tmp-", "") == 0);
-    CHECK(count_files(dir, "notes.txt", "") == 1);
-    CHECK(count_files(dir, "film@1.latent", "") == 1);
+    CHECK(zc_test_count(dir, ".zc-tmp-", "") == 0);
+    CHECK(zc_test_count(dir, "notes.txt", "") == 1);
+    CHECK(zc_test_count(dir, "film@1.latent", "") == 1);
     zc_view *v = NULL;
     CHECK(zc_store_get(s, "film", 0, &v) == ZC_E_NOT_FOUND);
     zc_store_close(s);
