@@ -137,8 +137,14 @@ $(WIN)/crash_child.exe: engine/tests/crash_child.c $(WIN_LIB) $(HDRS)
 $(WIN)/crash_test.exe: engine/tests/crash_main.c $(HARNESS) $(WIN_LIB) $(HDRS)
 	$(WINCC) $(WINFLAGS) -Iengine/tests -DZC_TEST_NO_MAIN -o $@ $(HARNESS) engine/tests/crash_main.c $(PLAT)/win32_test.c $(WIN_LIB)
 
-# Each program prints its own "N passed, N failed" line.
-test-windows: windows
+# Each program prints its own "N passed, N failed" line.  First: zc.dll exports exactly the
+# API that libzc.so does (ZC_API is dllexport there).
+WINOBJDUMP ?= x86_64-w64-mingw32-objdump
+test-windows: windows $(BUILD)/libzc.so
+	$(WINOBJDUMP) -p $(WIN)/zc.dll | sed -n '/Ordinal\/Name Pointer/,/^$$/p' | grep -o 'zc_[a-z0-9_]*' | sort > $(WIN)/exports.dll.txt
+	nm -D --defined-only $(BUILD)/libzc.so | awk '$$2 == "T" {print $$3}' | sort > $(WIN)/exports.so.txt
+	cmp -s $(WIN)/exports.dll.txt $(WIN)/exports.so.txt || { diff $(WIN)/exports.so.txt $(WIN)/exports.dll.txt; exit 1; }
+	@echo "zc.dll exports the $$(wc -l < $(WIN)/exports.dll.txt) functions of libzc.so"
 	@command -v $(WINE) >/dev/null || { echo "test-windows needs wine: apt-get install wine64"; exit 1; }
 	$(WINE_RUN) $(WIN)/test_engine.exe
 	$(WINE_RUN) $(WIN)/test_concurrency.exe
