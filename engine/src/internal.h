@@ -125,8 +125,9 @@ uint64_t zc__bundle_bytes(const zc_bundle *b, int tier);
 /* ---- safetensors (safetensors_write.c) ---- */
 
 /* Write b as a safetensors file at path, crash-safe: a temporary file
- * ZC_TMP_PREFIX* in the same directory, fsync, rename over path, fsync of
- * the directory.  Every tensor needs host bytes (else ZC_E_UNSUPPORTED).
+ * ZC_TMP_PREFIX* in the same directory, durable sync, atomic replace of
+ * path, the directory made durable (platform.h's promises).  Every tensor
+ * needs host bytes (else ZC_E_UNSUPPORTED).
  * Metadata = b's entries + extra (may be NULL) + "zc.digest.<name>" for
  * every tensor with a digest.  If a tensor "latent_tensor" exists, an empty
  * F32 tensor "latent_format_version_0" is added (ComfyUI's marker).

@@ -2,14 +2,16 @@
  * safetensors_write.c — writing a bundle as a safetensors file, crash-safe.
  *
  * The file is written under a temporary name (ZC_TMP_PREFIX...) in the
- * destination directory, fsync'ed, closed, renamed over the destination and
- * the directory fsync'ed: after a crash the destination holds either the old
- * file or the complete new one, and a leftover temporary file is recognisable
- * by its prefix (the store removes those when it opens).
+ * destination directory, made durable (zc_os_file_sync), closed, put in place
+ * by an atomic replace (zc_os_replace) and the directory entry made durable
+ * (zc_os_sync_parent_dir): after a crash the destination holds either the
+ * old file or the complete new one, and a leftover temporary file is
+ * recognisable by its prefix (the store removes those when it opens).
  *
  * For speed the header goes out in one write and every tensor straight from
- * its host buffer in large writes, with no copy; writeback of what was
- * written is started as we go so the final fsync does not wait for all of it.
+ * its host buffer in large writes, with no copy; where the OS can (Linux),
+ * the file is preallocated and writeback of what was written is started as
+ * we go so the final sync does not wait for all of it.
  *
  * Header layout (deterministic): "__metadata__" first (as the safetensors
  * library writes it) with the bundle's entries, then the extra entries, then

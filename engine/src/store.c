@@ -609,7 +609,7 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
     char path[4096] = "";
     for (uint32_t i = 0; i < nfiles; i++)
         if (zc__spill_path(s, tag, files[i], path, sizeof path) == ZC_OK)
-            remove(path);
+            zc_os_remove(path);
     free(files);
     if (nfiles && path[0])
         zc__fsync_parent_dir(path);

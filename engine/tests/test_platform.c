@@ -354,6 +354,17 @@ TEST(platform_non_ascii_paths_round_trip_as_utf8)
     /* The name comes back from a listing byte for byte (through UTF-16 on
      * Windows, a surrogate pair included): the one entry is it, whole. */
     CHECK(zc_test_count(dir, leaf, leaf) == 1 && zc_test_count(dir, "", "") == 1);
+    /* Dropping the tag with its files removes them under that name too. */
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = spill;
+    zc_store *s = NULL;
+    REQUIRE_OK(zc_store_open(&c, &s));
+    CHECK(zc_test_count(spill, "utf8_path@", ".latent") == 1);
+    CHECK_OK(zc_store_drop(s, "utf8_path", ZC_DROP_DISK));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK(zc_test_count(spill, "utf8_path@", "") == 0);
     free(spill);
     zc_test_rmtree(dir);
     free(dir);

@@ -136,8 +136,9 @@ int zc_os_file_create_new(const char *path, zc_os_file *out);
 int zc_os_file_info(zc_os_file f, uint64_t *size, int *is_regular);
 
 /* Read up to n bytes at offset off into buf, retrying interrupted and short
- * reads; *got < n only at end of file.  Does not move any file position
- * that other calls share. */
+ * reads; *got < n only at end of file.  Reads never depend on a file
+ * position, so they mix freely with each other (not with writes: a file is
+ * either read or written through this layer). */
 int zc_os_file_read_at(zc_os_file f, void *buf, size_t n, uint64_t off, size_t *got);
 
 /* Write all n bytes at the current position (retrying short writes). */
@@ -179,7 +180,7 @@ void zc_os_file_advise(zc_os_file f, uint64_t off, uint64_t len, zc_os_advice ad
  * Windows: MoveFileExW(MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH),
  * durable when it returns.  When `to` is held open by a reader (which
  * MoveFileExW refuses), the POSIX-semantics rename of Windows 10 1709+ on
- * NTFS is used; where that is missing, too, the call fails with an
+ * NTFS is used; where that is missing, too, the call fails with a
  * ZC_OS_ACCESS error and leaves both files as they were. */
 int zc_os_replace(const char *from, const char *to);
 
