@@ -151,6 +151,9 @@ test-windows: windows $(BUILD)/libzc.so
 	$(WINE_RUN) $(WIN)/fuzz_replay.exe engine/fuzz/corpus engine/tests/malformed
 	$(WINE_RUN) $(WIN)/crash_test.exe $(WIN)/crash_child.exe $(CRASH_ATTEMPTS)
 	$(WINE_RUN) $(WIN)/zc.exe --version | grep -E '^zc [0-9]+\.[0-9]+\.[0-9]+'
+	@# zc.exe takes UTF-8 paths from a UTF-16 command line (zc_os_utf8_argv)
+	rm -rf "$(WIN)/t-télé-日本" && mkdir -p "$(WIN)/t-télé-日本" && cp engine/fuzz/corpus/engine_spill.latent "$(WIN)/t-télé-日本/"
+	$(WINE_RUN) $(WIN)/zc.exe verify "$(WIN)/t-télé-日本/engine_spill.latent"
 
 FUZZ_CC ?= clang
 $(BUILD)/fuzz_safetensors: engine/fuzz/fuzz_safetensors.c $(SRCS) $(HDRS) | $(BUILD)
