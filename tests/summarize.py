@@ -1,9 +1,11 @@
-"""Add up the closing lines of every test stage's log into one summary line."""
+"""Add up the closing lines of every test stage's log into one summary line. A stage that
+could not run here (its log says "skipped: <reason>") counts as one skipped test."""
 
 import re
 import sys
 from pathlib import Path
 
+SKIPPED_STAGE = re.compile(r"^skipped: \S")
 PLAIN = re.compile(r"^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$")
 PYTEST_PART = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)")
 
@@ -11,6 +13,9 @@ PYTEST_PART = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|
 def count(log: str) -> tuple[int, int, int]:
     passed = failed = skipped = 0
     for line in log.splitlines():
+        if SKIPPED_STAGE.match(line):
+            skipped += 1
+            continue
         m = PLAIN.match(line.strip())
         if m:
             passed += int(m[1])

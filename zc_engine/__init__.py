@@ -1,6 +1,6 @@
-"""Python bridge to the ZeroCopy-Continuity C engine (libzc.so).
+"""Python bridge to the ZeroCopy-Continuity C engine (libzc, from the zerocopy-engine wheel).
 
-Importing it loads libzc.so with ctypes and imports torch.
+Importing it loads the library with ctypes (see _locate.py for where from) and imports torch.
 """
 
 from .errors import (BudgetExceeded, CorruptFile, EngineIOError, EngineNotBuilt, InvalidInput,

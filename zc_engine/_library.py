@@ -1,19 +1,18 @@
-"""Loading libzc.so with ctypes and declaring its functions.
+"""Loading the C engine with ctypes and declaring its functions.
 
-One shared library serves every Python version (no Python headers at build
-time, as ComfyUI's portable builds lack them). ``ZC_LIBRARY`` overrides the
-path, which is how the tests load the AddressSanitizer build.
+Which file is loaded, in what order, and the one-line message when none loads are
+_locate.py's (install.py uses it too).
 """
 
 from __future__ import annotations
 
 import ctypes
-import os
-from pathlib import Path
 
+from . import _locate
 from .errors import EngineNotBuilt, error_for
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = _locate.REPO_ROOT
+ENGINE_VERSION = _locate.ENGINE_VERSION
 MAX_RANK = 8
 
 c_int, c_uint32, c_uint64, c_size_t = ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
@@ -147,38 +146,19 @@ _PROTOTYPES = {
 }
 
 
-def _candidates() -> list[Path]:
-    override = os.environ.get("ZC_LIBRARY")
-    if override:
-        return [Path(override)]
-    here = Path(__file__).resolve().parent
-    return [REPO_ROOT / "build" / "libzc.so", here / "libzc.so"]
-
-
-def _load() -> ctypes.CDLL:
-    tried = []
-    for path in _candidates():
-        tried.append(str(path))
-        if path.is_file():
-            try:
-                lib = ctypes.CDLL(str(path))
-            except OSError as exc:
-                raise EngineNotBuilt(
-                    f"ZeroCopy-Continuity: cannot load the C engine {path}: {exc}; rebuild it "
-                    f"with `make -C {REPO_ROOT}`") from exc
-            break
-    else:
-        raise EngineNotBuilt(
-            f"ZeroCopy-Continuity: the C engine is not built (looked for {', '.join(tried)}); "
-            f"build it with `make -C {REPO_ROOT}` (needs a C compiler: gcc or clang)")
+def _load() -> tuple[ctypes.CDLL, object]:
+    try:
+        lib, path = _locate.load()
+    except _locate.EngineMissing as exc:
+        raise EngineNotBuilt(str(exc)) from exc
     for name, (restype, argtypes) in _PROTOTYPES.items():
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
-    return lib
+    return lib, path
 
 
-lib = _load()
+lib, LIBRARY_PATH = _load()
 
 
 def check(status: int) -> int:

@@ -19,7 +19,7 @@ class ZeroCopyError(Exception):
 
 
 class EngineNotBuilt(ZeroCopyError, ImportError):
-    """libzc.so was not found or could not be loaded."""
+    """The engine library was not found, or could not be loaded (see _locate.py)."""
 
 
 class InvalidInput(ZeroCopyError, ValueError):

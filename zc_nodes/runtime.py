@@ -4,7 +4,8 @@ ComfyUI clones V3 node classes per call, so state cannot live on the class:
 it lives here, created on first use. The spill directory survives restarts:
 ``$ZEROCOPY_SPILL_DIR`` or ``<ComfyUI user dir>/zerocopy_continuity/spill``.
 Budgets: ``$ZEROCOPY_HOST_BUDGET_MB`` (default: a quarter of RAM, at most
-16 GiB) and ``$ZEROCOPY_DEPTH`` (slots kept per tag, default 4).
+16 GiB) and ``$ZEROCOPY_DEPTH`` (slots kept per tag, default 4). Nothing here
+is POSIX-only: RAM comes from psutil (which ComfyUI depends on) on every OS.
 """
 
 from __future__ import annotations
@@ -33,17 +34,30 @@ def default_spill_dir() -> Path:
         import folder_paths
         return Path(folder_paths.get_user_directory()) / "zerocopy_continuity" / "spill"
     except Exception:
-        return Path.home() / ".cache" / "zerocopy_continuity" / "spill"
+        # Outside ComfyUI: the user's cache folder (%LOCALAPPDATA% on Windows).
+        cache = os.environ.get("LOCALAPPDATA") if os.name == "nt" else None
+        return (Path(cache) if cache else Path.home() / ".cache") / "zerocopy_continuity" / "spill"
+
+
+def physical_memory_bytes() -> int | None:
+    """Installed RAM: psutil where it is (always inside ComfyUI), else POSIX sysconf, else
+    None (a development environment on Windows without psutil)."""
+    try:
+        import psutil
+        return int(psutil.virtual_memory().total)
+    except Exception:  # ImportError, or a sandbox that hides /proc
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # AttributeError: Windows has no os.sysconf
+        return None
 
 
 def default_host_budget() -> int:
     env = os.environ.get("ZEROCOPY_HOST_BUDGET_MB")
     if env:
         return int(env) * (1 << 20)
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        total = 16 << 30
+    total = physical_memory_bytes() or 16 << 30
     return min(total // 4, 16 << 30)
 
 

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "compiler.h"
+#include "jsonbuf.h"
 #include "zc.h"
 
 /* Exit statuses shared by every command. */
@@ -62,12 +64,12 @@ int cli_args_parse(const char *cmd, int argc, char **argv, const cli_flag *flags
 void cli_args_free(cli_args *args);
 
 /* Print "zc CMD: message" and a pointer to the help; return CLI_EXIT_USAGE. */
-int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int cli_usage_error(const char *cmd, const char *fmt, ...) ZC_PRINTF(2, 3);
 
 /* ---- errors and text output (output.c) ---- */
 
 /* Print "zc: message" on stderr. */
-void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_error(const char *fmt, ...) ZC_PRINTF(1, 2);
 
 /* The engine's message for a failed call: zc_last_error(), or the status
  * name when the engine left no message. */
@@ -87,6 +89,9 @@ void cli_put_text(FILE *out, const char *s);
 
 /* cli_put_text of the first len bytes of s. */
 void cli_put_text_n(FILE *out, const char *s, size_t len);
+
+/* cli_put_text into a growing buffer. */
+void cli_text_append(zc_jsonbuf *jb, const char *s);
 
 /* Write s as a JSON string literal, quotes included.  Invalid UTF-8 bytes
  * are replaced by U+FFFD so the output is always valid JSON. */

@@ -1,12 +1,10 @@
 /* cmd_ls.c — "zc ls DIR": one line per safetensors file of a directory. */
-#include <dirent.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
+#include "platform/platform.h"
 
 typedef struct {
     char **names;
@@ -40,7 +38,7 @@ static char *join_path(const char *dir, const char *name)
         return NULL;
     memcpy(p, dir, n);
     size_t at = n;
-    if (n > 0 && dir[n - 1] != '/')
+    if (n > 0 && !zc_os_is_separator(dir[n - 1]))
         p[at++] = '/';
     memcpy(p + at, name, m + 1);
     return p;
@@ -49,8 +47,8 @@ static char *join_path(const char *dir, const char *name)
 static int is_regular_file(const char *dir, const char *name)
 {
     char *path = join_path(dir, name);
-    struct stat st;
-    int ok = path != NULL && stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    zc_os_path_kind kind;
+    int ok = path != NULL && zc_os_stat(path, &kind, NULL) == 0 && kind == ZC_OS_PATH_FILE;
     free(path);
     return ok;
 }
@@ -65,9 +63,11 @@ static int list_add(name_list *list, const char *name)
         list->names = grown;
         list->cap = cap;
     }
-    char *copy = strdup(name);
+    size_t len = strlen(name);
+    char *copy = malloc(len + 1);
     if (copy == NULL)
         return -1;
+    memcpy(copy, name, len + 1);
     list->names[list->count++] = copy;
     return 0;
 }
@@ -87,27 +87,25 @@ static int compare_names(const void *a, const void *b)
 /* Collect the listed file names of dir, sorted.  @return 0 or -1 (printed). */
 static int collect(const char *dir, name_list *list)
 {
-    DIR *d = opendir(dir);
-    if (d == NULL) {
-        cli_error("cannot read directory '%s': %s", dir, strerror(errno));
+    zc_os_dir *d = NULL;
+    int err = zc_os_dir_open(dir, &d);
+    if (err != 0) {
+        cli_error("cannot read directory '%s': %s", dir, ZC_OS_WHY(err));
         return -1;
     }
     int rc = 0;
-    struct dirent *e;
-    errno = 0;
-    while (rc == 0 && (e = readdir(d)) != NULL) {
-        if (file_kind(e->d_name) != NULL && is_regular_file(dir, e->d_name) &&
-            list_add(list, e->d_name) != 0) {
+    const char *name;
+    while (rc == 0 && (err = zc_os_dir_next(d, &name)) == 0 && name != NULL) {
+        if (file_kind(name) != NULL && is_regular_file(dir, name) && list_add(list, name) != 0) {
             cli_error("out of memory listing '%s'", dir);
             rc = -1;
         }
-        errno = 0;
     }
-    if (rc == 0 && errno != 0) {
-        cli_error("cannot read directory '%s': %s", dir, strerror(errno));
+    if (rc == 0 && err != 0) {
+        cli_error("cannot read directory '%s': %s", dir, ZC_OS_WHY(err));
         rc = -1;
     }
-    closedir(d);
+    zc_os_dir_close(d);
     if (rc == 0 && list->count > 1)
         qsort(list->names, list->count, sizeof *list->names, compare_names);
     return rc;

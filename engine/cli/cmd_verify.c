@@ -10,46 +10,36 @@ typedef struct {
     uint32_t matched;
     uint32_t missing;  /* without a recorded digest */
     uint32_t failed;   /* digest mismatch or unreadable */
-    FILE *problems;    /* "tensor x digest mismatch (...)", joined by "; " */
-    FILE *missing_names;
-    char *problems_text;
-    char *missing_text;
-    size_t problems_len;
-    size_t missing_len;
+    zc_jsonbuf problems; /* "tensor x digest mismatch (...)", joined by "; " */
+    zc_jsonbuf missing_names;
 } verify_result;
 
-static int result_init(verify_result *r)
+static void result_init(verify_result *r)
 {
     memset(r, 0, sizeof *r);
-    r->problems = open_memstream(&r->problems_text, &r->problems_len);
-    r->missing_names = open_memstream(&r->missing_text, &r->missing_len);
-    return r->problems != NULL && r->missing_names != NULL ? 0 : -1;
-}
-
-/* Close the streams so the texts are complete. */
-static void result_finish(verify_result *r)
-{
-    if (r->problems != NULL)
-        fclose(r->problems);
-    if (r->missing_names != NULL)
-        fclose(r->missing_names);
-    r->problems = r->missing_names = NULL;
+    zc__jb_init(&r->problems);
+    zc__jb_init(&r->missing_names);
 }
 
 static void result_free(verify_result *r)
 {
-    result_finish(r);
-    free(r->problems_text);
-    free(r->missing_text);
+    zc__jb_free(&r->problems);
+    zc__jb_free(&r->missing_names);
+}
+
+/* The buffer's text ("" when empty). */
+static const char *text_of(const zc_jsonbuf *jb)
+{
+    return jb->data ? jb->data : "";
 }
 
 static void add_problem_prefix(verify_result *r, const char *name)
 {
     if (r->failed > 0)
-        fputs("; ", r->problems);
+        zc__jb_raw(&r->problems, "; ");
     r->failed++;
-    fputs("tensor ", r->problems);
-    cli_put_text(r->problems, name);
+    zc__jb_raw(&r->problems, "tensor ");
+    cli_text_append(&r->problems, name);
 }
 
 static void note_tensor(verify_result *r, const cli_tensor *t, int loaded)
@@ -58,8 +48,8 @@ static void note_tensor(verify_result *r, const cli_tensor *t, int loaded)
     if (!loaded) {
         r->checked++;
         add_problem_prefix(r, name);
-        fputs(" unreadable: ", r->problems);
-        cli_put_text(r->problems, t->error);
+        zc__jb_raw(&r->problems, " unreadable: ");
+        cli_text_append(&r->problems, t->error);
         cli_error("%s", t->error);
     } else if (t->digest_state == CLI_DIGEST_MISMATCH) {
         char recorded[32], computed[32];
@@ -67,14 +57,15 @@ static void note_tensor(verify_result *r, const cli_tensor *t, int loaded)
         cli_digest_format(t->computed, computed);
         r->checked++;
         add_problem_prefix(r, name);
-        fprintf(r->problems, " digest mismatch (recorded %s, computed %s)", recorded, computed);
+        zc__jb_printf(&r->problems, " digest mismatch (recorded %s, computed %s)", recorded,
+                      computed);
     } else if (t->digest_state == CLI_DIGEST_MATCH) {
         r->checked++;
         r->matched++;
     } else if (!cli_is_empty_marker(&t->info)) {
         r->checked++;
-        fputs(r->missing > 0 ? ", " : "", r->missing_names);
-        cli_put_text(r->missing_names, name);
+        zc__jb_raw(&r->missing_names, r->missing > 0 ? ", " : "");
+        cli_text_append(&r->missing_names, name);
         r->missing++;
     }
 }
@@ -91,7 +82,7 @@ static void check_tensors(zc_file *f, const char *path, verify_result *r)
 
 static void put_missing(const verify_result *r)
 {
-    printf("no digest recorded for tensor%s %s", cli_plural(r->missing), r->missing_text);
+    printf("no digest recorded for tensor%s %s", cli_plural(r->missing), text_of(&r->missing_names));
 }
 
 /* Print the file's line.  @return 1 when the file passes. */
@@ -101,7 +92,7 @@ static int report(const char *path, const verify_result *r, int allow_missing)
     fputs(r->failed > 0 ? "FAIL " : passes ? "OK " : "NO-DIGEST ", stdout);
     cli_put_text(stdout, path);
     if (r->failed > 0) {
-        printf(": %s", r->problems_text);
+        printf(": %s", text_of(&r->problems));
         if (r->missing > 0 && !allow_missing) {
             fputs("; ", stdout);
             put_missing(r);
@@ -136,13 +127,12 @@ static int verify_file(const char *path, int allow_missing)
     }
     verify_result r;
     int passes = 0;
-    if (result_init(&r) != 0) {
+    result_init(&r);
+    check_tensors(f, path, &r);
+    if (r.problems.failed || r.missing_names.failed)
         cli_error("out of memory");
-    } else {
-        check_tensors(f, path, &r);
-        result_finish(&r);
+    else
         passes = report(path, &r, allow_missing);
-    }
     result_free(&r);
     zc_file_close(f);
     return passes;

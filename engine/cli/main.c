@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "platform/platform.h"
 
 typedef int (*cli_command_fn)(int argc, char **argv);
 
@@ -88,7 +89,7 @@ int main(int argc, char **argv)
                   "verify, diff, dump (see 'zc --help')");
         return CLI_EXIT_USAGE;
     }
-    int status = dispatch(argc, argv);
+    int status = dispatch(argc, zc_os_utf8_argv(argc, argv)); /* paths are UTF-8 everywhere */
     if (fflush(stdout) != 0 || ferror(stdout)) {
         cli_error("cannot write to standard output");
         return CLI_EXIT_USAGE;

@@ -45,17 +45,30 @@ void cli_put_text(FILE *out, const char *s)
     cli_put_text_n(out, s, strlen(s));
 }
 
+/* The escaped form of byte c (see cli_put_text) into out; its length. */
+static size_t escape_byte(unsigned char c, char out[5])
+{
+    if (c == '\\')
+        return (size_t)snprintf(out, 5, "\\\\");
+    if (c < 0x20 || c == 0x7f)
+        return (size_t)snprintf(out, 5, "\\x%02x", c);
+    out[0] = (char)c;
+    out[1] = '\0';
+    return 1;
+}
+
 void cli_put_text_n(FILE *out, const char *s, size_t len)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    for (; len > 0; p++, len--) {
-        if (*p == '\\')
-            fputs("\\\\", out);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(out, "\\x%02x", *p);
-        else
-            fputc(*p, out);
-    }
+    char e[5];
+    for (const unsigned char *p = (const unsigned char *)s; len > 0; p++, len--)
+        fwrite(e, 1, escape_byte(*p, e), out);
+}
+
+void cli_text_append(zc_jsonbuf *jb, const char *s)
+{
+    char e[5];
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        zc__jb_rawn(jb, e, escape_byte(*p, e));
 }
 
 /* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is invalid

@@ -12,10 +12,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/types.h>
 
 #include "cli.h"
+#include "platform/platform.h"
 
 uint64_t cli_element_count(const zc_file_tensor *t)
 {
@@ -32,24 +31,22 @@ int cli_is_empty_marker(const zc_file_tensor *t)
 
 int64_t cli_file_size(const char *path)
 {
-    struct stat st;
-    if (stat(path, &st) != 0)
+    zc_os_path_kind kind;
+    uint64_t size = 0;
+    if (zc_os_stat(path, &kind, &size) != 0 || size > (uint64_t)INT64_MAX)
         return -1;
-    return (int64_t)st.st_size;
+    return (int64_t)size;
 }
 
 /* Read len bytes at offset of the file at path.  @return 0 or -1. */
 static int read_stored_bytes(const char *path, uint64_t offset, void *dst, uint64_t len)
 {
-    if (path == NULL || offset > (uint64_t)INT64_MAX)
+    zc_os_file f = ZC_OS_FILE_CLOSED;
+    size_t got = 0;
+    if (path == NULL || len > SIZE_MAX || zc_os_file_open_read(path, &f) != 0)
         return -1;
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return -1;
-    int rc = -1;
-    if (fseeko(f, (off_t)offset, SEEK_SET) == 0 && fread(dst, 1, (size_t)len, f) == (size_t)len)
-        rc = 0;
-    fclose(f);
+    int rc = zc_os_file_read_at(f, dst, (size_t)len, offset, &got) == 0 && got == len ? 0 : -1;
+    zc_os_file_close(&f);
     return rc;
 }
 

@@ -31,18 +31,30 @@
 extern "C" {
 #endif
 
-/* Symbols of the public API are exported from the shared library; the
- * library's internals are hidden (it is built with -fvisibility=hidden). */
-#if defined(__GNUC__) || defined(__clang__)
+/* Symbols of the public API are exported from the shared library and the
+ * library's internals are not.  Windows: the DLL is built with
+ * ZC_BUILDING_LIBRARY (dllexport); a program that links zc.dll may define
+ * ZC_USE_DLL for dllimport, which is only an optimisation for functions, so
+ * static builds (the zc tool, the tests) define nothing.  Elsewhere the
+ * library is built with -fvisibility=hidden and the API marked default. */
+#if defined(_WIN32) || defined(__CYGWIN__)
+#if defined(ZC_BUILDING_LIBRARY)
+#define ZC_API __declspec(dllexport)
+#elif defined(ZC_USE_DLL)
+#define ZC_API __declspec(dllimport)
+#else
+#define ZC_API
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
 #define ZC_API __attribute__((visibility("default")))
 #else
 #define ZC_API
 #endif
 
 #define ZC_VERSION_MAJOR 0
-#define ZC_VERSION_MINOR 1
+#define ZC_VERSION_MINOR 2
 #define ZC_VERSION_PATCH 0
-#define ZC_VERSION_STRING "0.1.0"
+#define ZC_VERSION_STRING "0.2.0"
 
 /* Limits.  Inputs beyond them are refused with ZC_E_LIMIT or ZC_E_INVALID. */
 #define ZC_MAX_TENSORS 16        /* tensors in one bundle */
@@ -89,7 +101,7 @@ ZC_API const char *zc_status_name(int status);
  * pointer stays valid until the next failing zc_ call on the same thread. */
 ZC_API const char *zc_last_error(void);
 
-/* The library version string, e.g. "0.1.0". */
+/* The library version string, e.g. "0.2.0" (ZC_VERSION_STRING). */
 ZC_API const char *zc_version(void);
 
 /* ------------------------------------------------------------------------ */

@@ -6,8 +6,6 @@
  * The pool is bounded in buffers and bytes, shared by a store and by every
  * bundle and slot made for it, and freed with the last of them.
  */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +15,7 @@
 
 struct zc_bufpool {
     atomic_int_fast64_t refs;
-    pthread_mutex_t lock;
+    zc_os_mutex lock;
     uint64_t limit_bytes;
     uint64_t bytes;
     uint32_t count;
@@ -32,8 +30,11 @@ zc_bufpool *zc__bufpool_new(uint64_t limit_bytes)
     zc_bufpool *pool = calloc(1, sizeof *pool);
     if (pool == NULL)
         return NULL;
+    if (zc_os_mutex_init(&pool->lock) != 0) {
+        free(pool);
+        return NULL; /* callers then allocate without recycling */
+    }
     atomic_init(&pool->refs, 1);
-    pthread_mutex_init(&pool->lock, NULL);
     pool->limit_bytes = limit_bytes;
     return pool;
 }
@@ -50,14 +51,14 @@ void zc__bufpool_unref(zc_bufpool *pool)
         return;
     for (uint32_t i = 0; i < pool->count; i++)
         zc__host_free(pool->buffers[i].p);
-    pthread_mutex_destroy(&pool->lock);
+    zc_os_mutex_destroy(&pool->lock);
     free(pool);
 }
 
 void *zc__bufpool_take(zc_bufpool *pool, uint64_t nbytes)
 {
     if (pool) {
-        pthread_mutex_lock(&pool->lock);
+        zc_os_mutex_lock(&pool->lock);
         for (uint32_t i = pool->count; i > 0; i--) { /* newest first: warmest in cache */
             if (pool->buffers[i - 1].nbytes == nbytes) {
                 void *p = pool->buffers[i - 1].p;
@@ -66,11 +67,11 @@ void *zc__bufpool_take(zc_bufpool *pool, uint64_t nbytes)
                         (pool->count - i) * sizeof pool->buffers[0]);
                 pool->count--;
                 pool->bytes -= nbytes;
-                pthread_mutex_unlock(&pool->lock);
+                zc_os_mutex_unlock(&pool->lock);
                 return p;
             }
         }
-        pthread_mutex_unlock(&pool->lock);
+        zc_os_mutex_unlock(&pool->lock);
     }
     return zc__host_alloc(nbytes);
 }
@@ -84,7 +85,7 @@ void zc__bufpool_give(zc_bufpool *pool, void *p, uint64_t nbytes)
          * shot after shot): the oldest pooled buffers make room for it. */
         void *evicted[POOL_BUFFERS];
         uint32_t n_evicted = 0;
-        pthread_mutex_lock(&pool->lock);
+        zc_os_mutex_lock(&pool->lock);
         while (pool->count > 0 &&
                (pool->count == POOL_BUFFERS || pool->bytes + nbytes > pool->limit_bytes)) {
             evicted[n_evicted++] = pool->buffers[0].p;
@@ -96,7 +97,7 @@ void zc__bufpool_give(zc_bufpool *pool, void *p, uint64_t nbytes)
         pool->buffers[pool->count].nbytes = nbytes;
         pool->count++;
         pool->bytes += nbytes;
-        pthread_mutex_unlock(&pool->lock);
+        zc_os_mutex_unlock(&pool->lock);
         for (uint32_t i = 0; i < n_evicted; i++) /* unmapping outside the lock */
             zc__host_free(evicted[i]);
         return;
@@ -108,8 +109,8 @@ uint64_t zc__bufpool_bytes(zc_bufpool *pool)
 {
     if (pool == NULL)
         return 0;
-    pthread_mutex_lock(&pool->lock);
+    zc_os_mutex_lock(&pool->lock);
     uint64_t bytes = pool->bytes;
-    pthread_mutex_unlock(&pool->lock);
+    zc_os_mutex_unlock(&pool->lock);
     return bytes;
 }

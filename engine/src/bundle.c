@@ -160,12 +160,12 @@ static int describe(zc_tensor *t, const char *name, const zc_dl_tensor *src)
                 return zc__fail(ZC_E_INVALID,
                                 "tensor \"%s\" has negative stride %lld in dimension %d; make it "
                                 "contiguous first (tensor.contiguous())", name, (long long)s, (int)i);
-            if (__builtin_mul_overflow(s, (int64_t)elem, &t->byte_strides[i]))
+            if (zc__mul_nonneg_i64(s, (int64_t)elem, &t->byte_strides[i]) != 0)
                 return zc__fail(ZC_E_LIMIT, "tensor \"%s\": stride overflows", name);
         } else {
             t->byte_strides[i] = expected;
         }
-        if (dim > 0 && __builtin_mul_overflow(expected, dim, &expected))
+        if (dim > 0 && zc__mul_nonneg_i64(expected, dim, &expected) != 0)
             return zc__fail(ZC_E_LIMIT, "tensor \"%s\": size overflows 64 bits", name);
     }
     if (zc__shape_nbytes(t->ndim, t->shape, elem, &t->nbytes) || t->nbytes > (uint64_t)INT64_MAX)
@@ -338,7 +338,7 @@ static int set_meta(zc_bundle *b, const char *key, const char *value, int allow_
                         vlen, ZC_MAX_META_VALUE_LEN);
     if (zc__utf8_check(value, vlen))
         return zc__fail(ZC_E_INVALID, "metadata \"%s\": value is not valid UTF-8", key);
-    char *v = strdup(value);
+    char *v = zc__strdup(value);
     if (v == NULL)
         return zc__fail(ZC_E_NOMEM, "out of host memory for metadata \"%s\"", key);
     for (uint32_t i = 0; i < b->meta_count; i++) {
@@ -353,7 +353,7 @@ static int set_meta(zc_bundle *b, const char *key, const char *value, int allow_
         return zc__fail(ZC_E_LIMIT, "bundle already has %d metadata entries; cannot add \"%s\"",
                         ZC_MAX_META, key);
     }
-    char *k = strdup(key);
+    char *k = zc__strdup(key);
     if (k == NULL) {
         free(v);
         return zc__fail(ZC_E_NOMEM, "out of host memory for metadata \"%s\"", key);

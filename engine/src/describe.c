@@ -101,7 +101,7 @@ int zc_store_describe_json(zc_store *s, char *buf, size_t cap, size_t *needed)
     zc_store_stats_get(s, &st);
     zc_jsonbuf jb;
     zc__jb_init(&jb);
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     zc__jb_raw(&jb, "{\"spill_dir\":");
     if (s->spill_dir)
         zc__jb_string(&jb, s->spill_dir);
@@ -121,7 +121,7 @@ int zc_store_describe_json(zc_store *s, char *buf, size_t cap, size_t *needed)
             describe_tag(&jb, e);
         }
     }
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
     zc__jb_printf(&jb, "],\"stats\":{\"tags\":%llu,\"slots\":%llu,\"host_bytes\":%llu,"
                   "\"device_bytes\":%llu,\"retained_bytes\":%llu,\"evictions\":%llu,"
                   "\"spills_written\":%llu,\"spill_errors\":%llu,\"restores\":%llu,"

@@ -4,7 +4,7 @@
 
 #include "internal.h"
 
-static _Thread_local char last_error[1024];
+static ZC_THREAD_LOCAL char last_error[1024];
 
 const char *zc_status_name(int status)
 {
@@ -58,7 +58,8 @@ void zc__fail_context(const char *fmt, ...)
     memcpy(last_error, prefix, n);
     memcpy(last_error + n, ": ", 2);
     size_t room = sizeof last_error - n - 3;
-    size_t olen = strnlen(old, room);
+    const char *old_end = memchr(old, '\0', room);
+    size_t olen = old_end ? (size_t)(old_end - old) : room;
     memcpy(last_error + n + 2, old, olen);
     last_error[n + 2 + olen] = '\0';
 }

@@ -2,38 +2,34 @@
  * hostmem.c — C-owned host memory: aligned allocation and the copy that
  * brings a (possibly strided) tensor into contiguous form while digesting it.
  */
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "internal.h"
 
-#define ZC_HUGE_PAGE ((size_t)2 << 20)
 #define ZC_HUGE_BUFFER ((size_t)32 << 20)
 
 void *zc__host_alloc(uint64_t nbytes)
 {
-    void *p = NULL;
     size_t n = nbytes ? (size_t)nbytes : ZC_HOST_ALIGN;
     if ((uint64_t)n != (nbytes ? nbytes : ZC_HOST_ALIGN))
         return NULL;
     /* Large buffers get page alignment: torch and file I/O both like it. Very large ones
-     * get huge-page alignment and ask for transparent huge pages: a fresh buffer is then
-     * faulted in 2 MiB at a time instead of 4 KiB, which is most of the cost of a put of a
-     * buffer the pool cannot recycle (the kernel may refuse; then nothing changes). */
-    size_t align = n >= ZC_HUGE_BUFFER ? ZC_HUGE_PAGE : (n >= (1u << 20) ? 4096u : ZC_HOST_ALIGN);
-    if (posix_memalign(&p, align, n) != 0)
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    if (n >= ZC_HUGE_BUFFER)
-        (void)madvise(p, n & ~(size_t)(ZC_HUGE_PAGE - 1), MADV_HUGEPAGE);
-#endif
+     * get huge-page alignment and ask for transparent huge pages where the OS has them: a
+     * fresh buffer is then faulted in 2 MiB at a time instead of 4 KiB, which is most of the
+     * cost of a put of a buffer the pool cannot recycle (the kernel may refuse; then nothing
+     * changes). */
+    size_t huge = zc_os_huge_page_size();
+    int want_huge = huge != 0 && n >= ZC_HUGE_BUFFER;
+    size_t align = want_huge ? huge : (n >= (1u << 20) ? zc_os_page_size() : ZC_HOST_ALIGN);
+    void *p = zc_os_alloc_aligned(n, align < ZC_HOST_ALIGN ? ZC_HOST_ALIGN : align);
+    if (p != NULL && want_huge)
+        zc_os_advise_huge_pages(p, n);
     return p;
 }
 
 void zc__host_free(void *p)
 {
-    free(p);
+    zc_os_free_aligned(p);
 }
 
 static int is_contiguous(int32_t ndim, const int64_t *shape, const int64_t *byte_strides,

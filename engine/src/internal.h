@@ -6,10 +6,11 @@
 #define ZC_INTERNAL_H
 
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compiler.h"
+#include "platform/platform.h"
 #include "zc.h"
 
 #define ZC_HOST_ALIGN 64u
@@ -28,22 +29,18 @@
 /* ---- errors (error.c) ---- */
 
 /* Record a formatted message for zc_last_error() and return code. */
-int zc__fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int zc__fail(int code, const char *fmt, ...) ZC_PRINTF(2, 3);
 
 /* Prefix the current thread's last error with "context: ". */
-void zc__fail_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void zc__fail_context(const char *fmt, ...) ZC_PRINTF(1, 2);
 
-/* ---- checked arithmetic ---- */
+/* ---- strings (str.c): C11 has no strdup/strndup ---- */
 
-static inline int zc__mul_u64(uint64_t a, uint64_t b, uint64_t *out)
-{
-    return __builtin_mul_overflow(a, b, out) ? -1 : 0;
-}
+char *zc__strdup(const char *s);
+/* At most n bytes of s (stops at a NUL), always terminated. */
+char *zc__strndup(const char *s, size_t n);
 
-static inline int zc__add_u64(uint64_t a, uint64_t b, uint64_t *out)
-{
-    return __builtin_add_overflow(a, b, out) ? -1 : 0;
-}
+/* ---- checked arithmetic (zc__mul_u64 and friends are in compiler.h) ---- */
 
 /* Product of shape (all >= 0) times element size, or -1 on overflow. */
 int zc__shape_nbytes(int32_t ndim, const int64_t *shape, size_t elem_size, uint64_t *out);
@@ -128,8 +125,9 @@ uint64_t zc__bundle_bytes(const zc_bundle *b, int tier);
 /* ---- safetensors (safetensors_write.c) ---- */
 
 /* Write b as a safetensors file at path, crash-safe: a temporary file
- * ZC_TMP_PREFIX* in the same directory, fsync, rename over path, fsync of
- * the directory.  Every tensor needs host bytes (else ZC_E_UNSUPPORTED).
+ * ZC_TMP_PREFIX* in the same directory, durable sync, atomic replace of
+ * path, the directory made durable (platform.h's promises).  Every tensor
+ * needs host bytes (else ZC_E_UNSUPPORTED).
  * Metadata = b's entries + extra (may be NULL) + "zc.digest.<name>" for
  * every tensor with a digest.  If a tensor "latent_tensor" exists, an empty
  * F32 tensor "latent_format_version_0" is added (ComfyUI's marker).
@@ -138,7 +136,8 @@ uint64_t zc__bundle_bytes(const zc_bundle *b, int tier);
 int zc__safetensors_write(const char *path, const zc_bundle *b,
                           const zc_meta_entry *extra, uint32_t extra_count);
 
-/* fsync the directory that contains path (POSIX; a no-op elsewhere). */
+/* Make the directory entry of path durable (zc_os_sync_parent_dir), with a
+ * message naming the directory.  @return ZC_OK or ZC_E_IO. */
 int zc__fsync_parent_dir(const char *path);
 
 /* ---- digest (digest.c) ---- */

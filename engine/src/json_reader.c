@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compiler.h"
 #include "json_reader.h"
 #include "zc.h"
 
@@ -26,7 +27,7 @@ typedef struct {
 } parser;
 
 static int fail_at(parser *ps, size_t pos, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+    ZC_PRINTF(3, 4);
 
 static int fail_at(parser *ps, size_t pos, const char *fmt, ...)
 {

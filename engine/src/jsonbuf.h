@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "compiler.h"
+
 typedef struct {
     char *data;
     size_t len;
@@ -17,7 +19,7 @@ void zc__jb_init(zc_jsonbuf *jb);
 void zc__jb_free(zc_jsonbuf *jb);
 void zc__jb_raw(zc_jsonbuf *jb, const char *text);
 void zc__jb_rawn(zc_jsonbuf *jb, const char *text, size_t n);
-void zc__jb_printf(zc_jsonbuf *jb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void zc__jb_printf(zc_jsonbuf *jb, const char *fmt, ...) ZC_PRINTF(2, 3);
 /* A JSON string literal with every character that needs it escaped. */
 void zc__jb_string(zc_jsonbuf *jb, const char *s);
 void zc__jb_u64(zc_jsonbuf *jb, uint64_t v);

@@ -14,14 +14,10 @@
  * hole, as every safetensors writer produces.  Only then is a zc_file
  * returned; reads after that re-check what the OS gives back.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "internal.h"
 #include "json_reader.h"
@@ -58,7 +54,7 @@ typedef struct {
 } file_tensor;
 
 struct zc_file {
-    int fd;              /* -1 for an in-memory image */
+    zc_os_file os;       /* closed for an in-memory image */
     const uint8_t *mem;  /* the in-memory image (borrowed), or NULL */
     uint64_t size;       /* bytes in the file */
     uint64_t data_start; /* 8 + header length */
@@ -71,7 +67,7 @@ struct zc_file {
 
 /* ---- messages ---- */
 
-static int corrupt(const zc_file *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int corrupt(const zc_file *f, const char *fmt, ...) ZC_PRINTF(2, 3);
 
 /* ZC_E_CORRUPT with "label: message". */
 static int corrupt(const zc_file *f, const char *fmt, ...)
@@ -99,27 +95,6 @@ static void value_text(const zc_json_doc *doc, const zc_json_node *n, char *buf,
                  n->len > 24 ? "..." : "");
     else
         snprintf(buf, cap, "a JSON %s", zc__json_type_name(n->type));
-}
-
-/* ---- I/O ---- */
-
-/* Read up to n bytes at off, retrying short reads and EINTR.  @return the
- * bytes read (less than n only at end of file) or -1 with errno set. */
-static ssize_t pread_full(int fd, void *buf, size_t n, uint64_t off)
-{
-    size_t done = 0;
-    while (done < n) {
-        ssize_t r = pread(fd, (uint8_t *)buf + done, n - done, (off_t)(off + done));
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (r == 0)
-            break;
-        done += (size_t)r;
-    }
-    return (ssize_t)done;
 }
 
 static uint64_t read_le64(const uint8_t *p)
@@ -399,8 +374,8 @@ static int parse_metadata(zc_file *f, const zc_json_doc *doc, const zc_json_node
             return corrupt(f, "metadata \"%s\" is a JSON %s; safetensors metadata values are "
                            "strings", quoted(ks, q, sizeof q), zc__json_type_name(v->type));
         zc_meta_entry *e = &f->meta[f->meta_count];
-        e->key = strndup(ks, key->len);
-        e->value = strndup(zc__json_str(doc, v), v->len);
+        e->key = zc__strndup(ks, key->len);
+        e->value = zc__strndup(zc__json_str(doc, v), v->len);
         if (e->key == NULL || e->value == NULL) {
             free(e->key);
             free(e->value);
@@ -494,11 +469,11 @@ static int check_prefix(zc_file *f, const uint8_t prefix[8], uint64_t *header_le
 static int new_file(const char *label, uint64_t size, zc_file **out)
 {
     zc_file *f = calloc(1, sizeof *f);
-    if (f == NULL || (f->label = strdup(label)) == NULL) {
+    if (f == NULL || (f->label = zc__strdup(label)) == NULL) {
         free(f);
         return zc__fail(ZC_E_NOMEM, "out of host memory opening %s", label);
     }
-    f->fd = -1;
+    f->os = ZC_OS_FILE_CLOSED;
     f->size = size;
     *out = f;
     return ZC_OK;
@@ -539,7 +514,7 @@ int zc_file_open_memory(const void *data, size_t len, zc_file **out)
 
 static int io_error(const char *what, const char *path, int err)
 {
-    return zc__fail(ZC_E_IO, "%s %s: %s", what, path, strerror(err));
+    return zc__fail(ZC_E_IO, "%s %s: %s", what, path, ZC_OS_WHY(err));
 }
 
 /* Read and validate the header of the open file f. */
@@ -548,12 +523,12 @@ static int load_header(zc_file *f)
     uint8_t prefix[8];
     uint64_t hlen = 0;
     char *text = NULL;
-    ssize_t got;
-    int rc;
+    size_t got = 0;
+    int rc, err;
     if ((rc = check_size_min(f)) != ZC_OK)
         return rc;
-    if ((got = pread_full(f->fd, prefix, 8, 0)) < 0)
-        return io_error("cannot read", f->label, errno);
+    if ((err = zc_os_file_read_at(f->os, prefix, 8, 0, &got)) != 0)
+        return io_error("cannot read", f->label, err);
     if (got < 8)
         return corrupt(f, "file ended while reading the header length; it is truncated");
     if ((rc = check_prefix(f, prefix, &hlen)) != ZC_OK)
@@ -562,8 +537,8 @@ static int load_header(zc_file *f)
     if (text == NULL)
         return zc__fail(ZC_E_NOMEM, "%s: out of host memory for a %llu-byte header", f->label,
                         (unsigned long long)hlen);
-    if ((got = pread_full(f->fd, text, (size_t)hlen, 8)) < 0)
-        rc = io_error("cannot read", f->label, errno);
+    if ((err = zc_os_file_read_at(f->os, text, (size_t)hlen, 8, &got)) != 0)
+        rc = io_error("cannot read", f->label, err);
     else if ((uint64_t)got < hlen)
         rc = corrupt(f, "file ended inside its %llu-byte header; it is truncated",
                      (unsigned long long)hlen);
@@ -575,36 +550,32 @@ static int load_header(zc_file *f)
 
 int zc_file_open(const char *path, zc_file **out)
 {
-    struct stat st;
+    zc_os_file os = ZC_OS_FILE_CLOSED;
     zc_file *f = NULL;
-    int rc;
+    uint64_t size = 0;
+    int rc, err, regular = 0;
     if (out == NULL || path == NULL)
         return zc__fail(ZC_E_INVALID, "zc_file_open: %s is NULL", path ? "out" : "path");
     *out = NULL;
-    /* O_NONBLOCK: opening a FIFO or device named by a hostile path must not
-     * hang; anything but a regular file is refused below, and the flag does
-     * not change reads of regular files. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return io_error("cannot open", path, errno);
-    if (fstat(fd, &st) != 0) {
-        rc = io_error("cannot stat", path, errno);
-        close(fd);
-        return rc;
+    /* A hostile path may name a FIFO or device: the open does not block on
+     * it, and anything but a regular file is refused here. */
+    if ((err = zc_os_file_open_read(path, &os)) != 0)
+        return io_error("cannot open", path, err);
+    if ((err = zc_os_file_info(os, &size, &regular)) != 0) {
+        zc_os_file_close(&os);
+        return io_error("cannot stat", path, err);
     }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
+    if (!regular) {
+        zc_os_file_close(&os);
         return zc__fail(ZC_E_IO, "cannot read %s: not a regular file", path);
     }
-    if ((rc = new_file(path, (uint64_t)st.st_size, &f)) != ZC_OK) {
-        close(fd);
+    if ((rc = new_file(path, size, &f)) != ZC_OK) {
+        zc_os_file_close(&os);
         return rc;
     }
-    f->fd = fd;
-#ifdef POSIX_FADV_SEQUENTIAL
+    f->os = os;
     /* Tensors are read front to back: ask for generous readahead. */
-    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-#endif
+    zc_os_file_advise(os, 0, 0, ZC_OS_ADVISE_SEQUENTIAL);
     if ((rc = load_header(f)) != ZC_OK) {
         zc_file_close(f);
         return rc;
@@ -617,8 +588,7 @@ void zc_file_close(zc_file *f)
 {
     if (f == NULL)
         return;
-    if (f->fd >= 0)
-        close(f->fd);
+    zc_os_file_close(&f->os);
     for (uint32_t i = 0; i < f->meta_count; i++) {
         free(f->meta[i].key);
         free(f->meta[i].value);
@@ -704,11 +674,12 @@ static int read_chunk(zc_file *f, const file_tensor *t, uint8_t *dst, uint64_t o
         memcpy(dst, f->mem + at, n);
         return ZC_OK;
     }
-    ssize_t got = pread_full(f->fd, dst, n, at);
-    if (got < 0)
+    size_t got = 0;
+    int err = zc_os_file_read_at(f->os, dst, n, at, &got);
+    if (err != 0)
         return zc__fail(ZC_E_IO, "cannot read tensor \"%s\" from %s: %s",
-                        quoted(t->name, q, sizeof q), f->label, strerror(errno));
-    if ((size_t)got < n)
+                        quoted(t->name, q, sizeof q), f->label, ZC_OS_WHY(err));
+    if (got < n)
         return corrupt(f, "file ends at byte %llu, inside tensor \"%s\" (bytes %llu to %llu); it "
                        "was truncated after it was opened",
                        (unsigned long long)(at + (uint64_t)got),
@@ -739,8 +710,7 @@ int zc_file_read(zc_file *f, uint32_t index, void *dst, size_t cap, uint64_t *di
     /* Ask the kernel to start reading the whole tensor now, so the disk works
      * while this thread hashes (readahead alone waits for each window). */
     if (!f->mem && nbytes > READ_CHUNK)
-        (void)posix_fadvise(f->fd, (off_t)(f->data_start + t->begin), (off_t)nbytes,
-                            POSIX_FADV_WILLNEED);
+        zc_os_file_advise(f->os, f->data_start + t->begin, nbytes, ZC_OS_ADVISE_WILLNEED);
     /* Digest each chunk right after reading it, while it is still in cache:
      * a second pass over a large tensor would run at memory bandwidth. */
     zc_xxh64_reset(&st, 0);

@@ -2,14 +2,16 @@
  * safetensors_write.c — writing a bundle as a safetensors file, crash-safe.
  *
  * The file is written under a temporary name (ZC_TMP_PREFIX...) in the
- * destination directory, fsync'ed, closed, renamed over the destination and
- * the directory fsync'ed: after a crash the destination holds either the old
- * file or the complete new one, and a leftover temporary file is recognisable
- * by its prefix (the store removes those when it opens).
+ * destination directory, made durable (zc_os_file_sync), closed, put in place
+ * by an atomic replace (zc_os_replace) and the directory entry made durable
+ * (zc_os_sync_parent_dir): after a crash the destination holds either the
+ * old file or the complete new one, and a leftover temporary file is
+ * recognisable by its prefix (the store removes those when it opens).
  *
  * For speed the header goes out in one write and every tensor straight from
- * its host buffer in large writes, with no copy; writeback of what was
- * written is started as we go so the final fsync does not wait for all of it.
+ * its host buffer in large writes, with no copy; where the OS can (Linux),
+ * the file is preallocated and writeback of what was written is started as
+ * we go so the final sync does not wait for all of it.
  *
  * Header layout (deterministic): "__metadata__" first (as the safetensors
  * library writes it) with the bundle's entries, then the extra entries, then
@@ -17,20 +19,15 @@
  * with ComfyUI's marker "latent_format_version_0" right after
  * "latent_tensor"; spaces pad the header to a multiple of 8 bytes.
  */
-#include <errno.h>
-#include <fcntl.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "internal.h"
 #include "json_reader.h"
 #include "jsonbuf.h"
 
-/* Largest single write: below Linux's 0x7ffff000 cap per call. */
+/* Bytes per write call (the platform layer splits larger ones too). */
 #define WRITE_CHUNK ((size_t)64 << 20)
 /* Start writeback of every this many bytes written (Linux only). */
 #define WRITEBACK_STEP ((uint64_t)32 << 20)
@@ -219,68 +216,22 @@ static int build_header(zc_jsonbuf *jb, const zc_bundle *b, const out_list *ts,
 
 /* ---- file system ---- */
 
-/* Write all n bytes, retrying short writes and EINTR.  @return 0 or -1 with
- * errno set. */
-static int write_full(int fd, const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-    while (n > 0) {
-        size_t step = n < WRITE_CHUNK ? n : WRITE_CHUNK;
-        ssize_t w = write(fd, p, step);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (w == 0) {
-            errno = EIO; /* should not happen for a regular file; avoid spinning */
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* The directory part of path: "." for a bare name, "/" for the root. */
-static char *parent_dir(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL)
-        return strdup(".");
-    if (slash == path)
-        return strdup("/");
-    return strndup(path, (size_t)(slash - path));
-}
-
 int zc__fsync_parent_dir(const char *path)
 {
-    int rc = ZC_OK;
-    char *dir = parent_dir(path);
-    if (dir == NULL)
-        return zc__fail(ZC_E_NOMEM, "out of host memory syncing the directory of %s", path);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) {
-        rc = zc__fail(ZC_E_IO, "cannot open directory %s to sync it: %s", dir, strerror(errno));
-    } else {
-        /* Some file systems cannot sync a directory (EINVAL); their renames
-         * are as durable as they get. */
-        if (fsync(fd) != 0 && errno != EINVAL)
-            rc = zc__fail(ZC_E_IO, "cannot sync directory %s: %s", dir, strerror(errno));
-        close(fd);
-    }
-    free(dir);
-    return rc;
+    int err = zc_os_sync_parent_dir(path);
+    if (err != 0)
+        return zc__fail(ZC_E_IO, "cannot sync the directory of %s: %s", path, ZC_OS_WHY(err));
+    return ZC_OK;
 }
 
 /* "<dir>/.zc-tmp-<pid>-<n>-<basename>", unique per process and call. */
 static char *temp_path(const char *path)
 {
-    const char *slash = strrchr(path, '/');
+    const char *slash = zc_os_last_separator(path);
     const char *base = slash ? slash + 1 : path;
     size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
     char prefix[64];
-    int n = snprintf(prefix, sizeof prefix, ZC_TMP_PREFIX "%ld-%lu-", (long)getpid(),
+    int n = snprintf(prefix, sizeof prefix, ZC_TMP_PREFIX "%ld-%lu-", zc_os_pid(),
                      (unsigned long)atomic_fetch_add(&tmp_counter, 1));
     size_t base_len = strlen(base);
     if ((size_t)n + base_len > TMP_NAME_MAX)
@@ -295,37 +246,9 @@ static char *temp_path(const char *path)
     return tmp;
 }
 
-/* Reserve the whole file up front: an early, clear ENOSPC instead of one
- * after gigabytes, and contiguous extents.  Unsupported is fine. */
-static int preallocate(int fd, uint64_t total)
-{
-#ifdef __linux__
-    if (total > 0 && fallocate(fd, 0, 0, (off_t)total) != 0 && errno != EOPNOTSUPP &&
-        errno != ENOSYS && errno != EINVAL && errno != EINTR)
-        return -1;
-#else
-    (void)fd;
-    (void)total;
-#endif
-    return 0;
-}
-
-/* Ask the kernel to start writing back [from, to) now, so that writeback
- * overlaps with the rest of the writes instead of all happening in fsync. */
-static void start_writeback(int fd, uint64_t from, uint64_t to)
-{
-#ifdef SYNC_FILE_RANGE_WRITE
-    if (to > from)
-        (void)sync_file_range(fd, (off_t)from, (off_t)(to - from), SYNC_FILE_RANGE_WRITE);
-#else
-    (void)fd;
-    (void)from;
-    (void)to;
-#endif
-}
-
-/* Write the tensor bytes after the header. */
-static int write_tensors(int fd, const out_list *ts, uint64_t at)
+/* Write the tensor bytes after the header, starting writeback as we go so
+ * the final sync does not wait for all of it. */
+static int write_tensors(zc_os_file f, const out_list *ts, uint64_t at)
 {
     uint64_t hinted = 0;
     for (uint32_t i = 0; i < ts->count; i++) {
@@ -333,13 +256,14 @@ static int write_tensors(int fd, const out_list *ts, uint64_t at)
         uint64_t left = ts->t[i].nbytes;
         while (left > 0) {
             size_t step = left < WRITE_CHUNK ? (size_t)left : WRITE_CHUNK;
-            if (write_full(fd, p, step) != 0)
-                return -1;
+            int err = zc_os_file_write_all(f, p, step);
+            if (err != 0)
+                return err;
             p += step;
             left -= step;
             at += step;
             if (at - hinted >= WRITEBACK_STEP) {
-                start_writeback(fd, hinted, at);
+                zc_os_file_start_writeback(f, hinted, at);
                 hinted = at;
             }
         }
@@ -351,35 +275,32 @@ static int write_tensors(int fd, const out_list *ts, uint64_t at)
 static int write_file(const char *path, const char *tmp, const zc_jsonbuf *hdr, const out_list *ts,
                       uint64_t data_len)
 {
-    uint64_t total = hdr->len + data_len;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return zc__fail(ZC_E_IO, "cannot create %s (to write %s): %s", tmp, path, strerror(errno));
+    zc_os_file f = ZC_OS_FILE_CLOSED;
+    int err = zc_os_file_create_new(tmp, &f);
+    if (err != 0)
+        return zc__fail(ZC_E_IO, "cannot create %s (to write %s): %s", tmp, path, ZC_OS_WHY(err));
     const char *step = "preallocate";
-    if (preallocate(fd, total) != 0)
+    if ((err = zc_os_file_preallocate(f, hdr->len + data_len)) != 0)
         goto fail;
     step = "write";
-    if (write_full(fd, hdr->data, hdr->len) != 0 || write_tensors(fd, ts, hdr->len) != 0)
+    if ((err = zc_os_file_write_all(f, hdr->data, hdr->len)) != 0 ||
+        (err = write_tensors(f, ts, hdr->len)) != 0)
         goto fail;
     step = "sync";
-    if (fsync(fd) != 0)
+    if ((err = zc_os_file_sync(f)) != 0)
         goto fail;
     step = "close";
-    int r = close(fd);
-    fd = -1;
-    if (r != 0)
+    if ((err = zc_os_file_close(&f)) != 0)
         goto fail;
     step = "rename";
-    if (rename(tmp, path) != 0)
+    if ((err = zc_os_replace(tmp, path)) != 0)
         goto fail;
     return ZC_OK;
-fail:;
-    int err = errno;
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
+fail:
+    zc_os_file_close(&f);
+    zc_os_remove(tmp);
     return zc__fail(ZC_E_IO, "cannot write %s (%s of %s failed): %s", path, step, tmp,
-                    strerror(err));
+                    ZC_OS_WHY(err));
 }
 
 int zc__safetensors_write(const char *path, const zc_bundle *b, const zc_meta_entry *extra,

@@ -22,7 +22,7 @@ zc_slot *zc__slot_new(zc_core *core, zc_bundle *bundle, const char *tag)
     s->core = core;
     atomic_fetch_add(&core->refs, 1);
     snprintf(s->tag, sizeof s->tag, "%s", tag);
-    s->created_unix_ms = zc__now_unix_ms();
+    s->created_unix_ms = zc_os_now_unix_ms();
     s->host_bytes = zc__bundle_bytes(bundle, ZC_TIER_HOST);
     s->device_bytes = zc__bundle_bytes(bundle, ZC_TIER_DEVICE);
     return s;

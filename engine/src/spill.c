@@ -5,13 +5,9 @@
  * verification.  Files of ours that fail to restore are renamed aside with
  * ZC_REJECTED_SUFFIX, never deleted; files that are not ours are left alone.
  */
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "store_internal.h"
 
@@ -39,8 +35,8 @@ static int parse_spill_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint
         return -1;
     uint64_t g = 0;
     for (const char *p = at + 1; p < name + len - slen; p++) {
-        if (*p < '0' || *p > '9' || __builtin_mul_overflow(g, 10, &g) ||
-            __builtin_add_overflow(g, (uint64_t)(*p - '0'), &g))
+        if (*p < '0' || *p > '9' || zc__mul_u64(g, 10, &g) != 0 ||
+            zc__add_u64(g, (uint64_t)(*p - '0'), &g) != 0)
             return -1;
     }
     memcpy(tag, name, tlen);
@@ -87,53 +83,74 @@ void zc__disk_remove(zc_tag_entry *e, uint64_t generation)
     }
 }
 
+/* 1 if path names an existing directory. */
+static int is_dir(const char *path)
+{
+    zc_os_path_kind kind;
+    return zc_os_stat(path, &kind, NULL) == 0 && kind == ZC_OS_PATH_DIR;
+}
+
+/* Create dir and its missing parents.  A prefix that cannot be created but
+ * exists as a directory is fine (a drive "C:", a read-only parent), and so
+ * is one that is no directory at all when the final mkdir still succeeds (a
+ * UNC "\\server"); otherwise the first prefix that failed is reported. */
 static int mkdir_p(const char *dir)
 {
-    char path[4096];
+    char path[4096], failed[4096];
+    int first_err = 0, err;
     size_t len = strlen(dir);
     if (len == 0 || len >= sizeof path)
         return zc__fail(ZC_E_INVALID, "spill directory \"%.200s\" is empty or too long", dir);
     memcpy(path, dir, len + 1);
     for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
+        if (!zc_os_is_separator(*p) || zc_os_is_separator(p[-1]))
             continue;
+        char sep = *p;
         *p = '\0';
-        if (mkdir(path, 0777) != 0 && errno != EEXIST)
-            return zc__fail(ZC_E_IO, "cannot create directory \"%s\": %s", path, strerror(errno));
-        *p = '/';
+        err = zc_os_mkdir(path);
+        if (err != 0 && first_err == 0 && !zc_os_error_is(err, ZC_OS_EXISTS) && !is_dir(path)) {
+            first_err = err;
+            memcpy(failed, path, (size_t)(p - path) + 1);
+        }
+        *p = sep;
     }
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+    err = zc_os_mkdir(path);
+    if (err != 0 && !zc_os_error_is(err, ZC_OS_EXISTS)) {
+        if (first_err != 0 && zc_os_error_is(err, ZC_OS_NOT_FOUND))
+            return zc__fail(ZC_E_IO, "cannot create directory \"%s\": %s", failed,
+                            ZC_OS_WHY(first_err));
         return zc__fail(ZC_E_IO, "cannot create spill directory \"%s\": %s", path,
-                        strerror(errno));
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+                        ZC_OS_WHY(err));
+    }
+    if (!is_dir(path))
         return zc__fail(ZC_E_IO, "spill directory \"%s\" is not a directory", path);
-    if (access(path, W_OK | X_OK) != 0)
+    if ((err = zc_os_dir_writable(path)) != 0)
         return zc__fail(ZC_E_IO, "spill directory \"%s\" is not writable: %s", path,
-                        strerror(errno));
+                        ZC_OS_WHY(err));
     return ZC_OK;
 }
 
 static int index_directory(zc_store *s)
 {
-    DIR *d = opendir(s->spill_dir);
-    if (d == NULL)
+    zc_os_dir *d = NULL;
+    int err = zc_os_dir_open(s->spill_dir, &d);
+    if (err != 0)
         return zc__fail(ZC_E_IO, "cannot read spill directory \"%s\": %s", s->spill_dir,
-                        strerror(errno));
-    struct dirent *de;
+                        ZC_OS_WHY(err));
+    const char *name;
     char tag[ZC_MAX_TAG_LEN + 1];
     uint64_t gen;
     int rc = ZC_OK;
-    while ((de = readdir(d)) != NULL) {
-        if (strncmp(de->d_name, ZC_TMP_PREFIX, strlen(ZC_TMP_PREFIX)) == 0) {
+    while ((err = zc_os_dir_next(d, &name)) == 0 && name != NULL) {
+        if (strncmp(name, ZC_TMP_PREFIX, strlen(ZC_TMP_PREFIX)) == 0) {
             /* An incomplete write from a crash: never renamed, so never a
              * version anybody saw.  Safe to remove. */
             char path[4096];
-            if (snprintf(path, sizeof path, "%s/%s", s->spill_dir, de->d_name) < (int)sizeof path)
-                unlink(path);
+            if (snprintf(path, sizeof path, "%s/%s", s->spill_dir, name) < (int)sizeof path)
+                zc_os_remove(path);
             continue;
         }
-        if (parse_spill_name(de->d_name, tag, &gen) != 0)
+        if (parse_spill_name(name, tag, &gen) != 0)
             continue;
         zc_tag_entry *e = zc__tag_get_or_create(s, tag);
         if (e == NULL || zc__disk_add(e, gen) != 0) {
@@ -141,11 +158,14 @@ static int index_directory(zc_store *s)
             break;
         }
     }
-    closedir(d);
+    zc_os_dir_close(d);
+    if (rc == ZC_OK && err != 0)
+        rc = zc__fail(ZC_E_IO, "cannot read spill directory \"%s\": %s", s->spill_dir,
+                      ZC_OS_WHY(err));
     return rc;
 }
 
-static void *writer_main(void *arg);
+static void writer_main(void *arg);
 
 int zc__spill_open(zc_store *s)
 {
@@ -154,8 +174,9 @@ int zc__spill_open(zc_store *s)
         return rc;
     if ((rc = index_directory(s)) != ZC_OK)
         return rc;
-    if (pthread_create(&s->writer, NULL, writer_main, s) != 0)
-        return zc__fail(ZC_E_STATE, "cannot start the spill writer thread");
+    int err = zc_os_thread_start(&s->writer, writer_main, s);
+    if (err != 0)
+        return zc__fail(ZC_E_STATE, "cannot start the spill writer thread: %s", ZC_OS_WHY(err));
     s->writer_running = 1;
     return ZC_OK;
 }
@@ -164,11 +185,11 @@ void zc__spill_close(zc_store *s)
 {
     if (!s->writer_running)
         return;
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     s->closing = 1;
-    pthread_cond_broadcast(&s->work_ready);
-    pthread_mutex_unlock(&s->lock);
-    pthread_join(s->writer, NULL);
+    zc_os_cond_broadcast(&s->work_ready);
+    zc_os_mutex_unlock(&s->lock);
+    zc_os_thread_join(&s->writer);
     s->writer_running = 0;
 }
 
@@ -193,7 +214,7 @@ void zc__spill_enqueue(zc_store *s, zc_slot *slot)
         s->queue_head = job;
     s->queue_tail = job;
     s->stats.pending_spills++;
-    pthread_cond_signal(&s->work_ready);
+    zc_os_cond_signal(&s->work_ready);
 }
 
 /* After a successful write: index it and choose older files to prune. */
@@ -210,13 +231,13 @@ static uint32_t after_write(zc_store *s, const zc_slot *slot, uint64_t *prune, u
     return n;
 }
 
-static void *writer_main(void *arg)
+static void writer_main(void *arg)
 {
     zc_store *s = arg;
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     for (;;) {
         while (s->queue_head == NULL && !s->closing)
-            pthread_cond_wait(&s->work_ready, &s->lock);
+            zc_os_cond_wait(&s->work_ready, &s->lock);
         if (s->queue_head == NULL)
             break;
         zc_spill_job *job = s->queue_head;
@@ -224,7 +245,7 @@ static void *writer_main(void *arg)
         if (s->queue_head == NULL)
             s->queue_tail = NULL;
         s->writer_busy = 1;
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
 
         zc_slot *slot = job->slot;
         char path[4096];
@@ -243,7 +264,7 @@ static void *writer_main(void *arg)
         uint64_t prune[64];
         uint32_t nprune = 0;
         int unwanted = 0;
-        pthread_mutex_lock(&s->lock);
+        zc_os_mutex_lock(&s->lock);
         s->stats.pending_spills--;
         if (rc == ZC_OK && slot->files_dropped) {
             unwanted = 1; /* its tag was dropped with its files while this write ran */
@@ -259,50 +280,49 @@ static void *writer_main(void *arg)
                          (unsigned long long)slot->generation, err);
             }
         }
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
         if (unwanted) {
-            unlink(path);
-            zc__fsync_parent_dir(path);
+            zc_os_remove(path);
+            zc_os_sync_parent_dir(path);
         }
         for (uint32_t i = 0; i < nprune; i++) {
             char old[4096];
             if (zc__spill_path(s, slot->tag, prune[i], old, sizeof old) == ZC_OK)
-                unlink(old);
+                zc_os_remove(old);
         }
         zc__slot_unref(slot);
         free(job);
 
-        pthread_mutex_lock(&s->lock);
+        zc_os_mutex_lock(&s->lock);
         s->writer_busy = 0;
         if (s->queue_head == NULL)
-            pthread_cond_broadcast(&s->work_done);
+            zc_os_cond_broadcast(&s->work_done);
     }
-    pthread_cond_broadcast(&s->work_done);
-    pthread_mutex_unlock(&s->lock);
-    return NULL;
+    zc_os_cond_broadcast(&s->work_done);
+    zc_os_mutex_unlock(&s->lock);
 }
 
 void zc__worker_wait(zc_store *s)
 {
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     while (s->writer_running && (s->queue_head != NULL || s->writer_busy))
-        pthread_cond_wait(&s->work_done, &s->lock);
-    pthread_mutex_unlock(&s->lock);
+        zc_os_cond_wait(&s->work_done, &s->lock);
+    zc_os_mutex_unlock(&s->lock);
 }
 
 int zc_store_flush(zc_store *s)
 {
     if (s == NULL)
         return zc__fail(ZC_E_INVALID, "zc_store_flush: store is NULL");
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     while (s->writer_running && (s->queue_head != NULL || s->writer_busy))
-        pthread_cond_wait(&s->work_done, &s->lock);
+        zc_os_cond_wait(&s->work_done, &s->lock);
     int rc = s->flush_status;
     char msg[sizeof s->flush_message];
     memcpy(msg, s->flush_message, sizeof msg);
     s->flush_status = ZC_OK;
     s->flush_message[0] = '\0';
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
     if (rc != ZC_OK)
         return zc__fail(rc, "%s", msg);
     return ZC_OK;
@@ -312,11 +332,11 @@ void zc__spill_reject(zc_store *s, const char *path)
 {
     char aside[4200];
     snprintf(aside, sizeof aside, "%s%s", path, ZC_REJECTED_SUFFIX);
-    if (rename(path, aside) == 0) {
-        zc__fsync_parent_dir(path);
-        pthread_mutex_lock(&s->lock);
+    if (zc_os_replace(path, aside) == 0) {
+        zc_os_sync_parent_dir(path);
+        zc_os_mutex_lock(&s->lock);
         s->stats.files_rejected++;
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
     }
 }
 
@@ -366,12 +386,14 @@ int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot
         } else {
             zc__fail_context("restoring tag \"%s\"", tag);
         }
-        pthread_mutex_lock(&s->lock);
+        zc_os_mutex_lock(&s->lock);
         zc_tag_entry *e = zc__tag_find(s, tag);
         /* Forget the file only if it is bad or gone; a transient I/O error keeps it. */
-        if (e && (rc == ZC_E_CORRUPT || rc == ZC_E_NOT_FOUND || access(path, F_OK) != 0))
+        zc_os_path_kind kind;
+        if (e && (rc == ZC_E_CORRUPT || rc == ZC_E_NOT_FOUND ||
+                  zc_os_error_is(zc_os_stat(path, &kind, NULL), ZC_OS_NOT_FOUND)))
             zc__disk_remove(e, generation);
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
         return rc;
     }
     zc_slot *slot = zc__slot_new(s->core, b, tag);

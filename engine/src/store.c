@@ -148,11 +148,22 @@ int zc_store_open(const zc_store_config *config, zc_store **out)
         pool_limit = c.host_budget_bytes / 4;
     s->pool = zc__bufpool_new(pool_limit);
     atomic_init(&s->core->retained_bytes, 0);
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->work_ready, NULL);
-    pthread_cond_init(&s->work_done, NULL);
+    int err = zc_os_mutex_init(&s->lock);
+    if (err == 0 && (err = zc_os_cond_init(&s->work_ready)) != 0)
+        zc_os_mutex_destroy(&s->lock);
+    if (err == 0 && (err = zc_os_cond_init(&s->work_done)) != 0) {
+        zc_os_cond_destroy(&s->work_ready);
+        zc_os_mutex_destroy(&s->lock);
+    }
+    if (err != 0) {
+        zc__core_unref(s->core);
+        zc__bufpool_unref(s->pool);
+        free(s->buckets);
+        free(s);
+        return zc__fail(ZC_E_STATE, "cannot create the store's lock: %s", ZC_OS_WHY(err));
+    }
     if (c.spill_dir) {
-        s->spill_dir = strdup(c.spill_dir);
+        s->spill_dir = zc__strdup(c.spill_dir);
         int rc = s->spill_dir ? zc__spill_open(s)
                               : zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
         if (rc != ZC_OK) {
@@ -180,9 +191,9 @@ void zc_store_close(zc_store *s)
 {
     if (s == NULL)
         return;
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     s->closing = 1;
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
     zc__spill_close(s);
     for (size_t i = 0; i < s->bucket_count; i++) {
         zc_tag_entry *e = s->buckets[i];
@@ -193,9 +204,9 @@ void zc_store_close(zc_store *s)
         }
     }
     free(s->buckets);
-    pthread_mutex_destroy(&s->lock);
-    pthread_cond_destroy(&s->work_ready);
-    pthread_cond_destroy(&s->work_done);
+    zc_os_mutex_destroy(&s->lock);
+    zc_os_cond_destroy(&s->work_ready);
+    zc_os_cond_destroy(&s->work_done);
     zc__core_unref(s->core);
     zc__bufpool_unref(s->pool);
     free(s->spill_dir);
@@ -240,22 +251,22 @@ int zc_store_set_depth(zc_store *s, const char *tag, uint32_t depth)
                         depth, tag, ZC_MAX_DEPTH);
     zc_slot *dropped[ZC_MAX_DEPTH];
     uint32_t ndropped = 0;
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_get_or_create(s, tag);
     if (e == NULL) {
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
         return zc__fail(ZC_E_NOMEM, "out of host memory for tag \"%s\"", tag);
     }
     zc_slot **ring = realloc(e->ring, sizeof *ring * (depth > e->count ? depth : e->count));
     if (ring == NULL) {
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
         return zc__fail(ZC_E_NOMEM, "out of host memory resizing tag \"%s\"", tag);
     }
     e->ring = ring;
     while (e->count > depth)
         dropped[ndropped++] = ring_take(s, e, 0);
     e->depth = depth;
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
     for (uint32_t i = 0; i < ndropped; i++)
         zc__slot_unref(dropped[i]);
     return ZC_OK;
@@ -383,16 +394,16 @@ int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uin
     if (slot == NULL)
         return zc__fail(ZC_E_NOMEM, "out of host memory storing tag \"%s\"", tag);
 
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     if (s->closing) {
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
         slot->bundle = NULL;
         zc__slot_unref(slot);
         return zc__fail(ZC_E_STATE, "the store is closing; tag \"%s\" was not stored", tag);
     }
     zc_tag_entry *e = zc__tag_get_or_create(s, tag);
     if (e == NULL) {
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
         slot->bundle = NULL;
         zc__slot_unref(slot);
         return zc__fail(ZC_E_NOMEM, "out of host memory storing tag \"%s\"", tag);
@@ -402,7 +413,7 @@ int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uin
     int nvictims = plan_eviction(s, e, tag, slot->host_bytes, slot->device_bytes, ring_victim, flags,
                                  &victims);
     if (nvictims < 0) {
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
         slot->bundle = NULL; /* the caller keeps the bundle */
         zc__slot_unref(slot);
         return ZC_E_BUDGET;
@@ -438,7 +449,7 @@ int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uin
         zc__spill_enqueue(s, slot);
     if (generation)
         *generation = slot->generation;
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
 
     /* Deleters (which may call back into torch) run outside the lock. */
     for (uint32_t i = 0; i < nreleased; i++)
@@ -498,7 +509,7 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
     *out = NULL;
     if ((rc = zc_tag_check(tag)) != ZC_OK)
         return rc;
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
     zc_slot *slot = e ? ring_find(e, generation) : NULL;
     uint64_t want = generation;
@@ -512,7 +523,7 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
     if (slot) {
         slot->last_used = ++s->tick;
         zc_view *v = zc__view_new(slot);
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
         if (v == NULL)
             return zc__fail(ZC_E_NOMEM, "out of host memory for a view of tag \"%s\"", tag);
         *out = v;
@@ -522,7 +533,7 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
     uint64_t newest = e && e->count ? e->ring[e->count - 1]->generation : 0;
     int empty = e == NULL || e->count == 0;
     uint32_t depth = e ? e->depth : 0;
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
     if (!on_disk) {
         if (empty && generation == 0)
             return zc__fail(ZC_E_NOT_FOUND,
@@ -537,7 +548,7 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
     zc_slot *restored = NULL;
     if ((rc = zc__spill_restore(s, tag, want, &restored)) != ZC_OK)
         return rc;
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     e = zc__tag_get_or_create(s, tag);
     zc_slot *raced = e ? ring_find(e, want) : NULL;
     zc_slot *use = restored;
@@ -549,7 +560,7 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
     }
     s->stats.restores++;
     zc_view *v = zc__view_new(use);
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
     zc__slot_unref(restored); /* the creation reference */
     if (v == NULL)
         return zc__fail(ZC_E_NOMEM, "out of host memory for a view of tag \"%s\"", tag);
@@ -598,10 +609,10 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
         return rc;
     if ((flags & ZC_DROP_DISK) && s->spill_dir)
         zc__worker_wait(s); /* pending writes must land before their files go (errors stay for flush) */
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
     if (e == NULL || (e->count == 0 && (!(flags & ZC_DROP_DISK) || e->disk_count == 0))) {
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
         return zc__fail(ZC_E_NOT_FOUND, "tag \"%s\" holds nothing to drop", tag);
     }
     uint32_t n = e->count;
@@ -609,7 +620,7 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
     uint64_t *files = NULL;
     uint32_t nfiles = 0;
     if (gone == NULL) {
-        pthread_mutex_unlock(&s->lock);
+        zc_os_mutex_unlock(&s->lock);
         return zc__fail(ZC_E_NOMEM, "out of host memory dropping tag \"%s\"", tag);
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -623,14 +634,14 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
         e->disk = NULL;
         e->disk_count = e->disk_cap = 0;
     }
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
     for (uint32_t i = 0; i < n; i++)
         zc__slot_unref(gone[i]);
     free(gone);
     char path[4096] = "";
     for (uint32_t i = 0; i < nfiles; i++)
         if (zc__spill_path(s, tag, files[i], path, sizeof path) == ZC_OK)
-            remove(path);
+            zc_os_remove(path);
     free(files);
     if (nfiles && path[0])
         zc__fsync_parent_dir(path);
@@ -641,14 +652,14 @@ int zc_store_stats_get(zc_store *s, zc_store_stats *out)
 {
     if (s == NULL || out == NULL)
         return zc__fail(ZC_E_INVALID, "zc_store_stats_get: store or out is NULL");
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     *out = s->stats;
     out->tags = 0;
     for (size_t b = 0; b < s->bucket_count; b++)
         for (zc_tag_entry *e = s->buckets[b]; e; e = e->next)
             if (e->count || e->disk_count)
                 out->tags++;
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
     out->retained_bytes = atomic_load(&s->core->retained_bytes);
     out->pooled_bytes = zc__bufpool_bytes(s->pool);
     return ZC_OK;

@@ -6,9 +6,6 @@
 #ifndef ZC_STORE_INTERNAL_H
 #define ZC_STORE_INTERNAL_H
 
-#include <pthread.h>
-#include <stdatomic.h>
-
 #include "internal.h"
 
 /* Counters that must outlive the store while slots that left it are still
@@ -53,7 +50,7 @@ typedef struct zc_spill_job {
 } zc_spill_job;
 
 struct zc_store {
-    pthread_mutex_t lock;
+    zc_os_mutex lock;
     zc_bufpool *pool;              /* recycled host buffers (see bufpool.c) */
     zc_store_config config;
     char *spill_dir;
@@ -66,10 +63,10 @@ struct zc_store {
     int closing;
 
     /* disk tier */
-    pthread_t writer;
+    zc_os_thread writer;
     int writer_running;
-    pthread_cond_t work_ready;     /* a job was queued or closing */
-    pthread_cond_t work_done;      /* the queue drained */
+    zc_os_cond work_ready;         /* a job was queued or closing */
+    zc_os_cond work_done;          /* the queue drained */
     zc_spill_job *queue_head;
     zc_spill_job *queue_tail;
     int writer_busy;
@@ -112,13 +109,5 @@ void zc__spill_reject(zc_store *store, const char *path);
 
 zc_view *zc__view_new(zc_slot *slot); /* acquires a reader on slot */
 
-static inline uint64_t zc__now_unix_ms(void);
-#include <time.h>
-static inline uint64_t zc__now_unix_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 #endif

@@ -4,13 +4,13 @@
  * budget that forces evictions.  Built with ThreadSanitizer: any data race
  * is reported and fails the run.  Also checks invariants at the end.
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fixtures.h"
 #include "harness.h"
+#include "platform/platform.h"
 
 #define THREADS 6
 #define ROUNDS 300
@@ -18,7 +18,7 @@
 
 static zc_store *store;
 
-static void *worker(void *arg)
+static void worker(void *arg)
 {
     unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u;
     char tag[16];
@@ -64,7 +64,6 @@ static void *worker(void *arg)
             zc_store_stats_get(store, &st);
         }
     }
-    return NULL;
 }
 
 TEST(concurrent_put_get_drop_describe_spill)
@@ -76,11 +75,11 @@ TEST(concurrent_put_get_drop_describe_spill)
     c.spill_dir = dir;
     c.host_budget_bytes = 16 * 1024;
     REQUIRE_OK(zc_store_open(&c, &store));
-    pthread_t threads[THREADS];
+    zc_os_thread threads[THREADS];
     for (uintptr_t i = 0; i < THREADS; i++)
-        pthread_create(&threads[i], NULL, worker, (void *)(i + 1));
+        REQUIRE(zc_os_thread_start(&threads[i], worker, (void *)(i + 1)) == 0);
     for (int i = 0; i < THREADS; i++)
-        pthread_join(threads[i], NULL);
+        zc_os_thread_join(&threads[i]);
     CHECK_OK(zc_store_flush(store));
     zc_store_stats st;
     REQUIRE_OK(zc_store_stats_get(store, &st));

@@ -1,14 +1,11 @@
 /* harness.c — runner for the self-registering C tests (see harness.h). */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include "harness.h"
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+
+#include "platform/platform_test.h"
 
 #define MAX_TESTS 512
 
@@ -18,6 +15,7 @@ static struct {
 } tests[MAX_TESTS];
 static int test_count;
 static int current_failures;
+static const char *current_skip;
 
 void zc_test_register(const char *name, zc_test_fn fn)
 {
@@ -34,52 +32,110 @@ void zc_test_failed(const char *file, int line, const char *expr)
     fprintf(stderr, "  FAIL %s:%d: %s\n", file, line, expr);
 }
 
+void zc_test_skipped(const char *reason)
+{
+    current_skip = reason;
+}
+
 int zc_test_run_all(const char *filter)
 {
-    int passed = 0, failed = 0;
+    int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < test_count; i++) {
         if (filter && !strstr(tests[i].name, filter))
             continue;
         current_failures = 0;
+        current_skip = NULL;
         tests[i].fn();
         if (current_failures) {
             failed++;
             fprintf(stderr, "FAILED %s\n", tests[i].name);
+        } else if (current_skip) {
+            skipped++;
+            printf("skipped %s: %s\n", tests[i].name, current_skip);
         } else {
             passed++;
             printf("ok %s\n", tests[i].name);
         }
         fflush(stdout);
     }
-    printf("%d passed, %d failed\n", passed, failed);
+    if (skipped)
+        printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+    else
+        printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
+}
+
+char *zc_test_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir), m = strlen(name);
+    char *p = malloc(n + m + 2);
+    if (p == NULL)
+        return NULL;
+    memcpy(p, dir, n);
+    p[n] = '/';
+    memcpy(p + n + 1, name, m + 1);
+    return p;
 }
 
 char *zc_test_tmpdir(const char *label)
 {
-    const char *base = getenv("TMPDIR");
-    char *path = NULL;
-    if (!base || !*base)
-        base = "/tmp";
-    if (asprintf(&path, "%s/zc-test-%s-XXXXXX", base, label) < 0)
+    static unsigned counter;
+    char base[4096], name[160];
+    if (zc_os_test_temp_dir(base, sizeof base) != 0)
         return NULL;
-    if (!mkdtemp(path)) {
+    for (int attempt = 0; attempt < 100; attempt++) {
+        snprintf(name, sizeof name, "zc-test-%s-%ld-%u-%llu", label, zc_os_pid(), counter++,
+                 (unsigned long long)(zc_os_monotonic_ns() % 1000000u));
+        char *path = zc_test_join(base, name);
+        if (path == NULL)
+            return NULL;
+        int err = zc_os_mkdir(path);
+        if (err == 0)
+            return path;
         free(path);
-        return NULL;
+        if (!zc_os_error_is(err, ZC_OS_EXISTS))
+            return NULL;
     }
-    return path;
+    return NULL;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+int zc_test_count(const char *dir, const char *prefix, const char *suffix)
 {
-    (void)sb; (void)flag; (void)ftw;
-    return remove(path);
+    zc_os_dir *d = NULL;
+    const char *name;
+    int n = 0;
+    if (zc_os_dir_open(dir, &d) != 0)
+        return -1;
+    while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
+        size_t len = strlen(name), slen = strlen(suffix);
+        n += strncmp(name, prefix, strlen(prefix)) == 0 && len >= slen &&
+             strcmp(name + len - slen, suffix) == 0;
+    }
+    zc_os_dir_close(d);
+    return n;
 }
 
 void zc_test_rmtree(const char *path)
 {
-    if (path)
-        nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    zc_os_path_kind kind;
+    if (path == NULL || zc_os_stat(path, &kind, NULL) != 0)
+        return;
+    if (kind != ZC_OS_PATH_DIR) {
+        zc_os_remove(path);
+        return;
+    }
+    zc_os_dir *d = NULL;
+    const char *name;
+    if (zc_os_dir_open(path, &d) == 0) {
+        while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
+            char *child = zc_test_join(path, name);
+            if (child)
+                zc_test_rmtree(child);
+            free(child);
+        }
+        zc_os_dir_close(d);
+    }
+    zc_os_test_rmdir(path);
 }
 
 #ifndef ZC_TEST_NO_MAIN

@@ -1,7 +1,9 @@
 /* harness.h — a minimal self-registering test harness for the C unit tests.
  * Each TEST runs in order of registration; CHECK records a failure and goes
- * on, REQUIRE records it and leaves the test.  The runner prints one line per
- * failure and the summary "N passed, N failed". */
+ * on, REQUIRE records it and leaves the test, SKIP leaves it as skipped with
+ * a reason (for a check this platform cannot make).  The runner prints one
+ * line per failure or skip and the summary "N passed, N failed" (with
+ * ", N skipped" when any were). */
 #ifndef ZC_TEST_HARNESS_H
 #define ZC_TEST_HARNESS_H
 
@@ -10,6 +12,7 @@
 typedef void (*zc_test_fn)(void);
 void zc_test_register(const char *name, zc_test_fn fn);
 void zc_test_failed(const char *file, int line, const char *expr);
+void zc_test_skipped(const char *reason);
 int zc_test_run_all(const char *filter);
 
 #define TEST(name)                                                             \
@@ -19,6 +22,13 @@ int zc_test_run_all(const char *filter);
         zc_test_register(#name, name);                                         \
     }                                                                          \
     static void name(void)
+
+/* Leave the test as skipped, saying why; only before any check failed. */
+#define SKIP(reason)                                                           \
+    do {                                                                       \
+        zc_test_skipped(reason);                                               \
+        return;                                                                \
+    } while (0)
 
 #define CHECK(expr)                                                            \
     do {                                                                       \
@@ -56,8 +66,14 @@ int zc_test_run_all(const char *filter);
         }                                                                      \
     } while (0)
 
-/* A fresh empty directory under $TMPDIR for one test; caller frees path. */
+/* A fresh empty directory under the temporary directory for one test;
+ * caller frees path. */
 char *zc_test_tmpdir(const char *label);
+/* "dir/name" in a new string (caller frees), or NULL. */
+char *zc_test_join(const char *dir, const char *name);
+/* Entries of dir whose name starts with prefix and ends with suffix ("" for
+ * any), or -1 if dir cannot be listed. */
+int zc_test_count(const char *dir, const char *prefix, const char *suffix);
 /* Remove a directory tree made by zc_test_tmpdir. */
 void zc_test_rmtree(const char *path);
 

@@ -4,21 +4,16 @@
  * Run from the repository root (the corpora are found by relative path):
  *   make build/test_engine && ./build/test_engine safetensors
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "fixtures.h"
 #include "harness.h"
 #include "internal.h"
 #include "json_reader.h"
+#include "platform/platform_test.h"
 
 #define MALFORMED_DIR "engine/tests/malformed"
 #define SEED_DIR "engine/fuzz/corpus"
@@ -55,53 +50,63 @@ static int add_tensor(zc_bundle *b, const char *name, int dtype, int32_t ndim, c
     return rc;
 }
 
-static char *join(const char *dir, const char *name)
-{
-    char *p = NULL;
-    if (asprintf(&p, "%s/%s", dir, name) < 0)
-        return NULL;
-    return p;
-}
-
+/* The whole file, NUL-terminated, read through the platform layer. */
 static uint8_t *slurp(const char *path, size_t *len)
 {
-    FILE *fp = fopen(path, "rb");
+    zc_os_file f = ZC_OS_FILE_CLOSED;
     uint8_t *buf = NULL;
-    struct stat st;
-    if (fp == NULL)
+    uint64_t size = 0;
+    int regular = 0;
+    size_t got = 0;
+    if (zc_os_file_open_read(path, &f) != 0)
         return NULL;
-    if (fstat(fileno(fp), &st) == 0) {
-        *len = (size_t)st.st_size;
-        buf = malloc(*len + 1);
-        if (buf && fread(buf, 1, *len, fp) != *len) {
+    if (zc_os_file_info(f, &size, &regular) == 0 && regular && (buf = malloc(size + 1)) != NULL) {
+        if (zc_os_file_read_at(f, buf, (size_t)size, 0, &got) != 0 || got != size) {
             free(buf);
             buf = NULL;
+        } else {
+            *len = got;
+            buf[got] = '\0';
         }
-        if (buf)
-            buf[*len] = '\0';
     }
-    fclose(fp);
+    zc_os_file_close(&f);
     return buf;
 }
 
 /* Number of entries in dir whose name starts with prefix. */
 static int count_prefixed(const char *dir, const char *prefix)
 {
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-    if (d == NULL)
-        return -1;
-    while ((e = readdir(d)) != NULL)
-        if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
-            n++;
-    closedir(d);
-    return n;
+    return zc_test_count(dir, prefix, "");
 }
 
 static int count_entries(const char *dir)
 {
-    return count_prefixed(dir, "") - 2; /* minus "." and ".." */
+    return zc_test_count(dir, "", "");
+}
+
+/* The OS's words for a missing directory on a path, as messages quote them. */
+static const char *missing_dir_text(char *buf, size_t cap)
+{
+#ifdef _WIN32
+    return zc_os_error_text(3 /* ERROR_PATH_NOT_FOUND */, buf, cap);
+#else
+    return zc_os_error_text(ENOENT, buf, cap);
+#endif
+}
+
+/* Flip bits of the byte at offset in the file (stdio: ASCII test paths). */
+static int flip_byte(const char *path, uint64_t offset, int bits)
+{
+    FILE *fp = fopen(path, "r+b");
+    int rc = -1;
+    if (fp == NULL)
+        return -1;
+    if (fseek(fp, (long)offset, SEEK_SET) == 0) {
+        int c = fgetc(fp);
+        if (c != EOF && fseek(fp, (long)offset, SEEK_SET) == 0 && fputc(c ^ bits, fp) != EOF)
+            rc = 0;
+    }
+    return fclose(fp) == 0 ? rc : -1;
 }
 
 /* The JSON header of a file image as a NUL-terminated copy. */
@@ -114,7 +119,7 @@ static char *header_text(const uint8_t *img, size_t len)
         n = (n << 8) | img[i];
     if (n > len - 8)
         return NULL;
-    return strndup((const char *)img + 8, (size_t)n);
+    return zc__strndup((const char *)img + 8, (size_t)n);
 }
 
 /* Check that every tensor of b is in f with the same description and bytes. */
@@ -297,7 +302,7 @@ TEST(safetensors_roundtrip_every_dtype_and_rank)
         }
         char fname[64];
         snprintf(fname, sizeof fname, "%s.safetensors", zc_dtype_name(dtype));
-        char *path = join(dir, fname);
+        char *path = zc_test_join(dir, fname);
         CHECK_OK(zc__safetensors_write(path, b, NULL, 0));
         zc_file *f = NULL;
         CHECK_OK(zc_file_open(path, &f));
@@ -329,7 +334,7 @@ TEST(safetensors_roundtrip_load_bundle_and_large_tensor)
 {
     char *dir = zc_test_tmpdir("st-load");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "big.latent");
+    char *path = zc_test_join(dir, "big.latent");
     zc_bundle *b = NULL, *back = NULL;
     REQUIRE_OK(zc_bundle_create(&b));
     /* Many read chunks, an odd tail, and past the writer's writeback step. */
@@ -370,7 +375,7 @@ TEST(safetensors_marker_follows_latent_tensor)
 {
     char *dir = zc_test_tmpdir("st-marker");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "m.latent");
+    char *path = zc_test_join(dir, "m.latent");
     zc_bundle *b = NULL;
     int64_t shape[2] = {2, 3};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -424,7 +429,7 @@ TEST(safetensors_header_is_padded_deterministic_and_metadata_first)
 {
     char *dir = zc_test_tmpdir("st-det");
     REQUIRE(dir != NULL);
-    char *p1 = join(dir, "a.latent"), *p2 = join(dir, "b.latent");
+    char *p1 = zc_test_join(dir, "a.latent"), *p2 = zc_test_join(dir, "b.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {5};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -461,7 +466,7 @@ TEST(safetensors_metadata_escaping_roundtrip)
 {
     char *dir = zc_test_tmpdir("st-meta");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "meta.latent");
+    char *path = zc_test_join(dir, "meta.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {3};
     static const struct {
@@ -517,7 +522,7 @@ TEST(safetensors_metadata_only_and_empty_bundles)
 {
     char *dir = zc_test_tmpdir("st-empty");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "e.safetensors");
+    char *path = zc_test_join(dir, "e.safetensors");
     zc_bundle *b = NULL;
     zc_file *f = NULL;
     REQUIRE_OK(zc_bundle_create(&b));
@@ -543,7 +548,7 @@ TEST(safetensors_reference_without_host_copy_is_unsupported)
 {
     char *dir = zc_test_tmpdir("st-ref");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "ref.latent");
+    char *path = zc_test_join(dir, "ref.latent");
     int deleted = 0;
     int64_t shape[1] = {4};
     float device_bytes[4] = {0};
@@ -575,15 +580,16 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
     REQUIRE_OK(add_tensor(b, "x", ZC_F32, 1, shape, 1));
 
     /* The directory does not exist. */
-    char *missing = join(dir, "no/such/dir/x.latent");
+    char *missing = zc_test_join(dir, "no/such/dir/x.latent");
     CHECK(zc__safetensors_write(missing, b, NULL, 0) == ZC_E_IO);
+    char why[256];
     CHECK(strstr(zc_last_error(), "no/such/dir") != NULL);
-    CHECK(strstr(zc_last_error(), strerror(ENOENT)) != NULL);
+    CHECK(strstr(zc_last_error(), missing_dir_text(why, sizeof why)) != NULL);
 
     /* The destination is a directory: everything succeeds but the rename. */
-    char *sub = join(dir, "taken");
-    REQUIRE(mkdir(sub, 0755) == 0);
-    char *inner = join(sub, "keep");
+    char *sub = zc_test_join(dir, "taken");
+    REQUIRE(zc_os_mkdir(sub) == 0);
+    char *inner = zc_test_join(sub, "keep");
     FILE *fp = fopen(inner, "w");
     REQUIRE(fp != NULL);
     fclose(fp);
@@ -596,7 +602,7 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
     zc_bundle *meta_named = NULL;
     REQUIRE_OK(zc_bundle_create(&meta_named));
     REQUIRE_OK(add_tensor(meta_named, "__metadata__", ZC_F32, 1, shape, 2));
-    char *p2 = join(dir, "m.latent");
+    char *p2 = zc_test_join(dir, "m.latent");
     CHECK(zc__safetensors_write(p2, meta_named, NULL, 0) == ZC_E_INVALID);
     CHECK(strstr(zc_last_error(), "__metadata__") != NULL);
     CHECK(count_entries(dir) == 1);
@@ -611,14 +617,15 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
     free(dir);
 }
 
-/* A write that fails part-way (file size limit) unlinks its temporary file
+/* A write that fails part-way (file size limit) removes its temporary file
  * and leaves the previous file untouched.  Works as root, unlike a
- * read-only directory. */
+ * read-only directory.  Windows has no per-process file size limit to
+ * inject the failure with: skipped there. */
 TEST(safetensors_failed_overwrite_keeps_previous_file)
 {
     char *dir = zc_test_tmpdir("st-keep");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "slot.latent");
+    char *path = zc_test_join(dir, "slot.latent");
     zc_bundle *small = NULL, *big = NULL;
     int64_t s1[1] = {4}, s2[1] = {1 << 16};
     REQUIRE_OK(zc_bundle_create(&small));
@@ -630,21 +637,26 @@ TEST(safetensors_failed_overwrite_keeps_previous_file)
     uint8_t *before = slurp(path, &before_len);
     REQUIRE(before != NULL);
 
-    struct rlimit old, lim;
-    void (*old_handler)(int) = signal(SIGXFSZ, SIG_IGN);
-    REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
-    lim = old;
-    lim.rlim_cur = 4096;
-    REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+    uint64_t old_limit = 0;
+    int err = zc_os_test_limit_file_size(4096, &old_limit);
+    if (zc_os_error_is(err, ZC_OS_UNSUPPORTED)) {
+        free(before);
+        zc_bundle_free(small);
+        zc_bundle_free(big);
+        free(path);
+        zc_test_rmtree(dir);
+        free(dir);
+        SKIP("this OS has no per-process file size limit to make a write fail part-way");
+    }
+    REQUIRE(err == 0);
     int rc = zc__safetensors_write(path, big, NULL, 0);
-    char msg[1024];
+    char msg[1024], why[256];
     snprintf(msg, sizeof msg, "%s", zc_last_error());
-    setrlimit(RLIMIT_FSIZE, &old);
-    signal(SIGXFSZ, old_handler);
+    REQUIRE(zc_os_test_restore_file_size(old_limit) == 0);
 
     CHECK(rc == ZC_E_IO);
     CHECK(strstr(msg, path) != NULL);
-    CHECK(strstr(msg, strerror(EFBIG)) != NULL);
+    CHECK(strstr(msg, zc_os_error_text(EFBIG, why, sizeof why)) != NULL);
     CHECK(count_prefixed(dir, ZC_TMP_PREFIX) == 0);
     size_t after_len = 0;
     uint8_t *after = slurp(path, &after_len);
@@ -653,11 +665,10 @@ TEST(safetensors_failed_overwrite_keeps_previous_file)
     free(before);
 
     /* A read-only directory: only meaningful when permissions apply. */
-    if (geteuid() != 0) {
-        REQUIRE(chmod(dir, 0555) == 0);
+    if (!zc_os_test_is_superuser() && zc_os_test_set_dir_readonly(dir, 1) == 0) {
         CHECK(zc__safetensors_write(path, big, NULL, 0) == ZC_E_IO);
-        CHECK(strstr(zc_last_error(), strerror(EACCES)) != NULL);
-        chmod(dir, 0755);
+        CHECK(strstr(zc_last_error(), zc_os_error_text(EACCES, why, sizeof why)) != NULL);
+        zc_os_test_set_dir_readonly(dir, 0);
         zc_file *f = NULL;
         CHECK_OK(zc_file_open(path, &f));
         check_file_matches_bundle(f, small);
@@ -679,7 +690,7 @@ TEST(safetensors_long_basename_and_bare_relative_path)
     memset(name, 'n', 250);
     name[250] = '\0';
     memcpy(name + 243, ".latent", 7);
-    char *path = join(dir, name);
+    char *path = zc_test_join(dir, name);
     zc_bundle *b = NULL;
     int64_t shape[1] = {2};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -691,11 +702,11 @@ TEST(safetensors_long_basename_and_bare_relative_path)
     zc_file_close(f);
     /* A bare file name writes in (and syncs) the current directory. */
     char cwd[4096];
-    REQUIRE(getcwd(cwd, sizeof cwd) != NULL);
-    REQUIRE(chdir(dir) == 0);
+    REQUIRE(zc_os_test_getcwd(cwd, sizeof cwd) == 0);
+    REQUIRE(zc_os_test_chdir(dir) == 0);
     CHECK_OK(zc__safetensors_write("bare.latent", b, NULL, 0));
     CHECK_OK(zc__fsync_parent_dir("bare.latent"));
-    CHECK(chdir(cwd) == 0);
+    CHECK(zc_os_test_chdir(cwd) == 0);
     CHECK(count_entries(dir) == 2);
     CHECK(zc__fsync_parent_dir("/no/such/dir/x") == ZC_E_IO);
     zc_bundle_free(b);
@@ -710,7 +721,7 @@ TEST(safetensors_digest_mismatch_detected_on_read)
 {
     char *dir = zc_test_tmpdir("st-digest");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "d.latent");
+    char *path = zc_test_join(dir, "d.latent");
     zc_bundle *b = NULL, *back = NULL;
     int64_t shape[1] = {300000};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -723,14 +734,7 @@ TEST(safetensors_digest_mismatch_detected_on_read)
     REQUIRE(strcmp(t.name, "latent_tensor") == 0);
     zc_file_close(f);
     /* Flip one bit in the last byte of the tensor. */
-    int fd = open(path, O_RDWR);
-    REQUIRE(fd >= 0);
-    uint8_t byte;
-    off_t at = (off_t)(t.offset + t.nbytes - 1);
-    REQUIRE(pread(fd, &byte, 1, at) == 1);
-    byte ^= 0x10;
-    REQUIRE(pwrite(fd, &byte, 1, at) == 1);
-    close(fd);
+    REQUIRE(flip_byte(path, t.offset + t.nbytes - 1, 0x10) == 0);
     REQUIRE_OK(zc_file_open(path, &f)); /* the header is still fine */
     void *buf = malloc((size_t)t.nbytes);
     REQUIRE(buf != NULL);
@@ -751,7 +755,7 @@ TEST(safetensors_file_truncated_after_open)
 {
     char *dir = zc_test_tmpdir("st-trunc");
     REQUIRE(dir != NULL);
-    char *path = join(dir, "t.latent");
+    char *path = zc_test_join(dir, "t.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {1 << 19};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -761,7 +765,7 @@ TEST(safetensors_file_truncated_after_open)
     zc_file_tensor t;
     REQUIRE_OK(zc_file_open(path, &f));
     REQUIRE_OK(zc_file_tensor_at(f, 0, &t));
-    REQUIRE(truncate(path, (off_t)(t.offset + t.nbytes / 2)) == 0);
+    REQUIRE(zc_os_test_truncate(path, t.offset + t.nbytes / 2) == 0);
     void *buf = malloc((size_t)t.nbytes);
     REQUIRE(buf != NULL);
     CHECK(zc_file_read(f, 0, buf, (size_t)t.nbytes, NULL) == ZC_E_CORRUPT);
@@ -871,7 +875,7 @@ static int check_malformed(const char *path, char *msg, size_t cap)
 
 TEST(safetensors_malformed_corpus_is_refused)
 {
-    char *manifest = join(MALFORMED_DIR, "expected_messages.tsv");
+    char *manifest = zc_test_join(MALFORMED_DIR, "expected_messages.tsv");
     size_t len = 0;
     char *text = (char *)slurp(manifest, &len);
     int listed = 0;
@@ -883,7 +887,7 @@ TEST(safetensors_malformed_corpus_is_refused)
         if (line[0] == '#' || tab == NULL)
             continue;
         *tab = '\0';
-        char *path = join(MALFORMED_DIR, line), msg[1024];
+        char *path = zc_test_join(MALFORMED_DIR, line), msg[1024];
         int rc = check_malformed(path, msg, sizeof msg);
         listed++;
         if (rc != ZC_E_CORRUPT || strstr(msg, tab + 1) == NULL || strstr(msg, path) == NULL) {
@@ -898,37 +902,37 @@ TEST(safetensors_malformed_corpus_is_refused)
     free(manifest);
 
     /* Files added from fuzzing have no manifest line: ZC_E_CORRUPT suffices. */
-    DIR *d = opendir(MALFORMED_DIR);
-    REQUIRE(d != NULL);
-    struct dirent *e;
+    zc_os_dir *d = NULL;
+    const char *name;
+    REQUIRE(zc_os_dir_open(MALFORMED_DIR, &d) == 0);
     int all = 0;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.' || strcmp(e->d_name, "expected_messages.tsv") == 0)
+    while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
+        if (name[0] == '.' || strcmp(name, "expected_messages.tsv") == 0)
             continue;
-        char *path = join(MALFORMED_DIR, e->d_name), msg[1024];
+        char *path = zc_test_join(MALFORMED_DIR, name), msg[1024];
         int rc = check_malformed(path, msg, sizeof msg);
         all++;
         if (rc != ZC_E_CORRUPT) {
-            fprintf(stderr, "  %s: %s \"%s\"; expected ZC_E_CORRUPT\n", e->d_name,
+            fprintf(stderr, "  %s: %s \"%s\"; expected ZC_E_CORRUPT\n", name,
                     zc_status_name(rc), msg);
             CHECK(!"malformed file refused");
         }
         free(path);
     }
-    closedir(d);
+    zc_os_dir_close(d);
     CHECK(all >= listed);
 }
 
 TEST(safetensors_seed_corpus_reads)
 {
-    DIR *d = opendir(SEED_DIR);
-    REQUIRE(d != NULL);
-    struct dirent *e;
+    zc_os_dir *d = NULL;
+    const char *name;
+    REQUIRE(zc_os_dir_open(SEED_DIR, &d) == 0);
     int n = 0;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
+    while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
+        if (name[0] == '.')
             continue;
-        char *path = join(SEED_DIR, e->d_name);
+        char *path = zc_test_join(SEED_DIR, name);
         zc_file *f = NULL;
         int rc = zc_file_open(path, &f);
         if (rc != ZC_OK)
@@ -945,7 +949,7 @@ TEST(safetensors_seed_corpus_reads)
         free(path);
         n++;
     }
-    closedir(d);
+    zc_os_dir_close(d);
     CHECK(n >= 5);
     /* The engine-style seed records digests that the reads verified. */
     zc_file *f = NULL;

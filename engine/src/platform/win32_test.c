@@ -1,0 +1,200 @@
+/* win32_test.c — the test programs' own OS services (platform_test.h). */
+#include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
+
+#include "platform_test.h"
+#include "win32_internal.h"
+
+/* The exit code zc_os_test_kill gives a terminated child, which
+ * zc_os_test_wait reports as -1 ("ended, did not exit"). */
+#define KILLED_EXIT_CODE 0x4B494C4Cu
+
+int zc_os_test_temp_dir(char *buf, size_t cap)
+{
+    wchar_t w[MAX_PATH + 2];
+    DWORD n = GetTempPathW(MAX_PATH + 1, w);
+    if (n == 0 || n > MAX_PATH + 1)
+        return n == 0 ? (int)GetLastError() : ERROR_FILENAME_EXCED_RANGE;
+    while (n > 3 && (w[n - 1] == L'\\' || w[n - 1] == L'/'))
+        w[--n] = L'\0';
+    return zc__win_utf8(w, buf, cap);
+}
+
+int zc_os_test_rmdir(const char *path)
+{
+    int err = 0;
+    wchar_t *w = zc__win_path(path, NULL, &err);
+    if (w != NULL && !RemoveDirectoryW(w))
+        err = (int)GetLastError();
+    free(w);
+    return err;
+}
+
+int zc_os_test_truncate(const char *path, uint64_t size)
+{
+    int err = 0;
+    wchar_t *w = zc__win_path(path, NULL, &err);
+    if (w == NULL)
+        return err;
+    HANDLE h = CreateFileW(w, GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                           NULL, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, NULL);
+    free(w);
+    if (h == INVALID_HANDLE_VALUE)
+        return (int)GetLastError();
+    LARGE_INTEGER at;
+    at.QuadPart = (LONGLONG)size;
+    if (!SetFilePointerEx(h, at, NULL, FILE_BEGIN) || !SetEndOfFile(h))
+        err = (int)GetLastError();
+    CloseHandle(h);
+    return err;
+}
+
+int zc_os_test_getcwd(char *buf, size_t cap)
+{
+    wchar_t w[32768];
+    DWORD n = GetCurrentDirectoryW(sizeof w / sizeof w[0], w);
+    if (n == 0 || n >= sizeof w / sizeof w[0])
+        return n == 0 ? (int)GetLastError() : ERROR_FILENAME_EXCED_RANGE;
+    return zc__win_utf8(w, buf, cap);
+}
+
+int zc_os_test_chdir(const char *path)
+{
+    int err = 0;
+    wchar_t *w = zc__win_path(path, NULL, &err);
+    if (w != NULL && !SetCurrentDirectoryW(w))
+        err = (int)GetLastError();
+    free(w);
+    return err;
+}
+
+/* Append arg to the command line as the C runtime's argv parser reads it
+ * back: quoted when it has a space, tab or quote (or is empty), with each
+ * run of backslashes doubled where it precedes a quote. */
+static void append_arg(wchar_t *cmd, size_t *at, const wchar_t *arg)
+{
+    int quote = arg[0] == L'\0' || wcspbrk(arg, L" \t\"") != NULL;
+    if (!quote) {
+        size_t n = wcslen(arg);
+        memcpy(cmd + *at, arg, n * sizeof *cmd);
+        *at += n;
+        return;
+    }
+    cmd[(*at)++] = L'"';
+    for (const wchar_t *p = arg;; p++) {
+        size_t slashes = 0;
+        while (*p == L'\\') {
+            slashes++;
+            p++;
+        }
+        if (*p == L'\0' || *p == L'"') {
+            slashes *= 2; /* before the closing quote, or an escaped quote */
+        }
+        for (size_t i = 0; i < slashes; i++)
+            cmd[(*at)++] = L'\\';
+        if (*p == L'\0')
+            break;
+        if (*p == L'"')
+            cmd[(*at)++] = L'\\';
+        cmd[(*at)++] = *p;
+    }
+    cmd[(*at)++] = L'"';
+}
+
+int zc_os_test_spawn(const char *const *argv, int quiet, zc_os_process *p)
+{
+    size_t cap = 1, count = 0;
+    int err = 0;
+    for (; argv[count]; count++)
+        cap += strlen(argv[count]) * 2 * 2 + 3; /* worst case: every char escaped, quotes, space */
+    wchar_t *cmd = malloc(cap * sizeof *cmd), *exe = NULL;
+    if (cmd == NULL)
+        return ERROR_NOT_ENOUGH_MEMORY;
+    size_t at = 0;
+    for (size_t i = 0; i < count && err == 0; i++) {
+        int n = MultiByteToWideChar(CP_UTF8, 0, argv[i], -1, NULL, 0);
+        wchar_t *w = n > 0 ? malloc((size_t)n * sizeof *w) : NULL;
+        if (w == NULL) {
+            err = n > 0 ? ERROR_NOT_ENOUGH_MEMORY : (int)GetLastError();
+            break;
+        }
+        MultiByteToWideChar(CP_UTF8, 0, argv[i], -1, w, n);
+        if (i > 0)
+            cmd[at++] = L' ';
+        append_arg(cmd, &at, w);
+        free(w);
+    }
+    cmd[at] = L'\0';
+    if (err == 0)
+        exe = zc__win_path(argv[0], NULL, &err);
+    HANDLE null_out = INVALID_HANDLE_VALUE;
+    STARTUPINFOW si;
+    PROCESS_INFORMATION pi;
+    memset(&si, 0, sizeof si);
+    si.cb = sizeof si;
+    if (err == 0 && quiet) {
+        SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+        null_out = CreateFileW(L"NUL", GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE, &sa,
+                               OPEN_EXISTING, 0, NULL);
+        si.dwFlags = STARTF_USESTDHANDLES;
+        si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
+        si.hStdOutput = null_out;
+        si.hStdError = GetStdHandle(STD_ERROR_HANDLE);
+    }
+    if (err == 0 && !CreateProcessW(exe, cmd, NULL, NULL, quiet ? TRUE : FALSE, 0, NULL, NULL, &si,
+                                    &pi))
+        err = (int)GetLastError();
+    if (null_out != INVALID_HANDLE_VALUE)
+        CloseHandle(null_out);
+    free(exe);
+    free(cmd);
+    if (err != 0)
+        return err;
+    CloseHandle(pi.hThread);
+    p->handle = (intptr_t)pi.hProcess;
+    p->pid = (long)pi.dwProcessId;
+    return 0;
+}
+
+int zc_os_test_kill(zc_os_process *p)
+{
+    return TerminateProcess((HANDLE)p->handle, KILLED_EXIT_CODE) ? 0 : (int)GetLastError();
+}
+
+int zc_os_test_wait(zc_os_process *p, int *exit_code)
+{
+    HANDLE h = (HANDLE)p->handle;
+    DWORD code = 0;
+    if (WaitForSingleObject(h, INFINITE) != WAIT_OBJECT_0 || !GetExitCodeProcess(h, &code))
+        return (int)GetLastError();
+    CloseHandle(h);
+    p->handle = -1;
+    *exit_code = code == KILLED_EXIT_CODE ? -1 : (int)code;
+    return 0;
+}
+
+int zc_os_test_limit_file_size(uint64_t bytes, uint64_t *old)
+{
+    (void)bytes;
+    *old = 0;
+    return ERROR_NOT_SUPPORTED;
+}
+
+int zc_os_test_restore_file_size(uint64_t old)
+{
+    (void)old;
+    return ERROR_NOT_SUPPORTED;
+}
+
+int zc_os_test_set_dir_readonly(const char *path, int readonly)
+{
+    (void)path;
+    (void)readonly;
+    return ERROR_NOT_SUPPORTED;
+}
+
+int zc_os_test_is_superuser(void)
+{
+    return 0;
+}

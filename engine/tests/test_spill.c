@@ -1,0 +1,174 @@
+/*
+ * test_spill.c — the disk tier through the public API, on every platform:
+ * spill and restore in a new store, pruning to disk_keep, a corrupt file
+ * renamed aside, crash leftovers removed at open (and foreign files kept),
+ * a drop that takes the files along.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "harness.h"
+#include "internal.h"
+#include "platform/platform_test.h"
+
+static zc_store *open_store(const char *spill, uint32_t disk_keep)
+{
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = spill;
+    c.disk_keep = disk_keep;
+    zc_store *s = NULL;
+    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+}
+
+static int put_spilled(zc_store *s, const char *tag, float scale, uint64_t *gen)
+{
+    zc_bundle *b = fixture_bundle(4096, scale);
+    int rc = b ? zc_store_put(s, tag, b, ZC_PUT_SPILL, gen) : ZC_E_NOMEM;
+    if (rc != ZC_OK)
+        zc_bundle_free(b);
+    return rc;
+}
+
+TEST(spill_restores_every_generation_in_a_new_store)
+{
+    char *dir = zc_test_tmpdir("spill-restore");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_store(dir, 3);
+    REQUIRE(s != NULL);
+    uint64_t gen[3];
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(put_spilled(s, "film", (float)(i + 1), &gen[i]));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK(zc_test_count(dir, "film@", ".latent") == 3);
+
+    REQUIRE((s = open_store(dir, 3)) != NULL);
+    for (int i = 0; i < 3; i++) {
+        zc_view *v = NULL;
+        zc_tensor_info ti;
+        REQUIRE_OK(zc_store_get(s, "film", gen[i], &v));
+        CHECK_OK(zc_view_verify(v));
+        CHECK(zc_view_tensor(v, 0, &ti) == ZC_OK && ti.nbytes == 4096 * sizeof(float));
+        CHECK(((const float *)ti.data)[4095] == 4095.0f * (float)(i + 1));
+        zc_view_release(v);
+    }
+    /* The generation counter resumes after the newest file. */
+    uint64_t next = 0;
+    CHECK_OK(put_spilled(s, "film", 9.0f, &next));
+    CHECK(next == gen[2] + 1);
+    zc_store_stats st;
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.restores == 3 && st.files_rejected == 0);
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(spill_prunes_to_disk_keep_and_drop_removes_the_files)
+{
+    char *dir = zc_test_tmpdir("spill-prune");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_store(dir, 2);
+    REQUIRE(s != NULL);
+    for (int i = 0; i < 5; i++)
+        CHECK_OK(put_spilled(s, "shot", (float)i, NULL));
+    CHECK_OK(put_spilled(s, "other", 1.0f, NULL));
+    CHECK_OK(zc_store_flush(s));
+    CHECK(zc_test_count(dir, "shot@", ".latent") == 2);
+    /* The newest two stay (generations 4 and 5); 1 to 3 were pruned. */
+    CHECK(zc_test_count(dir, "shot@00000000000000000004.latent", "") == 1);
+    CHECK(zc_test_count(dir, "shot@00000000000000000005.latent", "") == 1);
+    CHECK_OK(zc_store_drop(s, "shot", ZC_DROP_DISK));
+    CHECK_OK(zc_store_flush(s));
+    CHECK(zc_test_count(dir, "shot@", "") == 0);
+    CHECK(zc_test_count(dir, "other@", ".latent") == 1);
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(spill_corrupt_file_is_renamed_aside_never_deleted)
+{
+    char *dir = zc_test_tmpdir("spill-corrupt");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_store(dir, 0);
+    REQUIRE(s != NULL);
+    CHECK_OK(put_spilled(s, "bad", 1.0f, NULL));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bad@%020d.latent", dir, 1);
+    FILE *fp = fopen(path, "r+b"); /* flip a byte near the end, inside the tensor */
+    REQUIRE(fp != NULL);
+    CHECK(fseek(fp, -16, SEEK_END) == 0);
+    int ch = fgetc(fp);
+    CHECK(fseek(fp, -16, SEEK_END) == 0 && fputc(ch ^ 0x40, fp) != EOF);
+    fclose(fp);
+
+    REQUIRE((s = open_store(dir, 0)) != NULL);
+    zc_view *v = NULL;
+    CHECK(zc_store_get(s, "bad", 0, &v) == ZC_E_CORRUPT && v == NULL);
+    CHECK(strstr(zc_last_error(), ".rejected") != NULL);
+    zc_store_stats st;
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.files_rejected == 1);
+    CHECK(zc_test_count(dir, "bad@", ".latent.rejected") == 1);
+    CHECK(zc_test_count(dir, "bad@", ".latent") == 0);
+    CHECK(zc_store_get(s, "bad", 0, &v) == ZC_E_NOT_FOUND); /* forgotten, not retried */
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(spill_open_removes_crash_leftovers_and_keeps_foreign_files)
+{
+    char *dir = zc_test_tmpdir("spill-open");
+    REQUIRE(dir != NULL);
+    const char *names[] = {".zc-tmp-123-0-film@00000000000000000001.latent", "notes.txt",
+                           "film@1.latent" /* not 20 digits: not ours */};
+    for (int i = 0; i < 3; i++) {
+        char *p = zc_test_join(dir, names[i]);
+        FILE *fp = p ? fopen(p, "wb") : NULL;
+        CHECK(fp != NULL && fputs("x", fp) >= 0);
+        if (fp)
+            fclose(fp);
+        free(p);
+    }
+    zc_store *s = open_store(dir, 0);
+    REQUIRE(s != NULL);
+    CHECK(zc_test_count(dir, ".zc-tmp-", "") == 0);
+    CHECK(zc_test_count(dir, "notes.txt", "") == 1);
+    CHECK(zc_test_count(dir, "film@1.latent", "") == 1);
+    zc_view *v = NULL;
+    CHECK(zc_store_get(s, "film", 0, &v) == ZC_E_NOT_FOUND);
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(spill_dir_that_is_a_file_is_refused_with_its_name)
+{
+    char *dir = zc_test_tmpdir("spill-file");
+    REQUIRE(dir != NULL);
+    char *p = zc_test_join(dir, "plain");
+    FILE *fp = p ? fopen(p, "wb") : NULL;
+    REQUIRE(fp != NULL);
+    fclose(fp);
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = p;
+    zc_store *s = NULL;
+    CHECK(zc_store_open(&c, &s) == ZC_E_IO && s == NULL);
+    CHECK(strstr(zc_last_error(), "plain") != NULL);
+    char *under = zc_test_join(p, "child");
+    c.spill_dir = under;
+    CHECK(zc_store_open(&c, &s) == ZC_E_IO && s == NULL);
+    CHECK(strstr(zc_last_error(), "plain") != NULL);
+    free(under);
+    free(p);
+    zc_test_rmtree(dir);
+    free(dir);
+}
