@@ -48,11 +48,13 @@ if [ ! -x .venv/bin/python ]; then
     echo "setup: creating .venv with $($PYTHON --version)"
     "$PYTHON" -m venv .venv
 fi
-requirements=requirements-dev.txt
+requirements=(-r requirements-dev.txt)
 if [ -n "${COMFYUI_PATH:-}" ]; then
-    # The real-ComfyUI integration tests need ComfyUI's own dependencies.
-    requirements=requirements-comfyui.txt
+    # The real-ComfyUI integration tests run in ComfyUI's own environment: its requirements file,
+    # non-essential part included, with requirements-comfyui.txt pinning what that file leaves open.
     [ -f "$COMFYUI_PATH/nodes.py" ] || { echo "setup: COMFYUI_PATH=$COMFYUI_PATH is not a ComfyUI checkout (no nodes.py)" >&2; exit 1; }
+    [ -f "$COMFYUI_PATH/requirements.txt" ] || { echo "setup: $COMFYUI_PATH has no requirements.txt; point COMFYUI_PATH at a whole ComfyUI checkout" >&2; exit 1; }
+    requirements=(-r requirements-comfyui.txt -r "$COMFYUI_PATH/requirements.txt")
     # The browser test drives Debian's headless Chromium.
     if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -64,8 +66,8 @@ if [ -n "${COMFYUI_PATH:-}" ]; then
         fi
     fi
 fi
-echo "setup: installing pinned dependencies ($requirements, requirements-build.txt)"
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$requirements" \
+echo "setup: installing pinned dependencies (${requirements[*]}, requirements-build.txt)"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check "${requirements[@]}" \
     -r requirements-build.txt
 engine_wheel
 echo "setup: building the developer engine (build/) for the C tests"

@@ -144,12 +144,12 @@ int zc_store_describe_tag_json(zc_store *s, const char *tag, char *buf, size_t c
         return rc;
     zc_jsonbuf jb;
     zc__jb_init(&jb);
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     const zc_tag_entry *e = zc__tag_find(s, tag);
     if (e != NULL && (e->count || e->disk_count))
         describe_tag(&jb, e);
     else
         zc__jb_raw(&jb, "null");
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
     return finish_json(&jb, buf, cap, needed);
 }

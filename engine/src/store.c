@@ -576,7 +576,7 @@ int zc_store_generations(zc_store *s, const char *tag, uint64_t *out, size_t cap
     if ((rc = zc_tag_check(tag)) != ZC_OK)
         return rc;
     size_t n = 0;
-    pthread_mutex_lock(&s->lock);
+    zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
     uint32_t ri = 0, di = 0;
     /* Both lists ascend: merge them newest first, without duplicates. */
@@ -592,7 +592,7 @@ int zc_store_generations(zc_store *s, const char *tag, uint64_t *out, size_t cap
             out[n] = g;
         n++;
     }
-    pthread_mutex_unlock(&s->lock);
+    zc_os_mutex_unlock(&s->lock);
     *count = n;
     if (n > cap)
         return zc__fail(ZC_E_LIMIT, "tag \"%s\" has %zu generations; the buffer holds %zu", tag, n,
