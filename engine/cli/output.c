@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "utf8.h"
 
 void cli_error(const char *fmt, ...)
 {
@@ -71,38 +72,6 @@ void cli_text_append(zc_jsonbuf *jb, const char *s)
         zc__jb_rawn(jb, e, escape_byte(*p, e));
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4), or 0 when it is invalid
- * (overlong forms, surrogates and code points above U+10FFFF included). */
-static size_t utf8_sequence(const unsigned char *p)
-{
-    unsigned char c = p[0];
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    uint32_t cp;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        cp = c & 0x1fu;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        cp = c & 0x0fu;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        cp = c & 0x07u;
-    } else {
-        return 0;
-    }
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0u) != 0x80u) /* also stops at the terminating NUL */
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3fu);
-    }
-    static const uint32_t min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 static void put_json_char(FILE *out, unsigned char c)
 {
     switch (c) {
@@ -123,10 +92,10 @@ static void put_json_char(FILE *out, unsigned char c)
 
 void cli_put_json_string(FILE *out, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
+    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
     fputc('"', out);
     while (*p) {
-        size_t len = utf8_sequence(p);
+        size_t len = zc__utf8_seq(p, (size_t)(end - p));
         if (len == 0) {
             fputs("\\ufffd", out);
             p++;

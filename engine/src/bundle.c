@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "utf8.h"
 
 int zc_bundle_create(zc_bundle **out)
 {
@@ -92,33 +93,7 @@ int zc__name_check(const char *what, const char *name, size_t max_len)
                             "%s \"%.64s\" has a control, quote or backslash character at byte %zu; "
                             "use printable characters", what, name, i);
     }
-    return zc__utf8_check(name, len) ? zc__fail(ZC_E_INVALID, "%s is not valid UTF-8", what) : ZC_OK;
-}
-
-int zc__utf8_check(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = p[i];
-        size_t n;
-        uint32_t cp;
-        if (c < 0x80) { i++; continue; }
-        else if ((c & 0xE0) == 0xC0) { n = 1; cp = c & 0x1F; }
-        else if ((c & 0xF0) == 0xE0) { n = 2; cp = c & 0x0F; }
-        else if ((c & 0xF8) == 0xF0) { n = 3; cp = c & 0x07; }
-        else return -1;
-        for (size_t k = 1; k <= n; k++) {
-            if (i + k >= len || (p[i + k] & 0xC0) != 0x80)
-                return -1;
-            cp = (cp << 6) | (p[i + k] & 0x3F);
-        }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return -1;
-        i += n + 1;
-    }
-    return 0;
+    return zc__utf8_valid(name, len) ? zc__fail(ZC_E_INVALID, "%s is not valid UTF-8", what) : ZC_OK;
 }
 
 static int find_tensor(const zc_bundle *b, const char *name)
@@ -336,7 +311,7 @@ static int set_meta(zc_bundle *b, const char *key, const char *value, int allow_
     if (vlen > ZC_MAX_META_VALUE_LEN)
         return zc__fail(ZC_E_LIMIT, "metadata \"%s\": value has %zu bytes; the limit is %d", key,
                         vlen, ZC_MAX_META_VALUE_LEN);
-    if (zc__utf8_check(value, vlen))
+    if (zc__utf8_valid(value, vlen))
         return zc__fail(ZC_E_INVALID, "metadata \"%s\": value is not valid UTF-8", key);
     char *v = zc__strdup(value);
     if (v == NULL)

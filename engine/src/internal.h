@@ -111,7 +111,6 @@ void zc__managed_delete(void *managed, int versioned);
 /* Checks shared by every entry point. */
 int zc__name_check(const char *what, const char *name, size_t max_len);
 int zc__meta_key_check(const char *key, int allow_reserved);
-int zc__utf8_check(const char *s, size_t len);
 
 /* Set metadata with the engine's own reserved keys allowed. */
 int zc__bundle_set_meta_internal(zc_bundle *b, const char *key, const char *value);

@@ -14,6 +14,7 @@
 
 #include "compiler.h"
 #include "json_reader.h"
+#include "utf8.h"
 #include "zc.h"
 
 typedef struct {
@@ -68,54 +69,6 @@ static int fail_nomem(parser *ps)
 
 /* ---- UTF-8 ---- */
 
-/* Length (1..4) of the well-formed UTF-8 sequence at p (avail bytes), or 0.
- * Follows the Unicode table of well-formed byte sequences, which excludes
- * overlong forms, surrogates and code points above U+10FFFF. */
-static size_t utf8_seq(const unsigned char *p, size_t avail)
-{
-    unsigned char c = p[0];
-    if (c < 0x80)
-        return 1;
-    size_t n;
-    unsigned char lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0)
-            lo = 0xA0; /* overlong */
-        else if (c == 0xED)
-            hi = 0x9F; /* surrogates */
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0)
-            lo = 0x90; /* overlong */
-        else if (c == 0xF4)
-            hi = 0x8F; /* above U+10FFFF */
-    } else {
-        return 0;
-    }
-    if (avail < n || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t k = 2; k < n; k++)
-        if ((p[k] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
-
-int zc__json_utf8_valid(const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        size_t n = utf8_seq(p + i, len - i);
-        if (n == 0)
-            return -1;
-        i += n;
-    }
-    return 0;
-}
-
 void zc__json_quote(const char *s, size_t len, char *out, size_t cap)
 {
     const unsigned char *p = (const unsigned char *)s;
@@ -126,14 +79,14 @@ void zc__json_quote(const char *s, size_t len, char *out, size_t cap)
         char piece[8];
         size_t n = 1, used = 1;
         unsigned char c = p[i];
-        if (c < 0x20 || c == 0x7f || (c >= 0x80 && utf8_seq(p + i, len - i) == 0)) {
+        if (c < 0x20 || c == 0x7f || (c >= 0x80 && zc__utf8_seq(p + i, len - i) == 0)) {
             n = (size_t)snprintf(piece, sizeof piece, "\\x%02x", (unsigned)c);
         } else if (c == '"' || c == '\\') {
             piece[0] = '\\';
             piece[1] = (char)c;
             n = 2;
         } else if (c >= 0x80) {
-            n = used = utf8_seq(p + i, len - i);
+            n = used = zc__utf8_seq(p + i, len - i);
             memcpy(piece, p + i, n);
         } else {
             piece[0] = (char)c;
@@ -347,7 +300,7 @@ static uint32_t parse_string(parser *ps)
                 run++;
                 continue;
             }
-            size_t n = utf8_seq(ps->s + run, ps->len - run);
+            size_t n = zc__utf8_seq(ps->s + run, ps->len - run);
             if (n == 0)
                 break;
             run += n;

@@ -78,10 +78,6 @@ const char *zc__json_str(const zc_json_doc *doc, const zc_json_node *node);
 /* The JSON spelling of a type, for messages ("string", "array", ...). */
 const char *zc__json_type_name(int type);
 
-/* 0 when s[0..len) is well-formed UTF-8 (no overlongs, no surrogates, no
- * code point above U+10FFFF), else -1. */
-int zc__json_utf8_valid(const char *s, size_t len);
-
 /* Render s[0..len) for an error message: bytes below 0x20, 0x7f, '"' and
  * '\\' as escapes, cut (at a character boundary, with "...") to fit cap
  * bytes including the NUL.  Hostile names cannot then break a message or a

@@ -26,6 +26,7 @@
 #include "internal.h"
 #include "json_reader.h"
 #include "jsonbuf.h"
+#include "utf8.h"
 
 /* Bytes per write call (the platform layer splits larger ones too). */
 #define WRITE_CHUNK ((size_t)64 << 20)
@@ -88,7 +89,7 @@ static int collect_tensors(const zc_bundle *b, out_list *out)
 
 static int utf8_ok(const char *what, const char *s)
 {
-    if (zc__json_utf8_valid(s, strlen(s)) != 0)
+    if (zc__utf8_valid(s, strlen(s)) != 0)
         return zc__fail(ZC_E_INVALID, "%s is not valid UTF-8; safetensors headers are UTF-8 JSON",
                         what);
     return ZC_OK;

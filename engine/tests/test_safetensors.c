@@ -13,6 +13,7 @@
 #include "harness.h"
 #include "internal.h"
 #include "json_reader.h"
+#include "utf8.h"
 #include "platform/platform_test.h"
 
 #define MALFORMED_DIR "engine/tests/malformed"
@@ -270,7 +271,7 @@ TEST(safetensors_json_quote_keeps_messages_printable)
     /* Never cut a UTF-8 sequence: 8 two-byte characters do not all fit. */
     zc__json_quote("\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9", 16, out, sizeof out);
     CHECK(strcmp(out, "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9...") == 0);
-    CHECK(zc__json_utf8_valid(out, strlen(out)) == 0);
+    CHECK(zc__utf8_valid(out, strlen(out)) == 0);
     zc__json_quote("\xff", 1, out, sizeof out);
     CHECK(strcmp(out, "\\xff") == 0);
 }
