@@ -36,6 +36,7 @@ MODEL_INPUTS = {
     ("CLIPVisionLoader", "clip_name"): "clip_vision",
     ("LTXAVTextEncoderLoader", "text_encoder"): "text_encoders",
     ("LTXVAudioVAELoader", "ckpt_name"): "checkpoints",
+    ("AudioEncoderLoader", "audio_encoder_name"): "audio_encoders",
 }
 TAG_NOTE = (
     "Every ZeroCopy Latent Store writes the tag; the Handoff of the next shot reads it. The "
@@ -698,6 +699,7 @@ def flux_kontext_stills(schemas):
         negative=negative.out(0),
         model=model.out(0),
         continuity=store.out(1),
+        adapter="flux_kontext_reference",  # Kontext loads as FLUX Dev's architecture: auto is img2img
         title="Handoff to still 2",
     )
     guided2 = wf.add("FluxGuidance", (2280, 600), size=(240, 60), conditioning=handoff.out(0), guidance=2.5)
@@ -725,6 +727,130 @@ def flux_kontext_stills(schemas):
     return wf
 
 
+def flux_dev_img2img_stills(schemas):
+    """FLUX.1 Dev stills in latent space: still 1 from text; still 2 starts from still 1's latent,
+    taken from the store (img2img without a VAE encode: the Handoff's adapter auto for FLUX) and
+    re-sampled at denoise 0.6."""
+    from comfy_workflows import Workflow
+
+    wf = Workflow(schemas, "flux_dev_img2img_stills")
+    tag = "flux_dev_stills"
+    wf.note(
+        (-520, -40),
+        "\n".join(
+            [
+                "## FLUX.1 Dev: a series of stills, each starting from the one before",
+                "Still 2's latent is still 1's, bit-identical, from the store: img2img with no VAE encode.",
+                "The KSampler's denoise (0.6 here) says how much of it changes: 1.0 would ignore it.",
+                "Schnell works the same way (4 steps, no FluxGuidance). For FLUX.1 Kontext use the",
+                "Kontext example: Kontext loads as the same architecture, so choose its adapter by name.",
+                "",
+                TAG_NOTE,
+            ]
+        ),
+        size=(460, 260),
+    )
+    unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name="flux1-dev.safetensors",
+                  weight_dtype="default")
+    model = _pin(wf, unet.out(0))
+    clip = wf.add("DualCLIPLoader", (0, 390), size=(340, 130), clip_name1="clip_l.safetensors",
+                  clip_name2="t5xxl_fp16.safetensors", type="flux", device="default")
+    vae = wf.add("VAELoader", (0, 560), size=(340, 60), vae_name="ae.safetensors")
+    positive = wf.add("CLIPTextEncode", (400, 0), size=(400, 140), clip=clip.out(0),
+                      text="Still 1: a harbour town at dawn, fishing boats, soft mist", title="Still 1 prompt")
+    negative = wf.add("CLIPTextEncode", (400, 180), size=(400, 140), clip=clip.out(0), text="",
+                      title="Negative prompt (empty)")
+    empty = wf.add("EmptySD3LatentImage", (400, 360), size=(300, 110), width=1024, height=1024, batch_size=1)
+    guided = wf.add("FluxGuidance", (400, 520), size=(240, 60), conditioning=positive.out(0), guidance=3.5)
+    first_args = dict(steps=20, cfg=1.0, sampler_name="euler", scheduler="simple", denoise=1.0)
+    still1 = _ksampler(wf, (860, 0), model.out(0), 7101, guided.out(0), negative.out(0), empty.out(0),
+                       first_args)
+    store = wf.add("ZeroCopyLatentStore", (860, 320), size=(340, 260), samples=still1.out(0), buffer_tag=tag,
+                   model=model.out(0), title="Store still 1")
+    decode = wf.add("VAEDecode", (860, 620), size=(220, 50), samples=store.out(0), vae=vae.out(0))
+    save = wf.add("SaveImage", (1120, 620), size=(330, 330), images=decode.out(0),
+                  filename_prefix="zerocopy/flux_dev_still1")
+    wf.group("Still 1", [still1, store, decode, save, empty, guided])
+    handoff = _handoff(wf, (1860, 0), clip=clip.out(0), vae=vae.out(0),
+                       prompt="Still 2: the same harbour at noon, bright sun, people on the quay", width=1024,
+                       height=1024, length=1, buffer_tag=tag, negative=negative.out(0), model=model.out(0),
+                       continuity=store.out(1), title="Handoff to still 2 (img2img)")
+    guided2 = wf.add("FluxGuidance", (2280, 600), size=(240, 60), conditioning=handoff.out(0), guidance=3.5)
+    still2 = _ksampler(wf, (2280, 0), model.out(0), 7102, guided2.out(0), handoff.out(2), handoff.out(1),
+                       dict(first_args, denoise=0.6))
+    store2 = wf.add("ZeroCopyLatentStore", (2280, 320), size=(340, 260), samples=still2.out(0), buffer_tag=tag,
+                    model=model.out(0), title="Store still 2")
+    decode2 = wf.add("VAEDecode", (2660, 320), size=(220, 50), samples=store2.out(0), vae=vae.out(0))
+    save2 = wf.add("SaveImage", (2660, 420), size=(330, 330), images=decode2.out(0),
+                   filename_prefix="zerocopy/flux_dev_still2")
+    wf.group("Still 2: img2img from the stored still 1", [handoff, guided2, still2, store2, decode2, save2])
+    return wf
+
+
+def wan22_s2v_extend(schemas):
+    """Wan 2.2 S2V: shot 1 from a reference image and an audio clip (WanSoundImageToVideo); each
+    later queue run continues the film with core's WanSoundImageToVideoExtend, fed the newest
+    stored shot by ZeroCopyLatentLoad (no VAE round trip; the shot survives restarts)."""
+    from comfy_workflows import Workflow
+
+    wf = Workflow(schemas, "wan22_s2v_extend_chain")
+    tag = "wan22_s2v_film"
+    wf.note(
+        (-520, -40),
+        "\n".join(
+            [
+                "## Wan 2.2 S2V: extend a talking shot across queue runs",
+                "Queue once: group 'Shot 1' makes shot 1 and stores it ('Next shot' is muted). Then mute",
+                "'Shot 1', un-mute 'Next shot' (select the nodes, Ctrl+M) and queue once per further shot:",
+                "ZeroCopy Latent Load hands the newest stored shot, bit-identical, to",
+                "WanSoundImageToVideoExtend as video_latent (core takes its last 19 latents as motion),",
+                "and the Store keeps the new shot. A restart of ComfyUI loses nothing: the store spills.",
+                "",
+                TAG_NOTE,
+            ]
+        ),
+        size=(460, 280),
+    )
+    unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name="wan2.2_s2v_14B_fp8_scaled.safetensors",
+                  weight_dtype="default")
+    pin = _pin(wf, unet.out(0))
+    model = wf.add("ModelSamplingSD3", (0, 390), size=(340, 60), model=pin.out(0), shift=8.0)
+    clip = wf.add("CLIPLoader", (0, 490), size=(340, 110), clip_name="umt5_xxl_fp8_e4m3fn_scaled.safetensors",
+                  type="wan", device="default")
+    vae = wf.add("VAELoader", (0, 640), size=(340, 60), vae_name="wan_2.1_vae.safetensors")
+    encoder = wf.add("AudioEncoderLoader", (0, 740), size=(340, 60),
+                     audio_encoder_name="wav2vec2_large_english_fp16.safetensors")
+    audio = wf.add("LoadAudio", (0, 840), size=(340, 140), audio="speech.mp3")
+    image = wf.add("LoadImage", (0, 1020), size=(340, 330), image="example.png")
+    encoded = wf.add("AudioEncoderEncode", (400, 740), size=(260, 50), audio_encoder=encoder.out(0),
+                     audio=audio.out(0))
+    positive = wf.add("CLIPTextEncode", (400, 0), size=(400, 140), clip=clip.out(0),
+                      text="a woman speaks to the camera in a quiet cafe, natural light", title="Prompt")
+    negative = wf.add("CLIPTextEncode", (400, 180), size=(400, 140), clip=clip.out(0),
+                      text="blurry, low quality, static, distorted, watermark", title="Negative prompt")
+    s2v = wf.add("WanSoundImageToVideo", (400, 360), size=(340, 250), positive=positive.out(0),
+                 negative=negative.out(0), vae=vae.out(0), width=640, height=640, length=77, batch_size=1,
+                 audio_encoder_output=encoded.out(0), ref_image=image.out(0))
+    sampler_args = dict(steps=20, cfg=6.0, sampler_name="uni_pc", scheduler="simple", denoise=1.0)
+    shot1 = _ksampler(wf, (860, 0), model.out(0), 8101, s2v.out(0), s2v.out(1), s2v.out(2), sampler_args)
+    store, decode, save = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1,
+                                        prefix="zerocopy/s2v_shot")
+    wf.group("Shot 1 (bypass it after the first run)", [s2v, shot1, store, decode, save])
+    loaded = wf.add("ZeroCopyLatentLoad", (1860, 0), size=(340, 200), buffer_tag=tag, shot="newest",
+                    generation=0, frames=0, frames_from="end", title="Newest stored shot")
+    extend = wf.add("WanSoundImageToVideoExtend", (1860, 260), size=(340, 200), positive=positive.out(0),
+                    negative=negative.out(0), vae=vae.out(0), length=77, video_latent=loaded.out(0),
+                    audio_encoder_output=encoded.out(0), ref_image=image.out(0))
+    shot2 = _ksampler(wf, (2280, 0), model.out(0), 8102, extend.out(0), extend.out(1), extend.out(2),
+                      sampler_args)
+    store2, decode2, save2 = _shot_outputs(wf, 2280, 320, shot2.out(0), vae.out(0), tag, model.out(0), "N",
+                                           prefix="zerocopy/s2v_shot")
+    wf.group("Next shot: extend the newest stored one (queue again for each)",
+             [loaded, extend, shot2, store2, decode2, save2])
+    wf.mute([loaded, extend, shot2, store2, decode2, save2])  # the first run makes shot 1 only
+    return wf
+
+
 # name -> builder; every shipped example (release profile)
 EXAMPLES = {
     "wan21_i2v_3shot_chain": wan21_i2v_chain,
@@ -732,6 +858,8 @@ EXAMPLES = {
     "ltx2_av_2shot_chain": ltx2_av_chain,
     "minimax_h3_av_2shot_chain": minimax_h3_chain,
     "flux_kontext_stills_chain": flux_kontext_stills,
+    "flux_dev_img2img_stills": flux_dev_img2img_stills,
+    "wan22_s2v_extend_chain": wan22_s2v_extend,
 }
 
 

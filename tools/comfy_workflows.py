@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 FRONTEND_ONLY = {"Note", "MarkdownNote", "Reroute", "PrimitiveNode"}
 WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
 # A combo value that names a file (a model, an input image) depends on the user's folders.
-FILE_VALUE = re.compile(r".+\.(safetensors|sft|ckpt|pt|pth|bin|gguf|png|jpe?g|webp)$", re.IGNORECASE)
+FILE_VALUE = re.compile(r".+\.(safetensors|sft|ckpt|pt|pth|bin|gguf|png|jpe?g|webp|mp3|wav|flac)$", re.IGNORECASE)
 MODE_ACTIVE = 0
+MODE_MUTED = 2  # LiteGraph "never": the frontend leaves the node out of the queued prompt
 
 
 @dataclass
@@ -172,6 +173,7 @@ class UINode:
     links_out: dict = field(default_factory=dict)  # output index -> [link ids]
     widgets_values: list | None = None
     color: str | None = None
+    mode: int = MODE_ACTIVE
 
     def out(self, key=0) -> OutputRef:
         return OutputRef(self, self.definition.output_index(key))
@@ -210,6 +212,11 @@ class Workflow:
         node.widgets_values = [text]
         self.nodes.append(node)
         return node
+
+    def mute(self, nodes: list[UINode]) -> None:
+        """Leave these nodes out of the prompt until the user un-mutes them (Ctrl+M)."""
+        for node in nodes:
+            node.mode = MODE_MUTED
 
     def group(self, title: str, nodes: list[UINode], color="#3f789e", pad=40):
         left = min(n.pos[0] for n in nodes) - pad
@@ -266,7 +273,7 @@ class Workflow:
                 "size": list(node.size),
                 "flags": {},
                 "order": node.id - 1,
-                "mode": MODE_ACTIVE,
+                "mode": node.mode,
                 "inputs": [],
                 "outputs": [],
                 "properties": {"Node name for S&R": node.type},

@@ -11,12 +11,12 @@ imports the modules by name).
 """
 
 from . import (assemble, blend, bundle_layout, catalog, certificate, color, evidence, families, hunyuan,
-               kontext, ltx, minimax, resample, shapes, shot, streams, tail)
+               img2img, kontext, ltx, minimax, resample, shapes, shot, streams, tail)
 from .assemble import InpaintLatent, WanI2VConcat, temporal_inpaint, wan_i2v_concat
 from .catalog import FLUX, HUNYUAN_VIDEO, HUNYUAN_VIDEO_15, LTX2, LTXV, MINIMAX_H3, WAN22_5B
 from .certificate import Certificate
 from .errors import ContinuityError
-from .families import (ADAPTER_FLUX_KONTEXT, ADAPTER_HUNYUAN15_I2V, ADAPTER_HUNYUAN_I2V,
+from .families import (ADAPTER_FLUX_IMG2IMG, ADAPTER_FLUX_KONTEXT, ADAPTER_HUNYUAN15_I2V, ADAPTER_HUNYUAN_I2V,
                        ADAPTER_LTX_GUIDE, ADAPTER_MINIMAX_KEYFRAME, ADAPTER_PIXEL_BRIDGE,
                        ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT, GENERIC_VIDEO, WAN21,
                        AudioStreamSpec, FamilySpec, LengthRule, aligned_tail_frames,
@@ -31,9 +31,9 @@ from .tail import take_tail
 __all__ = [
     # modules
     "assemble", "blend", "bundle_layout", "catalog", "certificate", "color", "evidence", "families",
-    "hunyuan", "kontext", "ltx", "minimax", "resample", "shapes", "shot", "streams", "tail",
+    "hunyuan", "img2img", "kontext", "ltx", "minimax", "resample", "shapes", "shot", "streams", "tail",
     # names
-    "ADAPTER_FLUX_KONTEXT", "ADAPTER_HUNYUAN15_I2V", "ADAPTER_HUNYUAN_I2V", "ADAPTER_LTX_GUIDE",
+    "ADAPTER_FLUX_IMG2IMG", "ADAPTER_FLUX_KONTEXT", "ADAPTER_HUNYUAN15_I2V", "ADAPTER_HUNYUAN_I2V", "ADAPTER_LTX_GUIDE",
     "ADAPTER_MINIMAX_KEYFRAME", "ADAPTER_PIXEL_BRIDGE", "AudioStreamSpec", "FLUX", "HUNYUAN_VIDEO",
     "HUNYUAN_VIDEO_15", "LTX2", "LTXV", "MINIMAX_H3", "WAN22_5B", "aligned_tail_frames",
     "infer_family_from_streams", "tail_pixel_span",

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from .families import (ADAPTER_FLUX_KONTEXT, ADAPTER_HUNYUAN15_I2V, ADAPTER_HUNYUAN_I2V,
+from .families import (ADAPTER_FLUX_IMG2IMG, ADAPTER_FLUX_KONTEXT, ADAPTER_HUNYUAN15_I2V,
+                       ADAPTER_HUNYUAN_I2V,
                        ADAPTER_LTX_GUIDE, ADAPTER_MINIMAX_KEYFRAME, ADAPTER_TEMPORAL_INPAINT,
                        AudioStreamSpec, FamilySpec, LengthRule, causal_length_rule, register)
 
@@ -150,7 +151,7 @@ MINIMAX_H3 = register(FamilySpec(
 
 FLUX = register(FamilySpec(
     name="flux",
-    display_name="FLUX.1 (Kontext)",
+    display_name="FLUX.1",
     channels=16,
     spatial_ratio=8,
     temporal_ratio=1,
@@ -162,8 +163,10 @@ FLUX = register(FamilySpec(
     # the FLUX VAE is a 2-D AutoencodingEngine (16 channels, 8x); SD3's VAE has the same shape
     vae_classes=("comfy.ldm.models.autoencoder.AutoencodingEngine",),
     text_encoder_classes=("comfy.text_encoders.flux.FluxClipModel", "comfy.text_encoders.flux.FluxTokenizer"),
-    adapters=(ADAPTER_FLUX_KONTEXT,),
+    adapters=(ADAPTER_FLUX_IMG2IMG, ADAPTER_FLUX_KONTEXT),
     shares_latent_shape_with=("SD3", "Stable Cascade prior"),
-    caveats=("image family: the reference is the last stored image, whole; only FLUX-VAE "
-             "latents (FLUX.1, Kontext, and models sharing the FLUX VAE) can be references",),
+    caveats=("image family: the handoff uses the last stored image, whole; only FLUX-VAE latents "
+             "(FLUX.1 Dev, Schnell, Kontext, and models sharing the FLUX VAE) continue in latent space",
+             "Kontext loads as the same architecture as Dev in ComfyUI, so adapter auto picks img2img; "
+             "choose flux_kontext_reference for a Kontext model"),
 ))

@@ -38,6 +38,9 @@ ADAPTER_LTX_GUIDE = "ltx_latent_guide"
 ADAPTER_MINIMAX_KEYFRAME = "minimax_h3_keyframe"
 """MiniMax H3: a ``minimax_keyframes`` entry plus both streams' tails held by a nested mask (minimax.py)."""
 
+ADAPTER_FLUX_IMG2IMG = "flux_img2img"
+"""FLUX.1 Dev / Schnell: the stored image latent as the new latent, img2img (img2img.py)."""
+
 ADAPTER_FLUX_KONTEXT = "flux_kontext_reference"
 """FLUX.1 Kontext: the stored image latent as a ``reference_latents`` entry (kontext.py)."""
 

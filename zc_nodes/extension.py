@@ -1,7 +1,7 @@
 """The ComfyExtension that registers the pack's nodes.
 
-ZeroCopyVRAMPin needs no C engine, so it is registered even when libzc.so is
-not built; the continuity nodes need the engine and are left out then (the log
+ZeroCopyVRAMPin needs no C engine, so it is registered even when the engine
+(the zerocopy-engine wheel) is missing; the continuity nodes need the engine and are left out then (the log
 says in one line how to build it)."""
 
 from comfy_api.latest import ComfyExtension, io
@@ -14,11 +14,13 @@ def continuity_nodes() -> list[type[io.ComfyNode]]:
     try:
         from ..zc_engine import EngineNotBuilt  # noqa: F401  (loads libzc.so)
     except ImportError as exc:
-        log.error("%s; ZeroCopyLatentStore and ZeroCopyLatentHandoff are not registered", exc)
+        log.error("%s; the continuity nodes (ZeroCopyLatentStore, ZeroCopyLatentHandoff, "
+                  "ZeroCopyLatentLoad) are not registered", exc)
         return []
     from .handoff_node import ZeroCopyLatentHandoff
+    from .load_node import ZeroCopyLatentLoad
     from .store_node import ZeroCopyLatentStore
-    return [ZeroCopyLatentStore, ZeroCopyLatentHandoff]
+    return [ZeroCopyLatentStore, ZeroCopyLatentHandoff, ZeroCopyLatentLoad]
 
 
 class ZeroCopyContinuityExtension(ComfyExtension):

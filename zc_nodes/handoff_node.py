@@ -268,6 +268,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                            vae=vae, clip=clip)
         spec = family.spec
         chosen, why = adapters.choose(adapter, spec, model, shot.meta)
+        settings.image_on_canvas = chosen.image_on_canvas
         prepared = handoff_tail.prepare(shot, streams_, spec, settings)
         request = adapters.BuildRequest(
             spec=spec, positive=positive, negative=negative, width=settings.width,

@@ -49,6 +49,7 @@ class TailSettings:
     image: object = None
     vae: object = None
     color_anchor: bool = False
+    image_on_canvas: bool = False  # image families: resample the stored image to the canvas (img2img)
 
 
 def check_video(shot, video: torch.Tensor, spec) -> None:
@@ -71,8 +72,8 @@ def check_video(shot, video: torch.Tensor, spec) -> None:
 def take_video_tail(shot, video, spec, requested: int, notes: list[str]) -> torch.Tensor:
     if not spec.is_video:
         if requested != 1:
-            notes.append(f"tail_frames {requested}: an image family hands off the last stored image "
-                         "as one reference")
+            notes.append(f"tail_frames {requested}: an image family hands off the last stored image, "
+                         "whole")
         return tail.take_tail(video, 1)
     k = families.aligned_tail_frames(requested, spec)
     if k != requested:
@@ -166,7 +167,7 @@ def prepare(shot, streams_, spec, settings: TailSettings) -> PreparedTail:
     piece = take_video_tail(shot, video, spec, settings.tail_frames, notes)
     stored_digest = digest_tensor(piece)
     used = piece
-    if spec.is_video:
+    if spec.is_video or settings.image_on_canvas:
         target = shapes.target_shape(video.shape[0], settings.width, settings.height,
                                      settings.length, spec)
         used = resample.resample_frames(piece, target[-2], target[-1])

@@ -74,10 +74,10 @@ def test_pixel_bridge_across_families_wan_video_to_kontext_still(comfy, captures
     with pytest.raises(ComfyRunError, match="family mismatch.*Wan 2.1.*FLUX.*pixel_bridge"):
         comfy.run(g.prompt, targets=[plain])
     run = comfy.run(g.prompt, targets=[bridged])
-    (reference,) = comfy.output(run, bridged, 0)[0][1]["reference_latents"]
-    assert reference.shape == (1, 16, 8, 8)  # the decoded last frame, encoded as a FLUX image
+    # the decoded last frame, encoded as a FLUX image, starts the still (img2img: adapter auto)
+    assert comfy.output(run, bridged, 1)["samples"].shape == (1, 16, 8, 8)
     info = comfy.output(run, bridged, 3)
-    assert "family flux, adapter pixel_bridge -> flux_kontext_reference" in info
+    assert "family flux, adapter pixel_bridge -> flux_img2img" in info
     assert "1 decode(s), 1 encode(s)" in info and "bit-identical: no" in info
 
 

@@ -1,6 +1,6 @@
-"""FLUX.1 Kontext on real ComfyUI (CPU): ComfyUI's EmptySD3LatentImage and ReferenceLatent, a
-tiny random FLUX DiT, and the stored image handed off as a Kontext reference, bit-identical,
-that the model really reads."""
+"""FLUX.1 on real ComfyUI (CPU) with a tiny random FLUX DiT: Dev/Schnell img2img (adapter auto:
+the stored image latent is the new latent, a real KSampler at denoise 0.6), and Kontext (the
+stored image as a reference, next to ComfyUI's own ReferenceLatent, that the model really reads)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def test_flux_kontext_reference_from_the_store(comfy, captures, pack, tiny_flux)
     g.add("ZCTestCaptureLatent", samples=g.out(store), label="flux_shot1")
     clip = g.add("ZCTestClipDims", **TEXT)
     vae = g.add("ZCTestRaisingVAE")
-    hand = handoff(g, clip, vae, tag, model=model, continuity=store, width=96, height=64, length=81)
+    hand = handoff(g, clip, vae, tag, model=model, continuity=store, width=96, height=64, length=81,
+                   adapter="flux_kontext_reference")
     core = g.add("ReferenceLatent", conditioning=g.out(pos), latent=g.out(store))
     g.add("ZCTestCaptureAny", value=g.out(core), label="flux_core_reference")
     with_ref = ksampler(g, model, g.out(hand, 1), g.out(hand, 0), g.out(hand, 2), seed=6)
@@ -63,9 +64,52 @@ def test_flux_first_still_uses_the_fallback_as_reference(comfy, captures, pack, 
     vae = g.add("ZCTestShapeOnlyVAE", channels=16, ratio=8, video=False)
     image = g.add("ZCTestNoiseImage", seed=3, width=64, height=64, frames=1)
     hand = handoff(g, clip, vae, "flux_never_stored", model=model, fallback_first_frame=g.out(image),
-                   width=64, height=64, length=1)
+                   width=64, height=64, length=1, adapter="flux_kontext_reference")
     run = comfy.run(g.prompt, targets=[hand])
     (reference,) = comfy.output(run, hand, 0)[0][1]["reference_latents"]
     assert reference.shape == (1, 16, 8, 8)
     assert comfy.output(run, hand, 1)["samples"].shape == (1, 16, 8, 8)
     assert "adapter flux_kontext_reference" in comfy.output(run, hand, 3)
+
+
+def test_flux_dev_img2img_chain_from_the_store(comfy, captures, pack, tiny_flux):
+    """Auto picks img2img for FLUX: three stills, each KSampler (denoise 0.6) starting from the
+    previous still's latent as stored, bit-identical; a new canvas resamples it in latent space."""
+    tag = "flux_dev_chain"
+    g = Graph()
+    model = unet(g, tiny_flux)
+    pos = g.add("ZCTestConditioningDims", seed=1, **TEXT)
+    neg = g.add("ZCTestConditioningDims", seed=2, **TEXT)
+    empty = g.add("EmptySD3LatentImage", width=64, height=64, batch_size=1)
+    first = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=4)
+    g.add("ZeroCopyLatentStore", samples=g.out(first), buffer_tag=tag)
+    comfy.run(g.prompt)
+    previous = shared_store(pack).get(tag).tensors["latent_tensor"].clone()
+    for still, seed in ((2, 5), (3, 6)):
+        g = Graph()
+        model = unet(g, tiny_flux)
+        clip = g.add("ZCTestClipDims", **TEXT)
+        vae = g.add("ZCTestRaisingVAE")  # img2img from the store never encodes
+        hand = handoff(g, clip, vae, tag, model=model, width=64, height=64, length=1)
+        sampled = g.add("KSampler", model=g.out(model), seed=seed, steps=3, cfg=1.0, sampler_name="euler",
+                        scheduler="simple", positive=g.out(hand, 0), negative=g.out(hand, 2),
+                        latent_image=g.out(hand, 1), denoise=0.6)
+        g.add("ZeroCopyLatentStore", samples=g.out(sampled), buffer_tag=tag)
+        g.add("ZCTestCaptureLatent", samples=g.out(sampled), label=f"still{still}")
+        run = comfy.run(g.prompt)
+        handed = comfy.output(run, hand, 1)["samples"]
+        assert same_bits(handed, previous)  # the latent in is the stored still, bit for bit
+        assert "reference_latents" not in comfy.output(run, hand, 0)[0][1]
+        info = comfy.output(run, hand, 3)
+        assert "family flux, adapter flux_img2img" in info and "bit-identical: yes" in info
+        out = captures.CAPTURED[f"still{still}"]["samples"]
+        assert out.shape == previous.shape and not torch.equal(out, previous)  # denoise 0.6 changed it
+        previous = out
+    g = Graph()
+    model = unet(g, tiny_flux)
+    clip = g.add("ZCTestClipDims", **TEXT)
+    vae = g.add("ZCTestRaisingVAE")
+    wide = handoff(g, clip, vae, tag, model=model, width=96, height=64, length=1)
+    run = comfy.run(g.prompt, targets=[wide])
+    assert comfy.output(run, wide, 1)["samples"].shape == (1, 16, 8, 12)
+    assert "resampled" in comfy.output(run, wide, 3) and "bit-identical: no" in comfy.output(run, wide, 3)

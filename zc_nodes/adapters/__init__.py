@@ -12,6 +12,7 @@ from __future__ import annotations
 from .. import comfy_adapter
 from ...zc_continuity.errors import ContinuityError
 from .base import Adapter, BuildRequest, BuildResult
+from .flux_img2img import FluxImg2Img
 from .flux_kontext import FluxKontextReference
 from .hunyuan import V1_CONCAT, Hunyuan15I2V, HunyuanI2V
 from .ltx_guide import LtxLatentGuide
@@ -24,7 +25,7 @@ PIXEL_BRIDGE = "pixel_bridge"
 
 REGISTRY: dict[str, Adapter] = {a.name: a for a in (
     TemporalInpaint(), WanI2V(), HunyuanI2V(), Hunyuan15I2V(), LtxLatentGuide(), MiniMaxH3Keyframe(),
-    FluxKontextReference())}
+    FluxImg2Img(), FluxKontextReference())}
 
 COMBO = [AUTO, *REGISTRY, PIXEL_BRIDGE]
 """The Handoff's ``adapter`` options; the first three are part 1's and keep their names."""
@@ -68,7 +69,8 @@ def auto_choice(spec, model, meta: dict | None) -> tuple[str, str]:
     if name == "minimax_h3":
         return "minimax_h3_keyframe", "MiniMax H3 keyframes"
     if name == "flux":
-        return "flux_kontext_reference", "FLUX Kontext reference"
+        return "flux_img2img", ("FLUX.1 Dev/Schnell img2img (Kontext loads as the same architecture; "
+                                "choose flux_kontext_reference for a Kontext model)")
     return "temporal_inpaint", "video latent inpainting (any video family)"
 
 

@@ -74,6 +74,9 @@ class Adapter:
     name: str = ""
     families: tuple[str, ...] = ()
     summary: str = ""
+    image_on_canvas: bool = False
+    """Image families: whether the stored image is resampled to the new canvas (img2img) or
+    used at its stored size (a Kontext reference)."""
 
     def supports(self, spec: FamilySpec) -> bool:
         if self.families:
