@@ -55,6 +55,12 @@ if [ -n "${COMFYUI_PATH:-}" ]; then
     [ -f "$COMFYUI_PATH/nodes.py" ] || { echo "setup: COMFYUI_PATH=$COMFYUI_PATH is not a ComfyUI checkout (no nodes.py)" >&2; exit 1; }
     [ -f "$COMFYUI_PATH/requirements.txt" ] || { echo "setup: $COMFYUI_PATH has no requirements.txt; point COMFYUI_PATH at a whole ComfyUI checkout" >&2; exit 1; }
     requirements=(-r requirements-comfyui.txt -r "$COMFYUI_PATH/requirements.txt")
+    if [ -n "${KJNODES_PATH:-}" ]; then
+        # The SVI 2.0 Pro interop test loads kijai/ComfyUI-KJNodes from this checkout: its own
+        # requirements, with requirements-kjnodes.txt pinning what they leave open.
+        [ -f "$KJNODES_PATH/requirements.txt" ] || { echo "setup: KJNODES_PATH=$KJNODES_PATH is not a ComfyUI-KJNodes checkout (no requirements.txt)" >&2; exit 1; }
+        requirements+=(-r requirements-kjnodes.txt -r "$KJNODES_PATH/requirements.txt")
+    fi
     # The browser test drives Debian's headless Chromium.
     if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
         if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
