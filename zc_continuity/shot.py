@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import families, ltx, streams
+from . import families, lineage, ltx, streams
 from .bundle_layout import bundle_tensors
 from .errors import ContinuityError
 
@@ -91,16 +91,18 @@ class ShotDescription:
 
 
 def describe_shot(streams_: list[torch.Tensor], *, model: ModelFacts | None = None,
-                  other_keys=(), guide_marker=None, source: str = "ZeroCopyLatentStore",
-                  now: float | None = None) -> ShotDescription:
+                  other_keys=(), guide_marker=None, lineage_marker=None, seed=None,
+                  source: str = "ZeroCopyLatentStore", now: float | None = None) -> ShotDescription:
     """Describe a sampler's output for the store.
 
     ``other_keys`` are the LATENT's keys besides ``samples`` (``noise_mask``,
     ...): never kept, listed as ``keys_not_kept``. ``guide_marker`` is the
     ``ltx.GUIDE_MARKER`` entry of the LATENT when an LTX Handoff appended guide
-    latents, which are cropped off. Without a model the family comes from the
-    shapes where they leave no doubt, else is recorded as unknown (a Handoff
-    then asks its VAE and text encoder).
+    latents, which are cropped off. ``lineage_marker`` is the LATENT's
+    ``lineage.MARKER`` entry (the Handoff that started this shot), recorded with
+    the sampler's ``seed`` as the shot's lineage. Without a model the family
+    comes from the shapes where they leave no doubt, else is recorded as unknown
+    (a Handoff then asks its VAE and text encoder).
     """
     streams_ = list(streams_)
     meta: dict[str, str] = {}
@@ -125,7 +127,11 @@ def describe_shot(streams_: list[torch.Tensor], *, model: ModelFacts | None = No
     meta.update({"dtype": str(video.dtype).replace("torch.", ""),
                  "shape": "x".join(str(d) for d in video.shape),
                  "created_unix": f"{time.time() if now is None else now:.3f}", "source": source})
-    dropped = sorted(other_keys)
+    if lineage_marker is not None:
+        meta[lineage.LINEAGE_KEY] = lineage.record(lineage_marker, seed=seed)
+    elif seed is not None:
+        meta["seed"] = str(int(seed))
+    dropped = sorted(k for k in other_keys if k != lineage.MARKER)
     if dropped:
         meta["keys_not_kept"] = ",".join(dropped)
     tensors, stream_meta = bundle_tensors(streams_)

@@ -20,7 +20,7 @@ from . import (adapters, comfy_adapter, family_resolution, handoff_tail, log, pi
                prompt_cache, runtime, ui_events)
 from .sockets import ContinuityToken
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
-from ..zc_continuity import bundle_layout, families, shapes, streams
+from ..zc_continuity import bundle_layout, families, lineage, shapes, streams
 from ..zc_continuity.certificate import Certificate
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import NotFound, digest_tensor
@@ -175,6 +175,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             raise ValueError(problem)
         if continuity is not None:
             buffer_tag, generation = continuity["tag"], continuity["generation"]
+        prompt_summary = "(positive conditioning connected)" if positive is not None else prompt
         positive, negative = cls.conditioning(clip, prompt, positive, negative_prompt, negative)
         store = runtime.store()
         skipped = []
@@ -197,7 +198,8 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             log.warning("tag %r: %s", buffer_tag, "; ".join(fallback_notes))
         settings = handoff_tail.TailSettings(
             width=width, height=height, length=length, tail_frames=tail_frames, mode=continuity_mode,
-            ratio=blend_ratio, image=fallback_first_frame, vae=vae, color_anchor=bool(color_anchor))
+            ratio=blend_ratio, image=fallback_first_frame, vae=vae, color_anchor=bool(color_anchor),
+            prompt=prompt_summary)
         if adapter == adapters.PIXEL_BRIDGE:
             return cls.bridge_shot(shot, positive, negative, vae, bridge_vae or vae, clip, model,
                                    settings, fallback_notes)
@@ -291,6 +293,11 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                f"digest before use", f"family {spec.name}: from {family.source}",
                f"adapter {chosen.name} ({why}): {chosen.summary}"]
             + prepared.notes + result.notes + [f"caveat: {c}" for c in spec.caveats])
+        result.latent[lineage.MARKER] = lineage.marker(
+            parent_tag=shot.tag, parent_generation=shot.generation, tail_frames=prepared.tail_frames,
+            tail_digest=prepared.stored_digest, used_digest=prepared.used_digest, adapter=chosen.name,
+            trim=certificate.overlap_pixel_frames, prompt=settings.prompt,
+            audio_digests=prepared.audio_digests)
         return finish(result, certificate)
 
     @classmethod
@@ -340,4 +347,9 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             notes=fallback_notes + notes + [f"family {spec.name}: from {family.source}",
                                             f"then adapter {chosen.name} ({why}) with the fresh "
                                             "one-frame latent"] + result.notes)
+        last = stored[:, :, -1:] if stored.dim() == 5 else stored[-1:]
+        result.latent[lineage.MARKER] = lineage.marker(
+            parent_tag=shot.tag, parent_generation=shot.generation, tail_frames=1,
+            tail_digest=digest_tensor(last), used_digest=certificate.used_digest,
+            adapter=certificate.adapter, trim=certificate.overlap_pixel_frames, prompt=settings.prompt)
         return finish(result, certificate)

@@ -50,6 +50,7 @@ class TailSettings:
     vae: object = None
     color_anchor: bool = False
     image_on_canvas: bool = False  # image families: resample the stored image to the canvas (img2img)
+    prompt: str = ""  # the new shot's prompt, for its lineage
 
 
 def check_video(shot, video: torch.Tensor, spec) -> None:

@@ -16,9 +16,9 @@ import math
 
 from comfy_api.latest import io
 
-from . import color_anchor, comfy_adapter, log, runtime, ui_events
+from . import color_anchor, comfy_adapter, log, prompt_graph, runtime, ui_events
 from .sockets import ContinuityToken
-from ..zc_continuity import ltx, shot as shot_description
+from ..zc_continuity import lineage, ltx, shot as shot_description
 from ..zc_continuity.bundle_layout import VIDEO_KEY
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import InvalidInput
@@ -58,7 +58,7 @@ class ZeroCopyLatentStore(io.ComfyNode):
             display_name="ZeroCopy Latent Store",
             category="CineFlux/Continuity",
             is_output_node=True,
-            hidden=[io.Hidden.unique_id],
+            hidden=[io.Hidden.unique_id, io.Hidden.prompt],
             description=(
                 "Captures a sampler's output latent into a resident, tagged store (bit-identical, "
                 "with a digest) and passes it through untouched. The store keeps the last shots "
@@ -118,7 +118,8 @@ class ZeroCopyLatentStore(io.ComfyNode):
             shot = shot_description.describe_shot(
                 comfy_adapter.unbind_streams(samples["samples"]), model=comfy_adapter.model_facts(model),
                 other_keys=[k for k in samples if k != "samples"],
-                guide_marker=samples.get(ltx.GUIDE_MARKER))
+                guide_marker=samples.get(ltx.GUIDE_MARKER), lineage_marker=samples.get(lineage.MARKER),
+                seed=prompt_graph.sampler_seed(getattr(cls.hidden, "prompt", None), node_id(cls)))
         except ContinuityError as exc:
             raise ValueError(f"ZeroCopyLatentStore: {exc}") from None
         store = runtime.store()
@@ -133,4 +134,8 @@ class ZeroCopyLatentStore(io.ComfyNode):
                  f" ({meta['guide_frames_removed']} appended guide latents dropped)"
                  if "guide_frames_removed" in meta else "")
         ui_events.notify_store(buffer_tag, generation)
-        return io.NodeOutput(samples, {"tag": buffer_tag, "generation": generation, "digest": digest})
+        # The lineage marker told how this shot started; it must not follow the shot downstream
+        # (a later Store would take it for its own). The tensors pass through untouched.
+        passed = samples if lineage.MARKER not in samples else {k: v for k, v in samples.items()
+                                                                  if k != lineage.MARKER}
+        return io.NodeOutput(passed, {"tag": buffer_tag, "generation": generation, "digest": digest})
