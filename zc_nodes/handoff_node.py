@@ -20,7 +20,7 @@ from . import (adapters, comfy_adapter, family_resolution, handoff_tail, log, pi
                prompt_cache, runtime, ui_events)
 from .sockets import ContinuityToken
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
-from ..zc_continuity import bundle_layout, families, lineage, shapes, streams
+from ..zc_continuity import bundle_layout, families, lineage, shapes, shot as shot_description, streams
 from ..zc_continuity.certificate import Certificate
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import NotFound, digest_tensor
@@ -191,7 +191,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                     f"{exc}. For the first shot of a film connect 'fallback_first_frame'; otherwise "
                     f"run a ZeroCopyLatentStore with tag {buffer_tag!r} first") from None
             return cls.first_shot(positive, negative, vae, clip, width, height, length, model,
-                                  fallback_first_frame, buffer_tag, adapter)
+                                  fallback_first_frame, buffer_tag, adapter, prompt_summary)
         fallback_notes = [s.describe() for s in skipped]
         if skipped:
             fallback_notes.append(f"used generation {shot.generation}, the newest that verifies")
@@ -216,7 +216,8 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         return positive, negative
 
     @classmethod
-    def first_shot(cls, positive, negative, vae, clip, width, height, length, model, image, tag, adapter):
+    def first_shot(cls, positive, negative, vae, clip, width, height, length, model, image, tag, adapter,
+                   prompt=""):
         """No stored latent yet: start from the fallback image, VAE-encoded once. The family comes
         from the model, else from the VAE and the text encoder; never assumed."""
         family = family_resolution.resolve(model, None, vae=vae, clip=clip)
@@ -234,12 +235,29 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         if spec.is_audio_video:
             request.audio_shape, request.audio_rate = cls.fresh_audio(spec, piece.shape[0], length)
         result = chosen.build(request)
+        start = cls.store_start_image(tag, piece, spec, model)
+        result.latent[lineage.MARKER] = lineage.marker(
+            parent_tag=tag, parent_generation=start, tail_frames=1, tail_digest=digest_tensor(piece),
+            used_digest=digest_tensor(piece), adapter=chosen.name, trim=0, prompt=prompt)
         info = "\n".join([f"ZeroCopy handoff: tag {tag!r} holds no latent yet: this first shot "
                           f"starts from fallback_first_frame (VAE-encoded once), adapter {chosen.name}",
                           f"family {spec.name}: from {family.source}",
+                          f"the encoded start image is kept as the film's first entry: tag {tag!r} "
+                          f"generation {start} (its anchor: ZeroCopyLatentLoad shot 'first')",
                           f"store this shot's output under {tag!r} to continue from it"] +
                          [f"note: {n}" for n in result.notes])
         return finish(result, None, info, first_shot=True)
+
+    @staticmethod
+    def store_start_image(tag: str, piece, spec, model) -> int:
+        """Keep the encoded start image under the tag, as the root of the film (its anchor)."""
+        facts = comfy_adapter.model_facts(model)
+        described = shot_description.describe_shot([piece], model=facts,
+                                                   source="ZeroCopyLatentHandoff (start image)")
+        meta = dict(described.meta, kind="start_image")
+        if described.spec is None:  # the family came from the VAE or the text encoder
+            meta.update(shot_description.metadata_for(spec))
+        return runtime.store().put(tag, described.tensors, meta, spill=True)
 
     @staticmethod
     def fresh_audio(spec, batch: int, length: int):
