@@ -508,8 +508,29 @@ static int commit_shared(zc_store *s, const char *tag, zc_slot *slot, uint32_t f
     zc_os_mutex_unlock(&s->lock);
     int rc = taken ? exists_error(tag, requested)
                    : zc__gen_allocate(s, tag, floor, requested, gen);
+    int alone = rc != ZC_OK && rc != ZC_E_EXISTS && rc != ZC_E_LIMIT;
+    char why[512] = "";
+    if (alone) {
+        /* The folder cannot hand out a number (removed, unreadable, full):
+         * the memory tier goes on, as it does when a spill fails, with the
+         * store's own next number, and the next zc_store_flush says so. */
+        snprintf(why, sizeof why, "%s", zc_last_error());
+        *gen = requested;
+        rc = ZC_OK;
+    }
     if (rc == ZC_OK)
         rc = commit(s, tag, slot, flags, *gen, requested != 0, gen);
+    if (rc == ZC_OK && alone) {
+        zc_os_mutex_lock(&s->lock);
+        if (s->flush_status == ZC_OK) {
+            s->flush_status = ZC_E_IO;
+            snprintf(s->flush_message, sizeof s->flush_message, "tag \"%s\" generation %llu: the "
+                     "spill folder could not hand out the number, so this store chose it alone "
+                     "(it may not be unique among processes sharing the folder): %s", tag,
+                     (unsigned long long)*gen, why);
+        }
+        zc_os_mutex_unlock(&s->lock);
+    }
     zc_os_mutex_unlock(m);
     return rc;
 }
