@@ -282,8 +282,8 @@ ZC_API int zc_store_set_depth(zc_store *store, const char *tag, uint32_t depth);
  * strictly increasing per tag.  With a spill_dir it is allocated in the
  * folder, unique among every store and process sharing it, and never
  * reused, across restarts and drops included (a folder without counter
- * files, e.g. one written by engine 0.2.0, continues after its newest
- * file); without one it is this store's own count.  A folder that cannot
+ * files, as older engines left them, continues after its newest file);
+ * without one it is this store's own count.  A folder that cannot
  * hand out a number (removed, unwritable) does not fail the put: the store
  * numbers it alone and the next zc_store_flush reports it, as a failed
  * spill would be.  The tag's oldest slot leaves

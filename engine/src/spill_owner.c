@@ -9,7 +9,7 @@
  * A store that opens takes the folder lock ZC_FOLDER_LOCK, creates and
  * locks its owner file, and only then looks at the others: a token whose
  * owner files are all unlocked (their process is gone) or that has none
- * (a crash before any store opened, or an engine before 0.2.1, whose
+ * (a crash before any store opened, or an engine from before shared folders, whose
  * temporary files say a pid instead) is dead, and its temporary files and
  * owner files go.  Every other token is alive and its files stay: this
  * process's own token, and a token with a locked owner file.  Owner files

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixtures.h"
 #include "internal.h"
 #include "shared_value.h"
 
@@ -78,21 +79,14 @@ static int write_shots(const char *dir, const char *tag, int writer, int count, 
     for (int index = 1; count == 0 || index <= count; index++) {
         shared_fill(data, floats, writer, index);
         int64_t shape[1] = {floats};
-        zc_dl_tensor dl;
-        memset(&dl, 0, sizeof dl);
-        dl.data = data;
-        dl.device.device_type = ZC_DL_CPU;
-        dl.ndim = 1;
-        dl.dtype.code = ZC_DL_FLOAT;
-        dl.dtype.bits = 32;
-        dl.dtype.lanes = 1;
-        dl.shape = shape;
+        fixture_tensor ft;
+        fixture_f32(&ft, data, 1, shape);
         char w[16], i[16];
         snprintf(w, sizeof w, "%d", writer);
         snprintf(i, sizeof i, "%d", index);
         zc_bundle *b = NULL;
         uint64_t gen = 0;
-        if (zc_bundle_create(&b) != ZC_OK || zc_bundle_add_copy(b, "latent_tensor", &dl) != ZC_OK ||
+        if (zc_bundle_create(&b) != ZC_OK || zc_bundle_add_copy(b, "latent_tensor", &ft.dl) != ZC_OK ||
             zc_bundle_set_meta(b, "writer", w) != ZC_OK ||
             zc_bundle_set_meta(b, "index", i) != ZC_OK ||
             zc_store_put(s, tag, b, ZC_PUT_SPILL, &gen) != ZC_OK)

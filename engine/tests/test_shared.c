@@ -34,7 +34,6 @@ static zc_store *open_at(const char *dir, uint32_t depth, uint32_t disk_keep)
 /* A shot of 64 floats, every one equal to value, with "value" metadata. */
 static zc_bundle *shot(float value)
 {
-    zc_bundle *b = fixture_bundle(64, 0.0f);
     float data[64];
     for (int i = 0; i < 64; i++)
         data[i] = value;
@@ -43,8 +42,7 @@ static zc_bundle *shot(float value)
     fixture_f32(&ft, data, 1, shape);
     char text[32];
     snprintf(text, sizeof text, "%g", (double)value);
-    zc_bundle_free(b);
-    b = NULL;
+    zc_bundle *b = NULL;
     if (zc_bundle_create(&b) != ZC_OK || zc_bundle_add_copy(b, "latent_tensor", &ft.dl) != ZC_OK ||
         zc_bundle_set_meta(b, "value", text) != ZC_OK) {
         zc_bundle_free(b);

@@ -19,24 +19,26 @@
 
 #define FD(f) ((int)(f).handle)
 
-int zc_os_file_open_read(const char *path, zc_os_file *out)
+/* open(2) with mode 0644 for a file it creates. */
+static int open_fd(const char *path, int flags, zc_os_file *out)
 {
-    /* O_NONBLOCK: opening a FIFO or device named by a hostile path must not
-     * hang; it does not change reads of regular files. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    int fd = open(path, flags, 0644);
     if (fd < 0)
         return errno;
     out->handle = fd;
     return 0;
 }
 
+int zc_os_file_open_read(const char *path, zc_os_file *out)
+{
+    /* O_NONBLOCK: opening a FIFO or device named by a hostile path must not
+     * hang; it does not change reads of regular files. */
+    return open_fd(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, out);
+}
+
 int zc_os_file_create_new(const char *path, zc_os_file *out)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return errno;
-    out->handle = fd;
-    return 0;
+    return open_fd(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, out);
 }
 
 int zc_os_file_info(zc_os_file f, uint64_t *size, int *is_regular)
@@ -182,11 +184,7 @@ int zc_os_sync_parent_dir(const char *path)
 
 int zc_os_file_open_rw(const char *path, zc_os_file *out)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
-    if (fd < 0)
-        return errno;
-    out->handle = fd;
-    return 0;
+    return open_fd(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, out);
 }
 
 int zc_os_file_write_at(zc_os_file f, const void *buf, size_t n, uint64_t off)
