@@ -407,31 +407,42 @@ static int exists_error(const char *tag, uint64_t g)
                     "disk; choose another generation", tag, (unsigned long long)g);
 }
 
+/* Unlock the store, then the caller's tag mutex (may be NULL). */
+static void unlock_both(zc_store *s, zc_os_mutex *tag_mutex)
+{
+    zc_os_mutex_unlock(&s->lock);
+    if (tag_mutex)
+        zc_os_mutex_unlock(tag_mutex);
+}
+
 /* Store slot as generation gen of tag (0: the store's own next one, no
- * spill folder); lock NOT held.  On failure the caller still owns the
- * bundle and frees the slot. */
+ * spill folder); lock NOT held.  tag_mutex (may be NULL), held by the
+ * caller, is released with the store lock, before any deleter runs: a
+ * deleter may run Python code that closes another store, whose writer may
+ * wait for that mutex.  On failure the caller still owns the bundle and
+ * frees the slot. */
 static int commit(zc_store *s, const char *tag, zc_slot *slot, uint32_t flags, uint64_t gen,
-                  int requested, uint64_t *out)
+                  int requested, uint64_t *out, zc_os_mutex *tag_mutex)
 {
     zc_os_mutex_lock(&s->lock);
     if (s->closing) {
-        zc_os_mutex_unlock(&s->lock);
+        unlock_both(s, tag_mutex);
         return zc__fail(ZC_E_STATE, "the store is closing; tag \"%s\" was not stored", tag);
     }
     zc_tag_entry *e = zc__tag_get_or_create(s, tag);
     if (e == NULL) {
-        zc_os_mutex_unlock(&s->lock);
+        unlock_both(s, tag_mutex);
         return zc__fail(ZC_E_NOMEM, "out of host memory storing tag \"%s\"", tag);
     }
     if (gen == 0)
         gen = e->last_generation + 1;
     if (requested && generation_taken(e, gen)) {
-        zc_os_mutex_unlock(&s->lock);
+        unlock_both(s, tag_mutex);
         return exists_error(tag, gen);
     }
     zc_slot *ring_victim = e->count == e->depth ? e->ring[0] : NULL;
     if (ring_victim && ring_victim->generation > gen) {
-        zc_os_mutex_unlock(&s->lock);
+        unlock_both(s, tag_mutex);
         return zc__fail(ZC_E_INVALID, "tag \"%s\": generation %llu is older than every generation "
                         "in its full ring (depth %u, oldest %llu), so it would leave at once; "
                         "import it with zc_store_import or raise the depth", tag,
@@ -442,7 +453,7 @@ static int commit(zc_store *s, const char *tag, zc_slot *slot, uint32_t flags, u
     int nvictims = plan_eviction(s, e, tag, slot->host_bytes, slot->device_bytes, ring_victim, flags,
                                  &victims);
     if (nvictims < 0) {
-        zc_os_mutex_unlock(&s->lock);
+        unlock_both(s, tag_mutex);
         return ZC_E_BUDGET;
     }
     /* Commit: nothing below can fail. */
@@ -480,7 +491,7 @@ static int commit(zc_store *s, const char *tag, zc_slot *slot, uint32_t flags, u
     if (flags & ZC_PUT_SPILL)
         zc__spill_enqueue(s, slot);
     *out = gen; /* read under the lock: once it is released the slot may leave */
-    zc_os_mutex_unlock(&s->lock);
+    unlock_both(s, tag_mutex);
 
     /* Deleters (which may call back into torch) run outside the lock. */
     for (uint32_t i = 0; i < nreleased; i++)
@@ -518,8 +529,11 @@ static int commit_shared(zc_store *s, const char *tag, zc_slot *slot, uint32_t f
         *gen = requested;
         rc = ZC_OK;
     }
-    if (rc == ZC_OK)
-        rc = commit(s, tag, slot, flags, *gen, requested != 0, gen);
+    if (rc != ZC_OK) {
+        zc_os_mutex_unlock(m);
+        return rc;
+    }
+    rc = commit(s, tag, slot, flags, *gen, requested != 0, gen, m); /* releases m */
     if (rc == ZC_OK && alone) {
         zc_os_mutex_lock(&s->lock);
         if (s->flush_status == ZC_OK) {
@@ -531,7 +545,6 @@ static int commit_shared(zc_store *s, const char *tag, zc_slot *slot, uint32_t f
         }
         zc_os_mutex_unlock(&s->lock);
     }
-    zc_os_mutex_unlock(m);
     return rc;
 }
 
@@ -555,7 +568,7 @@ static int put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uint6
     if (s->spill_dir)
         rc = commit_shared(s, tag, slot, flags, requested, &gen);
     else
-        rc = commit(s, tag, slot, flags, requested, requested != 0, &gen);
+        rc = commit(s, tag, slot, flags, requested, requested != 0, &gen, NULL);
     if (rc != ZC_OK) {
         slot->bundle = NULL; /* the caller keeps the bundle */
         zc__slot_unref(slot);

@@ -406,6 +406,10 @@ TEST(processes_killed_mid_spill_leave_the_others_unaffected)
     int writers = procs - 1 > 0 ? procs - 1 : 1;
     zc_os_process kids[16];
     REQUIRE(writers <= 16);
+    /* Held open throughout, as a live ComfyUI would be: no victim opens the
+     * folder alone, so none may prune the writers' files (zc_store_open). */
+    zc_store *watcher = open_store(spill);
+    REQUIRE(watcher != NULL);
     const long floats = 64 * 1024, victim_floats = 1024 * 1024;
     for (int w = 0; w < writers; w++) {
         char *log = log_path(dir, "writer", w);
@@ -470,6 +474,7 @@ TEST(processes_killed_mid_spill_leave_the_others_unaffected)
     CHECK(check_files(spill, "k", &all, 100, victim_floats, &files) == 0);
     for (int w = 0; w < writers; w++)
         CHECK(newest_kept(spill, "k", &all, w));
+    zc_store_close(watcher);
     zc_store *s = open_store(spill); /* every writer and victim is gone now */
     REQUIRE(s != NULL);
     zc_store_close(s);
