@@ -283,13 +283,12 @@ ZC_API int zc_store_set_depth(zc_store *store, const char *tag, uint32_t depth);
  * folder, unique among every store and process sharing it, and never
  * reused, across restarts and drops included (a folder without counter
  * files, as older engines left them, continues after its newest file);
- * without one it is this store's own count.  A folder that cannot
- * hand out a number (removed, unwritable) does not fail the put: the store
- * numbers it alone and the next zc_store_flush reports it, as a failed
- * spill would be.  The tag's oldest slot leaves
- * when the ring is full; over budget, least-recently-used slots of any tag
- * leave first, never one a view holds, never a tag's newest unless
- * ZC_PUT_MAY_EVICT_NEWEST.  Memory of a slot that left lives on while views
+ * without one it is this store's own count.  A folder that cannot hand out
+ * a number (removed, unwritable) does not fail the put: the store numbers it
+ * alone and the next zc_store_flush reports it, as a failed spill would be.
+ * The tag's oldest slot leaves when the ring is full; over budget,
+ * least-recently-used slots of any tag leave first, never one a view holds,
+ * never a tag's newest unless ZC_PUT_MAY_EVICT_NEWEST.  Memory of a slot that left lives on while views
  * hold it.  On failure nothing stored changes and the caller keeps the bundle.
  * @return ZC_OK; ZC_E_INVALID (tag, empty bundle); ZC_E_BUDGET (the bundle
  * cannot fit: the message gives need, limit and what is held);
@@ -343,8 +342,8 @@ ZC_API int zc_store_generations(zc_store *store, const char *tag, uint64_t *out,
  * spill files go too, after pending writes finish (a spill still running for
  * a dropped slot removes its own file), those other processes wrote
  * included (but not one another process is still writing, which lands
- * later).  Spill errors of other tags stay
- * reported by the next zc_store_flush.
+ * later).  Spill errors of other tags stay reported by the next
+ * zc_store_flush.
  * @return ZC_OK, ZC_E_NOT_FOUND or ZC_E_NOMEM. */
 ZC_API int zc_store_drop(zc_store *store, const char *tag, uint32_t flags);
 
@@ -391,10 +390,13 @@ typedef struct {
 ZC_API int zc_store_stats_get(zc_store *store, zc_store_stats *out);
 
 /* JSON description of every tag: generations, tensors (name, dtype, shape,
- * bytes, tier, digest), metadata, disk files.  Writes at most cap bytes
- * including the terminating NUL; *needed (optional) gets the full size
- * including the NUL.  @return ZC_OK, or ZC_E_LIMIT when cap was too small
- * (call again with *needed bytes). */
+ * bytes, tier, digest), metadata, disk files, as far as this store knows
+ * them (it does not look for files other processes spilled since; the
+ * one-tag description below does), and "spill_locks": whether the spill
+ * folder's file system grants file locks (null without a spill_dir).
+ * Writes at most cap bytes including the terminating NUL; *needed
+ * (optional) gets the full size including the NUL.  @return ZC_OK, or
+ * ZC_E_LIMIT when cap was too small (call again with *needed bytes). */
 ZC_API int zc_store_describe_json(zc_store *store, char *buf, size_t cap, size_t *needed);
 
 /* The same description for one tag only (the object of one "tags" entry), or
