@@ -36,6 +36,10 @@ HARNESS = engine/tests/harness.c
 FUZZ_SRCS = engine/fuzz/fuzz_safetensors.c engine/fuzz/replay_main.c
 # Crash test attempts per run (tests/python/test_crash.py makes 100 more on Linux).
 CRASH_ATTEMPTS ?= 20
+# Processes and shots each of the shared-folder test (Windows: fewer, wine is slow to start them).
+SHARED_PROCS ?= 4
+SHARED_SHOTS ?= 250
+WIN_SHARED_SHOTS ?= 40
 
 .PHONY: all lib cli test-c test-c-strict test-helpers asan-lib fuzz windows test-windows clean
 all: lib cli test-helpers
@@ -76,13 +80,21 @@ $(BUILD)/crash_child: engine/tests/crash_child.c $(SRCS) $(HDRS) | $(BUILD)
 
 $(BUILD)/crash_test: engine/tests/crash_main.c $(HARNESS) $(SAN_LIB) $(HDRS)
 	$(CC) $(WARN) $(DEFS) $(INC) -Iengine/tests -DZC_TEST_NO_MAIN $(SAN) -o $@ $(HARNESS) engine/tests/crash_main.c $(PLAT)/posix_test.c $(SAN_LIB) -lm
+
+# Several processes on one spill folder: the writers run under ASan+UBSan too.
+$(BUILD)/shared_child: engine/tests/shared_child.c engine/tests/shared_value.h $(SAN_LIB) $(HDRS)
+	$(CC) $(WARN) $(DEFS) $(INC) -Iengine/tests $(SAN) -o $@ engine/tests/shared_child.c $(SAN_LIB) -lm
+
+$(BUILD)/shared_test: engine/tests/shared_main.c engine/tests/shared_value.h $(HARNESS) $(SAN_LIB) $(HDRS)
+	$(CC) $(WARN) $(DEFS) $(INC) -Iengine/tests -DZC_TEST_NO_MAIN $(SAN) -o $@ $(HARNESS) engine/tests/shared_main.c $(PLAT)/posix_test.c $(SAN_LIB) -lm
 test-helpers: $(BUILD)/crash_child
 
-test-c: $(BUILD)/test_engine $(BUILD)/test_concurrency_tsan $(BUILD)/fuzz_replay $(BUILD)/crash_child $(BUILD)/crash_test
+test-c: $(BUILD)/test_engine $(BUILD)/test_concurrency_tsan $(BUILD)/fuzz_replay $(BUILD)/crash_child $(BUILD)/crash_test $(BUILD)/shared_child $(BUILD)/shared_test
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 $(BUILD)/test_engine
 	TSAN_OPTIONS=halt_on_error=1 $(BUILD)/test_concurrency_tsan
 	ASAN_OPTIONS=detect_leaks=1 $(BUILD)/fuzz_replay engine/fuzz/corpus engine/tests/malformed
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 $(BUILD)/crash_test $(BUILD)/crash_child $(CRASH_ATTEMPTS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 $(BUILD)/shared_test $(BUILD)/shared_child $(SHARED_PROCS) $(SHARED_SHOTS)
 
 # The whole C suite again, every file compiled as strict POSIX.1-2008 C11: what a
 # libc without GNU extensions (macOS, the BSDs, musl's strict mode) offers.
@@ -103,7 +115,8 @@ WIN_SRCS = $(ENGINE_SRCS) $(WIN32_SRCS)
 WIN_OBJS = $(patsubst engine/src/%.c,$(WIN)/obj/%.o,$(WIN_SRCS))
 WIN_LIB = $(WIN)/libzc-static.a
 WIN_EXES = $(WIN)/test_engine.exe $(WIN)/test_concurrency.exe $(WIN)/fuzz_replay.exe \
-           $(WIN)/crash_child.exe $(WIN)/crash_test.exe $(WIN)/zc.exe
+           $(WIN)/crash_child.exe $(WIN)/crash_test.exe $(WIN)/shared_child.exe $(WIN)/shared_test.exe \
+           $(WIN)/zc.exe
 # A wine prefix of our own under build/, made on first use: never $HOME's.
 WINE_RUN = WINEPREFIX=$(abspath $(WIN))/wine-prefix WINEDEBUG=-all $(WINE)
 
@@ -137,6 +150,12 @@ $(WIN)/crash_child.exe: engine/tests/crash_child.c $(WIN_LIB) $(HDRS)
 $(WIN)/crash_test.exe: engine/tests/crash_main.c $(HARNESS) $(WIN_LIB) $(HDRS)
 	$(WINCC) $(WINFLAGS) -Iengine/tests -DZC_TEST_NO_MAIN -o $@ $(HARNESS) engine/tests/crash_main.c $(PLAT)/win32_test.c $(WIN_LIB)
 
+$(WIN)/shared_child.exe: engine/tests/shared_child.c engine/tests/shared_value.h $(WIN_LIB) $(HDRS)
+	$(WINCC) $(WINFLAGS) -Iengine/tests -o $@ engine/tests/shared_child.c $(WIN_LIB)
+
+$(WIN)/shared_test.exe: engine/tests/shared_main.c engine/tests/shared_value.h $(HARNESS) $(WIN_LIB) $(HDRS)
+	$(WINCC) $(WINFLAGS) -Iengine/tests -DZC_TEST_NO_MAIN -o $@ $(HARNESS) engine/tests/shared_main.c $(PLAT)/win32_test.c $(WIN_LIB)
+
 # Each program prints its own "N passed, N failed" line.  First: zc.dll exports exactly the
 # API that libzc.so does (ZC_API is dllexport there).
 WINOBJDUMP ?= x86_64-w64-mingw32-objdump
@@ -150,6 +169,7 @@ test-windows: windows $(BUILD)/libzc.so
 	$(WINE_RUN) $(WIN)/test_concurrency.exe
 	$(WINE_RUN) $(WIN)/fuzz_replay.exe engine/fuzz/corpus engine/tests/malformed
 	$(WINE_RUN) $(WIN)/crash_test.exe $(WIN)/crash_child.exe $(CRASH_ATTEMPTS)
+	$(WINE_RUN) $(WIN)/shared_test.exe $(WIN)/shared_child.exe $(SHARED_PROCS) $(WIN_SHARED_SHOTS)
 	$(WINE_RUN) $(WIN)/zc.exe --version | grep -E '^zc [0-9]+\.[0-9]+\.[0-9]+'
 	@# zc.exe takes UTF-8 paths from a UTF-16 command line (zc_os_utf8_argv)
 	rm -rf "$(WIN)/t-télé-日本" && mkdir -p "$(WIN)/t-télé-日本" && cp engine/fuzz/corpus/engine_spill.latent "$(WIN)/t-télé-日本/"

@@ -3,13 +3,14 @@
 Importing it loads the library with ctypes (see _locate.py for where from) and imports torch.
 """
 
-from .errors import (BudgetExceeded, CorruptFile, EngineIOError, EngineNotBuilt, InvalidInput,
-                     InvalidState, LimitExceeded, NotFound, OutOfMemory, Unsupported,
-                     ZeroCopyError)
+from .errors import (BudgetExceeded, CorruptFile, EngineIOError, EngineNotBuilt,
+                     GenerationExists, InvalidInput, InvalidState, LimitExceeded, NotFound,
+                     OutOfMemory, Unsupported, ZeroCopyError)
 from .store import LatentStore, StoredBundle, digest_bytes, digest_tensor, format_digest
 
 __all__ = [
-    "BudgetExceeded", "CorruptFile", "EngineIOError", "EngineNotBuilt", "InvalidInput",
+    "BudgetExceeded", "CorruptFile", "EngineIOError", "EngineNotBuilt", "GenerationExists",
+    "InvalidInput",
     "InvalidState", "LatentStore", "LimitExceeded", "NotFound", "OutOfMemory", "StoredBundle",
     "Unsupported", "ZeroCopyError", "digest_bytes", "digest_tensor", "format_digest",
 ]

@@ -61,10 +61,16 @@ class Unsupported(ZeroCopyError):
     code = -9
 
 
+class GenerationExists(ZeroCopyError):
+    """The tag already holds that generation (in memory or in the spill folder): pick another."""
+
+    code = -10
+
+
 _BY_CODE = {
     cls.code: cls
     for cls in (InvalidInput, OutOfMemory, NotFound, BudgetExceeded, LimitExceeded,
-                EngineIOError, CorruptFile, InvalidState, Unsupported)
+                EngineIOError, CorruptFile, InvalidState, Unsupported, GenerationExists)
 }
 
 

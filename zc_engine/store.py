@@ -5,6 +5,12 @@ copied into C-owned aligned memory (and digested in the same pass); device
 tensors are held by reference (optionally after a defensive clone on their
 own device) with a host copy when they must be digested or spilled.
 ``LatentStore.get`` returns torch tensors that view the stored memory.
+
+Several processes may share one ``spill_dir`` (one per GPU): generations are
+allocated in the folder, unique among them, and ``get``/``generations``/
+``describe_tag`` see what the others spilled. Between machines, shots travel
+as bytes: ``export_shot`` on one, ``import_shot`` on the other, with
+generations chosen by a farm-wide allocator (``put(..., generation=N)``).
 """
 
 from __future__ import annotations
@@ -28,10 +34,18 @@ PUT_SPILL = 1
 PUT_MAY_EVICT_NEWEST = 2
 DROP_DISK = 1
 TIER_NAMES = {0: "host", 1: "device", 2: "disk"}
+# The engine's bookkeeping files in a spill folder shared by processes (never tags or shots).
+BOOKKEEPING_PREFIXES = (".zc-gen-", ".zc-owner-", ".zc-lock")
 # DLPack type code of each engine dtype (zc_dtype order).
 DLPACK_CODES = [2, 2, 4, 2, 10, 12, 0, 0, 0, 0, 1, 6]
 DTYPE_NAMES = ["F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2", "I8", "I16", "I32", "I64",
                "U8", "BOOL"]
+
+
+def is_bookkeeping_file(name: str) -> bool:
+    """True for the engine's own files in a spill folder (generation counters, owner and folder
+    locks): leave them alone, and leave them out when listing a folder's shots."""
+    return name.startswith(BOOKKEEPING_PREFIXES)
 
 
 def format_digest(value: int) -> str:
@@ -144,7 +158,7 @@ class LatentStore:
     # -- writing ---------------------------------------------------------
     def put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None = None,
             *, spill: bool = False, host_copy: bool | None = None, defensive_clone: bool = False,
-            may_evict_newest: bool = False) -> int:
+            may_evict_newest: bool = False, generation: int | None = None) -> int:
         """Store tensors under tag as its next generation; returns the generation.
 
         Host tensors are copied. Tensors on other devices are held by
@@ -152,6 +166,10 @@ class LatentStore:
         later in-place writes by the caller cannot change what was stored);
         ``host_copy`` (default: when spilling) also keeps a host copy, which
         gives the tensor a digest and lets it spill.
+
+        ``generation`` stores it as that generation instead (e.g. one a farm-wide
+        allocator handed out): raises GenerationExists if the tag holds it in memory or
+        in the spill folder; the store's own numbering continues above it.
         """
         if not isinstance(tensors, Mapping) or not tensors:
             raise TypeError("tensors must be a non-empty mapping of name -> torch.Tensor")
@@ -159,10 +177,10 @@ class LatentStore:
         flags = (PUT_SPILL if spill else 0) | (PUT_MAY_EVICT_NEWEST if may_evict_newest else 0)
         return self._put(tag, tensors, meta, flags,
                          lambda bundle, name, tensor: self._add(bundle, name, tensor, keep_host,
-                                                                defensive_clone))
+                                                                defensive_clone), generation)
 
     def _put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None,
-             flags: int, add) -> int:
+             flags: int, add, chosen: int | None = None) -> int:
         """Build a bundle with add(bundle, name, tensor) for each tensor, then store it."""
         tag_b = encode(tag, "tag")
         check(lib.zc_tag_check(tag_b))
@@ -174,6 +192,12 @@ class LatentStore:
             for key, value in (meta or {}).items():
                 check(lib.zc_bundle_set_meta(bundle.value, encode(key, "metadata key"),
                                              encode(str(value), f"metadata {key!r}")))
+            if chosen is not None:
+                if not isinstance(chosen, int) or isinstance(chosen, bool) or chosen <= 0:
+                    raise TypeError(f"generation must be a positive int, not {chosen!r}")
+                check(lib.zc_store_put_generation(self.handle, tag_b, bundle.value, flags, chosen))
+                bundle = None  # the store owns it now
+                return chosen
             generation = ctypes.c_uint64()
             check(lib.zc_store_put(self.handle, tag_b, bundle.value, flags, ctypes.byref(generation)))
             bundle = None  # the store owns it now
@@ -319,6 +343,37 @@ class LatentStore:
         """Write a stored bundle as a safetensors/.latent file (crash-safe, synchronous)."""
         with self._view(tag, generation) as view:
             check(lib.zc_view_save(view, encode(str(path), "path")))
+
+    # -- shots as bytes, between machines ---------------------------------
+    def export_shot(self, tag: str, generation: int = 0) -> bytes:
+        """The bytes of tag@generation's spill file (0 = the newest), serialized from the store:
+        the same bytes its spill writes, with the identity metadata (``zc.tag``,
+        ``zc.generation``) and every tensor's digest, ready for ``import_shot`` elsewhere. Works
+        for shots never spilled too (device tensors need a host copy); raises Unsupported
+        otherwise. The generation is in the bytes' metadata."""
+        with self._view(tag, generation) as view:
+            needed = ctypes.c_size_t(0)
+            status = lib.zc_view_serialize(view, None, 0, ctypes.byref(needed))
+            if status != -5:  # ZC_E_LIMIT: the size is known
+                check(status)
+            buf = ctypes.create_string_buffer(needed.value)
+            check(lib.zc_view_serialize(view, buf, needed.value, ctypes.byref(needed)))
+            return buf.raw[: needed.value]
+
+    def import_shot(self, tag: str, generation: int, data: bytes | bytearray | memoryview) -> None:
+        """Store the bytes of a shot (from ``export_shot`` or a spill file of this engine, e.g.
+        fetched from another machine) as tag@generation in the spill folder, so that a following
+        ``get`` restores it. The engine checks them first, as a restore would: a valid safetensors
+        file that says it is tag@generation, every tensor's digest matching. Raises CorruptFile
+        (nothing written) for bad bytes, GenerationExists when the tag holds that generation,
+        Unsupported without a spill folder."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"data must be bytes, not {type(data).__name__}")
+        if not isinstance(generation, int) or isinstance(generation, bool) or generation <= 0:
+            raise TypeError(f"generation must be a positive int, not {generation!r}")
+        view = memoryview(data).cast("B")
+        buf = (ctypes.c_char * len(view)).from_buffer_copy(view) if len(view) else None
+        check(lib.zc_store_import(self.handle, encode(tag, "tag"), generation, buf, len(view)))
 
     # -- management ------------------------------------------------------
     def drop(self, tag: str, *, disk: bool = False) -> None:

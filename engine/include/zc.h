@@ -67,6 +67,7 @@ extern "C" {
 #define ZC_DEFAULT_DEPTH 4       /* slots kept per tag unless configured */
 #define ZC_MAX_DEPTH 1024
 #define ZC_MAX_HEADER_BYTES (100u * 1024u * 1024u) /* safetensors JSON header */
+#define ZC_MAX_GENERATION ((uint64_t)INT64_MAX) /* highest generation number */
 
 /* Names the engine writes into safetensors files (readers may rely on them). */
 #define ZC_FILE_META_FORMAT "zc.format"          /* value ZC_FILE_FORMAT_VALUE */
@@ -91,7 +92,8 @@ typedef enum {
     ZC_E_IO = -6,          /* the operating system refused a file operation */
     ZC_E_CORRUPT = -7,     /* a file is truncated, malformed, foreign, or fails its digest */
     ZC_E_STATE = -8,       /* the call does not fit the object's state (closed store, duplicate name) */
-    ZC_E_UNSUPPORTED = -9  /* valid request the engine cannot serve (device bytes without a host copy) */
+    ZC_E_UNSUPPORTED = -9, /* valid request the engine cannot serve (device bytes without a host copy) */
+    ZC_E_EXISTS = -10      /* the tag already holds that generation, in memory or on disk */
 } zc_status;
 
 /* The symbolic name of a status code ("ZC_E_CORRUPT"); never NULL. */
@@ -238,18 +240,25 @@ typedef struct {
     uint64_t host_budget_bytes;    /* 0 means unlimited */
     uint64_t device_budget_bytes;  /* 0 means unlimited */
     const char *spill_dir;         /* NULL: no disk tier.  Created if missing. */
-    uint32_t disk_keep;            /* spill files kept per tag; 0 means default_depth */
+    uint32_t disk_keep;            /* spill files kept per tag by this store (the newest it
+                                      wrote, see zc_store_open); 0 means default_depth */
 } zc_store_config;
 
 /* Fill a config with defaults (depth 4, unlimited budgets, no disk tier). */
 ZC_API void zc_store_config_init(zc_store_config *config);
 
 /* Open a store.  With a spill_dir, the directory is indexed by file name
- * (files are not read): each tag's generation counter resumes after the newest
- * file, stale temporary files left by a crash are removed, and files that are
- * not ours are left alone.  A file of ours that fails to restore later (corrupt,
+ * (files are not read), temporary files left by a process that crashed are
+ * removed (never those of a live process), and files that are not ours are
+ * left alone.  A file of ours that fails to restore later (corrupt,
  * truncated, foreign header) is renamed aside with a ".rejected" suffix, never
  * deleted; their count is in zc_store_stats.files_rejected.
+ *
+ * Several stores, in one process or in several on one machine, may share a
+ * spill_dir (see "HowTo: share a spill folder" below).  The store keeps a few
+ * bookkeeping files there, all named ".zc-*": ".zc-gen-<tag>" (the tag's
+ * generation counter), ".zc-owner-*.lock" (one per open store) and
+ * ".zc-lock".  Leave them alone while stores are open.
  * @return ZC_OK; ZC_E_INVALID; ZC_E_IO (directory unusable); ZC_E_NOMEM. */
 ZC_API int zc_store_open(const zc_store_config *config, zc_store **out);
 
@@ -270,11 +279,16 @@ ZC_API int zc_store_set_depth(zc_store *store, const char *tag, uint32_t depth);
 
 /* Store a bundle as the tag's next generation.  On success the store owns
  * the bundle (do not free it) and *generation (optional) is its number,
- * strictly increasing per tag; across restarts it continues after the tag's
- * newest spill file (a tag with no file left starts again at 1).  The tag's oldest slot leaves
- * when the ring is full; over budget, least-recently-used slots of any tag
- * leave first, never one a view holds, never a tag's newest unless
- * ZC_PUT_MAY_EVICT_NEWEST.  Memory of a slot that left lives on while views
+ * strictly increasing per tag.  With a spill_dir it is allocated in the
+ * folder, unique among every store and process sharing it, and never
+ * reused, across restarts and drops included (a folder without counter
+ * files, as older engines left them, continues after its newest file);
+ * without one it is this store's own count.  A folder that cannot hand out
+ * a number (removed, unwritable) does not fail the put: the store numbers it
+ * alone and the next zc_store_flush reports it, as a failed spill would be.
+ * The tag's oldest slot leaves when the ring is full; over budget,
+ * least-recently-used slots of any tag leave first, never one a view holds,
+ * never a tag's newest unless ZC_PUT_MAY_EVICT_NEWEST.  Memory of a slot that left lives on while views
  * hold it.  On failure nothing stored changes and the caller keeps the bundle.
  * @return ZC_OK; ZC_E_INVALID (tag, empty bundle); ZC_E_BUDGET (the bundle
  * cannot fit: the message gives need, limit and what is held);
@@ -283,17 +297,40 @@ ZC_API int zc_store_set_depth(zc_store *store, const char *tag, uint32_t depth);
 ZC_API int zc_store_put(zc_store *store, const char *tag, zc_bundle *bundle,
                  uint32_t flags, uint64_t *generation);
 
-/* A reference-counted read view of one slot.  generation 0 means the newest.
- * A tag known only on disk is restored into the host tier first, every
- * tensor verified against its digest (ZC_E_CORRUPT, file renamed aside, on
- * mismatch).  @return ZC_OK, ZC_E_INVALID, ZC_E_NOT_FOUND, ZC_E_CORRUPT,
- * ZC_E_IO, ZC_E_NOMEM. */
+/* zc_store_put with the generation number chosen by the caller, e.g. one a
+ * farm-wide allocator handed out, instead of the folder's next one.  The
+ * store's own allocation continues above it afterwards.  The generation
+ * must be new to the tag: in this store's memory and in the spill folder
+ * (a spill file, or one renamed aside).  It is placed in generation order;
+ * with a full ring, one older than every slot there is refused.  Note: a
+ * generation at or below the folder's counter (zc_store_describe_tag_json,
+ * "last_generation") may already be held in another process's memory only,
+ * where this store cannot see it; a farm allocator should start above it.
+ * @return as zc_store_put, plus ZC_E_INVALID (generation 0 or above
+ * ZC_MAX_GENERATION, older than a full ring) and ZC_E_EXISTS (the tag holds
+ * that generation already; nothing changed, the caller keeps the bundle). */
+ZC_API int zc_store_put_generation(zc_store *store, const char *tag, zc_bundle *bundle,
+                                   uint32_t flags, uint64_t generation);
+
+/* A reference-counted read view of one slot.  generation 0 means the newest
+ * known to the store: in its memory, or a spill file in the folder, written
+ * by this store or by any other store or process sharing it (a look at the
+ * tag's counter file finds those; a shot held only in another process's
+ * memory is not visible).  A tag known only on disk is restored into the
+ * host tier first, every tensor verified against its digest (ZC_E_CORRUPT,
+ * file renamed aside, on mismatch); a file another process removed
+ * meanwhile is forgotten, and for generation 0 the next newest is tried.
+ * @return ZC_OK, ZC_E_INVALID, ZC_E_NOT_FOUND, ZC_E_CORRUPT, ZC_E_IO,
+ * ZC_E_NOMEM. */
 ZC_API int zc_store_get(zc_store *store, const char *tag, uint64_t generation, zc_view **out);
 
 /* The generations of tag held in memory or on disk, newest first, without
  * duplicates: up to cap of them into out, their number into *count.  A tag
  * with nothing stored gives *count 0.  This is what zc_store_get can serve,
  * e.g. to fall back from a newest generation that fails verification.
+ * Spill files other processes added or removed are looked for first, as
+ * in zc_store_get (the newest 64 generations handed out in the folder are
+ * probed by name when the tag's files changed; no directory scan).
  * @return ZC_OK; ZC_E_INVALID; ZC_E_LIMIT when *count > cap (call again with
  * a buffer of *count). */
 ZC_API int zc_store_generations(zc_store *store, const char *tag, uint64_t *out, size_t cap,
@@ -303,14 +340,36 @@ ZC_API int zc_store_generations(zc_store *store, const char *tag, uint64_t *out,
 
 /* Remove a tag's slots (views keep their memory).  With ZC_DROP_DISK the
  * spill files go too, after pending writes finish (a spill still running for
- * a dropped slot removes its own file).  Spill errors of other tags stay
- * reported by the next zc_store_flush.
+ * a dropped slot removes its own file), those other processes wrote
+ * included (but not one another process is still writing, which lands
+ * later).  Spill errors of other tags stay reported by the next
+ * zc_store_flush.
  * @return ZC_OK, ZC_E_NOT_FOUND or ZC_E_NOMEM. */
 ZC_API int zc_store_drop(zc_store *store, const char *tag, uint32_t flags);
 
 /* Block until every queued spill is on disk.  @return ZC_OK, or the first
  * spill error since the last flush (its message names the file). */
 ZC_API int zc_store_flush(zc_store *store);
+
+/* Import a shot serialized by zc_view_serialize (or a spill file of this
+ * engine read from elsewhere, e.g. fetched from another machine) as
+ * tag@generation: the bytes are validated by the hardened reader, must say
+ * they are tag@generation of this engine ("zc.format", "zc.tag",
+ * "zc.generation"), and every tensor must have a recorded digest that its
+ * bytes match; then they are written, unchanged and crash-safe, as the
+ * tag's spill file (never over an existing one) and indexed, so a following
+ * zc_store_get restores them.  The generation must be new to the tag, as
+ * for zc_store_put_generation; the store's own allocation continues above
+ * it.  The store does not prune imported files (other stores' rules apply
+ * after a restart).  data is borrowed for the call; treat it as hostile.
+ * Needs a spill_dir.  On failure nothing is written and nothing stored
+ * changes.
+ * @return ZC_OK; ZC_E_INVALID (tag, generation, NULL data); ZC_E_CORRUPT
+ * (the bytes are not a whole, matching, verified file of tag@generation:
+ * the message says what is wrong); ZC_E_EXISTS; ZC_E_UNSUPPORTED (no
+ * spill_dir); ZC_E_IO; ZC_E_NOMEM; ZC_E_STATE (store closing). */
+ZC_API int zc_store_import(zc_store *store, const char *tag, uint64_t generation,
+                           const void *data, size_t len);
 
 typedef struct {
     uint64_t tags;
@@ -331,18 +390,44 @@ typedef struct {
 ZC_API int zc_store_stats_get(zc_store *store, zc_store_stats *out);
 
 /* JSON description of every tag: generations, tensors (name, dtype, shape,
- * bytes, tier, digest), metadata, disk files.  Writes at most cap bytes
- * including the terminating NUL; *needed (optional) gets the full size
- * including the NUL.  @return ZC_OK, or ZC_E_LIMIT when cap was too small
- * (call again with *needed bytes). */
+ * bytes, tier, digest), metadata, disk files, as far as this store knows
+ * them (it does not look for files other processes spilled since; the
+ * one-tag description below does), and "spill_locks": whether the spill
+ * folder's file system grants file locks (null without a spill_dir).
+ * Writes at most cap bytes including the terminating NUL; *needed
+ * (optional) gets the full size including the NUL.  @return ZC_OK, or
+ * ZC_E_LIMIT when cap was too small (call again with *needed bytes). */
 ZC_API int zc_store_describe_json(zc_store *store, char *buf, size_t cap, size_t *needed);
 
 /* The same description for one tag only (the object of one "tags" entry), or
- * "null" when the tag holds nothing; nothing is restored from disk.  Cheap
+ * "null" when the tag holds nothing; nothing is restored from disk, but spill
+ * files other processes added or removed are looked for first, as in
+ * zc_store_generations.  "last_generation" is the highest generation handed
+ * out for the tag in the spill folder, as far as the store knows.  Cheap
  * whatever the number of other tags.  @return as zc_store_describe_json, plus
  * ZC_E_INVALID for a bad tag. */
 ZC_API int zc_store_describe_tag_json(zc_store *store, const char *tag, char *buf, size_t cap,
                                       size_t *needed);
+
+/* ------------------------------------------------------------------------ */
+/* HowTo: share a spill folder between processes                              */
+/*                                                                            */
+/* Open a store on the same spill_dir in each process (one per GPU, say) and  */
+/* use it as usual; nothing else is needed on one machine:                    */
+/* - generations are allocated in the folder (".zc-gen-<tag>", under a file   */
+/*   lock), so every put gets a number no other store got, and no spill file */
+/*   is ever written over another (the name is taken exclusively);           */
+/* - zc_store_get(s, tag, 0), zc_store_generations and                        */
+/*   zc_store_describe_tag_json see generations the others spilled (after    */
+/*   their zc_store_flush, or once their writer finished);                    */
+/* - a store removes temporary files only of processes that are gone, and    */
+/*   prunes only spill files it wrote itself (beyond its disk_keep), plus    */
+/*   those it found at open when no other store had the folder open.         */
+/* Not shared: what another process holds only in memory.  Between machines, */
+/* move shots as bytes: zc_view_serialize on one, zc_store_import on the     */
+/* other, with generations from a farm-wide allocator and                     */
+/* zc_store_put_generation.  Network file systems: untested (docs/engine.md). */
+/* ------------------------------------------------------------------------ */
 
 /* ------------------------------------------------------------------------ */
 /* Views                                                                      */
@@ -400,6 +485,16 @@ ZC_API int zc_view_verify(const zc_view *view);
  * "latent_tensor" gets ComfyUI's "latent_format_version_0" marker so
  * LoadLatent reads it unscaled.  @return ZC_OK, ZC_E_IO, ZC_E_UNSUPPORTED. */
 ZC_API int zc_view_save(const zc_view *view, const char *path);
+
+/* The bytes of the safetensors file zc_view_save would write, with the
+ * identity metadata of a spill file (zc.format, zc.tag, zc.generation) and
+ * every tensor's digest: what zc_store_import takes, e.g. to publish a shot
+ * to other machines.  Into buf (cap bytes); *needed (optional) gets the
+ * size.  Call with buf NULL and cap 0 to learn it.  The bytes are the same
+ * as the slot's spill file.
+ * @return ZC_OK; ZC_E_LIMIT (cap below *needed); ZC_E_UNSUPPORTED (a
+ * device tensor without a host copy); ZC_E_INVALID; ZC_E_NOMEM. */
+ZC_API int zc_view_serialize(const zc_view *view, void *buf, size_t cap, size_t *needed);
 
 /* Release a view (NULL is a no-op). */
 ZC_API void zc_view_release(zc_view *view);

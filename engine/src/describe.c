@@ -89,7 +89,7 @@ static void describe_tag(zc_jsonbuf *jb, const zc_tag_entry *e)
     }
     zc__jb_raw(jb, "],\"disk_generations\":[");
     for (uint32_t i = 0; i < e->disk_count; i++)
-        zc__jb_printf(jb, "%s%llu", i ? "," : "", (unsigned long long)e->disk[i]);
+        zc__jb_printf(jb, "%s%llu", i ? "," : "", (unsigned long long)e->disk[i].generation);
     zc__jb_raw(jb, "]}");
 }
 
@@ -107,6 +107,8 @@ int zc_store_describe_json(zc_store *s, char *buf, size_t cap, size_t *needed)
         zc__jb_string(&jb, s->spill_dir);
     else
         zc__jb_raw(&jb, "null");
+    zc__jb_printf(&jb, ",\"spill_locks\":%s", s->spill_dir ? (s->shared_locks ? "true" : "false")
+                                                               : "null");
     zc__jb_printf(&jb, ",\"host_budget_bytes\":%llu,\"device_budget_bytes\":%llu,\"tags\":[",
                   (unsigned long long)s->config.host_budget_bytes,
                   (unsigned long long)s->config.device_budget_bytes);
@@ -142,6 +144,7 @@ int zc_store_describe_tag_json(zc_store *s, const char *tag, char *buf, size_t c
         return zc__fail(ZC_E_INVALID, "zc_store_describe_tag_json: store is NULL");
     if ((rc = zc_tag_check(tag)) != ZC_OK)
         return rc;
+    (void)zc__spill_refresh(s, tag); /* as in zc_store_get: unreadable, what the store knows */
     zc_jsonbuf jb;
     zc__jb_init(&jb);
     zc_os_mutex_lock(&s->lock);

@@ -25,6 +25,20 @@
 #define ZC_SPILL_SUFFIX ".latent"
 #define ZC_TMP_PREFIX ".zc-tmp-"
 #define ZC_REJECTED_SUFFIX ".rejected"
+/* Files of a spill folder shared by processes; tags cannot start with '.',
+ * so none of these can be a tag or a spill file. */
+#define ZC_GEN_PREFIX ".zc-gen-"     /* + tag: the tag's generation counter */
+#define ZC_OWNER_PREFIX ".zc-owner-" /* + token "-" n ".lock": a store's owner file */
+#define ZC_OWNER_SUFFIX ".lock"
+#define ZC_FOLDER_LOCK ".zc-lock"     /* held while a store opens */
+#define ZC_TOKEN_LEN 16              /* hex digits of a process token */
+
+/* ---- the process token (shared_process.c) ---- */
+
+/* ZC_TOKEN_LEN lowercase hex digits (and a NUL) naming this process in its
+ * temporary files ZC_TMP_PREFIX<token>-... and owner files; a process made
+ * by fork gets a token of its own. */
+void zc__process_token(char out[ZC_TOKEN_LEN + 1]);
 
 /* ---- errors (error.c) ---- */
 
@@ -134,6 +148,22 @@ uint64_t zc__bundle_bytes(const zc_bundle *b, int tier);
  * ZC_E_UNSUPPORTED, ZC_E_NOMEM. */
 int zc__safetensors_write(const char *path, const zc_bundle *b,
                           const zc_meta_entry *extra, uint32_t extra_count);
+
+/* The same, but never over an existing file: path must not exist when the
+ * file is put in place (ZC_E_EXISTS, and nothing changed, if it does). */
+int zc__safetensors_write_new(const char *path, const zc_bundle *b,
+                              const zc_meta_entry *extra, uint32_t extra_count);
+
+/* Write len bytes at data as a new file at path, crash-safe and never over
+ * an existing file, as zc__safetensors_write_new.  @return ZC_OK, ZC_E_IO,
+ * ZC_E_EXISTS, ZC_E_NOMEM. */
+int zc__write_bytes_new(const char *path, const void *data, size_t len);
+
+/* The bytes zc__safetensors_write would write, into buf (cap bytes);
+ * *needed gets their count.  @return ZC_OK, ZC_E_LIMIT (cap too small),
+ * ZC_E_UNSUPPORTED, ZC_E_INVALID, ZC_E_NOMEM. */
+int zc__safetensors_serialize(const zc_bundle *b, const zc_meta_entry *extra,
+                              uint32_t extra_count, void *buf, size_t cap, size_t *needed);
 
 /* Make the directory entry of path durable (zc_os_sync_parent_dir), with a
  * message naming the directory.  @return ZC_OK or ZC_E_IO. */

@@ -1,12 +1,14 @@
 /*
  * safetensors_write.c — writing a bundle as a safetensors file, crash-safe.
  *
- * The file is written under a temporary name (ZC_TMP_PREFIX...) in the
- * destination directory, made durable (zc_os_file_sync), closed, put in place
- * by an atomic replace (zc_os_replace) and the directory entry made durable
+ * The file is written under a temporary name in the destination directory,
+ * made durable (zc_os_file_sync), closed, put in place by an atomic replace
+ * (zc_os_replace; for spill files and imports zc_os_rename_noreplace, which
+ * never overwrites a file) and the directory entry made durable
  * (zc_os_sync_parent_dir): after a crash the destination holds either the
- * old file or the complete new one, and a leftover temporary file is
- * recognisable by its prefix (the store removes those when it opens).
+ * old file or the complete new one.  The temporary name is
+ * ZC_TMP_PREFIX<process token>-<n>-<name>: a store opening the folder
+ * removes a leftover only when the process it names is gone (spill_owner.c).
  *
  * For speed the header goes out in one write and every tensor straight from
  * its host buffer in large writes, with no copy; where the OS can (Linux),
@@ -225,14 +227,16 @@ int zc__fsync_parent_dir(const char *path)
     return ZC_OK;
 }
 
-/* "<dir>/.zc-tmp-<pid>-<n>-<basename>", unique per process and call. */
+/* "<dir>/.zc-tmp-<process token>-<n>-<basename>", unique per process and
+ * call: the token says whose it is (spill_owner.c). */
 static char *temp_path(const char *path)
 {
     const char *slash = zc_os_last_separator(path);
     const char *base = slash ? slash + 1 : path;
     size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
-    char prefix[64];
-    int n = snprintf(prefix, sizeof prefix, ZC_TMP_PREFIX "%ld-%lu-", zc_os_pid(),
+    char prefix[64], token[ZC_TOKEN_LEN + 1];
+    zc__process_token(token);
+    int n = snprintf(prefix, sizeof prefix, ZC_TMP_PREFIX "%s-%lu-", token,
                      (unsigned long)atomic_fetch_add(&tmp_counter, 1));
     size_t base_len = strlen(base);
     if ((size_t)n + base_len > TMP_NAME_MAX)
@@ -272,20 +276,41 @@ static int write_tensors(zc_os_file f, const out_list *ts, uint64_t at)
     return 0;
 }
 
-/* Everything from creating the temporary file to the rename. */
-static int write_file(const char *path, const char *tmp, const zc_jsonbuf *hdr, const out_list *ts,
-                      uint64_t data_len)
+/* Create the temporary file for path: a fresh name if one is taken (only
+ * a process whose token collides with ours could have taken it). */
+static int create_temp(const char *path, char **tmp, zc_os_file *f)
+{
+    int err = 0;
+    for (int attempt = 0; attempt < 8; attempt++) {
+        free(*tmp);
+        if ((*tmp = temp_path(path)) == NULL)
+            return zc__fail(ZC_E_NOMEM, "out of host memory writing %s", path);
+        if ((err = zc_os_file_create_new(*tmp, f)) == 0)
+            return ZC_OK;
+        if (!zc_os_error_is(err, ZC_OS_EXISTS))
+            break;
+    }
+    return zc__fail(ZC_E_IO, "cannot create %s (to write %s): %s", *tmp, path, ZC_OS_WHY(err));
+}
+
+/* Everything from creating the temporary file to the rename: head (the
+ * header, or the whole file) and then the tensors of ts (may be NULL). */
+static int write_file(const char *path, const void *head, size_t head_len, const out_list *ts,
+                      uint64_t data_len, int exclusive)
 {
     zc_os_file f = ZC_OS_FILE_CLOSED;
-    int err = zc_os_file_create_new(tmp, &f);
-    if (err != 0)
-        return zc__fail(ZC_E_IO, "cannot create %s (to write %s): %s", tmp, path, ZC_OS_WHY(err));
+    char *tmp = NULL;
+    int rc = create_temp(path, &tmp, &f), err = 0;
+    if (rc != ZC_OK) {
+        free(tmp);
+        return rc;
+    }
     const char *step = "preallocate";
-    if ((err = zc_os_file_preallocate(f, hdr->len + data_len)) != 0)
+    if ((err = zc_os_file_preallocate(f, head_len + data_len)) != 0)
         goto fail;
     step = "write";
-    if ((err = zc_os_file_write_all(f, hdr->data, hdr->len)) != 0 ||
-        (err = write_tensors(f, ts, hdr->len)) != 0)
+    if ((err = zc_os_file_write_all(f, head, head_len)) != 0 ||
+        (ts && (err = write_tensors(f, ts, head_len)) != 0))
         goto fail;
     step = "sync";
     if ((err = zc_os_file_sync(f)) != 0)
@@ -294,42 +319,102 @@ static int write_file(const char *path, const char *tmp, const zc_jsonbuf *hdr, 
     if ((err = zc_os_file_close(&f)) != 0)
         goto fail;
     step = "rename";
-    if ((err = zc_os_replace(tmp, path)) != 0)
+    if ((err = exclusive ? zc_os_rename_noreplace(tmp, path) : zc_os_replace(tmp, path)) != 0)
         goto fail;
+    free(tmp);
     return ZC_OK;
 fail:
     zc_os_file_close(&f);
     zc_os_remove(tmp);
-    return zc__fail(ZC_E_IO, "cannot write %s (%s of %s failed): %s", path, step, tmp,
-                    ZC_OS_WHY(err));
+    if (exclusive && zc_os_error_is(err, ZC_OS_EXISTS))
+        rc = zc__fail(ZC_E_EXISTS, "cannot write %s: a file of that name exists already (another "
+                      "writer took the name); nothing was overwritten", path);
+    else
+        rc = zc__fail(ZC_E_IO, "cannot write %s (%s of %s failed): %s", path, step, tmp,
+                      ZC_OS_WHY(err));
+    free(tmp);
+    return rc;
+}
+
+/* Header and tensor list of b, ready to write; *data_len gets the tensor bytes. */
+static int prepare(const zc_bundle *b, const zc_meta_entry *extra, uint32_t extra_count,
+                   out_list *ts, zc_jsonbuf *hdr, uint64_t *data_len)
+{
+    int rc;
+    zc__jb_init(hdr);
+    *data_len = 0;
+    if (b == NULL || (extra == NULL && extra_count > 0))
+        return zc__fail(ZC_E_INVALID, "zc__safetensors_write: bundle or extra is NULL");
+    if ((rc = collect_tensors(b, ts)) != ZC_OK)
+        return rc;
+    for (uint32_t i = 0; i < ts->count; i++)
+        *data_len += ts->t[i].nbytes; /* cannot overflow: build_header checks */
+    return build_header(hdr, b, ts, extra, extra_count);
+}
+
+static int write_bundle(const char *path, const zc_bundle *b, const zc_meta_entry *extra,
+                        uint32_t extra_count, int exclusive)
+{
+    out_list ts;
+    zc_jsonbuf hdr;
+    uint64_t data_len = 0;
+    if (path == NULL)
+        return zc__fail(ZC_E_INVALID, "zc__safetensors_write: path is NULL");
+    int rc = prepare(b, extra, extra_count, &ts, &hdr, &data_len);
+    if (rc == ZC_OK)
+        rc = write_file(path, hdr.data, hdr.len, &ts, data_len, exclusive);
+    if (rc == ZC_OK && (rc = zc__fsync_parent_dir(path)) != ZC_OK)
+        zc__fail_context("%s was written, but its directory entry may not be durable", path);
+    zc__jb_free(&hdr);
+    return rc;
 }
 
 int zc__safetensors_write(const char *path, const zc_bundle *b, const zc_meta_entry *extra,
                           uint32_t extra_count)
 {
+    return write_bundle(path, b, extra, extra_count, 0);
+}
+
+int zc__safetensors_write_new(const char *path, const zc_bundle *b, const zc_meta_entry *extra,
+                              uint32_t extra_count)
+{
+    return write_bundle(path, b, extra, extra_count, 1);
+}
+
+int zc__write_bytes_new(const char *path, const void *data, size_t len)
+{
+    if (path == NULL || (data == NULL && len > 0))
+        return zc__fail(ZC_E_INVALID, "zc__write_bytes_new: path or data is NULL");
+    int rc = write_file(path, data, len, NULL, 0, 1);
+    if (rc == ZC_OK && (rc = zc__fsync_parent_dir(path)) != ZC_OK)
+        zc__fail_context("%s was written, but its directory entry may not be durable", path);
+    return rc;
+}
+
+int zc__safetensors_serialize(const zc_bundle *b, const zc_meta_entry *extra,
+                              uint32_t extra_count, void *buf, size_t cap, size_t *needed)
+{
     out_list ts;
     zc_jsonbuf hdr;
-    uint64_t data_len = 0;
-    char *tmp = NULL;
-    int rc;
-    if (path == NULL || b == NULL || (extra == NULL && extra_count > 0))
-        return zc__fail(ZC_E_INVALID, "zc__safetensors_write: path, bundle or extra is NULL");
-    if ((rc = collect_tensors(b, &ts)) != ZC_OK)
-        return rc;
-    for (uint32_t i = 0; i < ts.count; i++)
-        data_len += ts.t[i].nbytes; /* cannot overflow: build_header checked */
-    if ((rc = build_header(&hdr, b, &ts, extra, extra_count)) != ZC_OK)
-        goto cleanup;
-    if ((tmp = temp_path(path)) == NULL) {
-        rc = zc__fail(ZC_E_NOMEM, "out of host memory writing %s", path);
-        goto cleanup;
+    uint64_t data_len = 0, total = 0;
+    int rc = prepare(b, extra, extra_count, &ts, &hdr, &data_len);
+    if (rc == ZC_OK && (zc__add_u64(hdr.len, data_len, &total) != 0 || total > SIZE_MAX))
+        rc = zc__fail(ZC_E_LIMIT, "the file would have more bytes than this machine can address");
+    if (rc == ZC_OK && needed)
+        *needed = (size_t)total;
+    if (rc == ZC_OK && (buf == NULL || cap < total))
+        rc = zc__fail(ZC_E_LIMIT, "the serialized shot needs %llu bytes; the buffer has %zu",
+                      (unsigned long long)total, cap);
+    if (rc == ZC_OK) {
+        uint8_t *out = buf;
+        memcpy(out, hdr.data, hdr.len);
+        out += hdr.len;
+        for (uint32_t i = 0; i < ts.count; i++) {
+            if (ts.t[i].nbytes)
+                memcpy(out, ts.t[i].bytes, (size_t)ts.t[i].nbytes);
+            out += ts.t[i].nbytes;
+        }
     }
-    if ((rc = write_file(path, tmp, &hdr, &ts, data_len)) != ZC_OK)
-        goto cleanup;
-    if ((rc = zc__fsync_parent_dir(path)) != ZC_OK)
-        zc__fail_context("%s was written, but its directory entry may not be durable", path);
-cleanup:
-    free(tmp);
     zc__jb_free(&hdr);
     return rc;
 }

@@ -1,9 +1,11 @@
 /*
  * spill.c — the disk tier: a background writer thread that spills slots as
- * crash-safe safetensors files "<tag>@<generation, 20 digits>.latent", the
- * index of a spill directory made at open, and lazy restore with digest
- * verification.  Files of ours that fail to restore are renamed aside with
- * ZC_REJECTED_SUFFIX, never deleted; files that are not ours are left alone.
+ * crash-safe safetensors files "<tag>@<generation, 20 digits>.latent" (never
+ * over an existing file), the index of a spill directory made at open, and
+ * lazy restore with digest verification.  Files of ours that fail to restore
+ * are renamed aside with ZC_REJECTED_SUFFIX, never deleted; files that are
+ * not ours are left alone.  What other processes sharing the folder do is
+ * seen through gen_alloc.c, spill_owner.c and spill_refresh.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,25 +49,29 @@ static int parse_spill_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint
     return 0;
 }
 
-int zc__disk_add(zc_tag_entry *e, uint64_t generation)
+int zc__disk_add(zc_tag_entry *e, uint64_t generation, int mine)
 {
-    for (uint32_t i = 0; i < e->disk_count; i++)
-        if (e->disk[i] == generation)
+    for (uint32_t i = 0; i < e->disk_count; i++) {
+        if (e->disk[i].generation == generation) {
+            e->disk[i].mine |= mine;
             return 0;
+        }
+    }
     if (e->disk_count == e->disk_cap) {
         uint32_t cap = e->disk_cap ? e->disk_cap * 2 : 4;
-        uint64_t *d = realloc(e->disk, sizeof *d * cap);
+        zc_disk_file *d = realloc(e->disk, sizeof *d * cap);
         if (d == NULL)
             return -1;
         e->disk = d;
         e->disk_cap = cap;
     }
     uint32_t i = e->disk_count;
-    while (i > 0 && e->disk[i - 1] > generation) {
+    while (i > 0 && e->disk[i - 1].generation > generation) {
         e->disk[i] = e->disk[i - 1];
         i--;
     }
-    e->disk[i] = generation;
+    e->disk[i].generation = generation;
+    e->disk[i].mine = mine;
     e->disk_count++;
     if (generation > e->last_generation)
         e->last_generation = generation;
@@ -75,12 +81,20 @@ int zc__disk_add(zc_tag_entry *e, uint64_t generation)
 void zc__disk_remove(zc_tag_entry *e, uint64_t generation)
 {
     for (uint32_t i = 0; i < e->disk_count; i++) {
-        if (e->disk[i] == generation) {
+        if (e->disk[i].generation == generation) {
             memmove(&e->disk[i], &e->disk[i + 1], sizeof *e->disk * (e->disk_count - i - 1));
             e->disk_count--;
             return;
         }
     }
+}
+
+int zc__disk_has(const zc_tag_entry *e, uint64_t generation)
+{
+    for (uint32_t i = 0; i < e->disk_count; i++)
+        if (e->disk[i].generation == generation)
+            return 1;
+    return 0;
 }
 
 /* 1 if path names an existing directory. */
@@ -130,7 +144,9 @@ static int mkdir_p(const char *dir)
     return ZC_OK;
 }
 
-static int index_directory(zc_store *s)
+/* Index the spill files by name and hand temporary and owner files to the
+ * owner scan; the folder lock is held (no store can open meanwhile). */
+static int index_directory(zc_store *s, zc_owner_scan *scan)
 {
     zc_os_dir *d = NULL;
     int err = zc_os_dir_open(s->spill_dir, &d);
@@ -142,18 +158,15 @@ static int index_directory(zc_store *s)
     uint64_t gen;
     int rc = ZC_OK;
     while ((err = zc_os_dir_next(d, &name)) == 0 && name != NULL) {
-        if (strncmp(name, ZC_TMP_PREFIX, strlen(ZC_TMP_PREFIX)) == 0) {
-            /* An incomplete write from a crash: never renamed, so never a
-             * version anybody saw.  Safe to remove. */
-            char path[4096];
-            if (snprintf(path, sizeof path, "%s/%s", s->spill_dir, name) < (int)sizeof path)
-                zc_os_remove(path);
-            continue;
+        int noted = zc__owner_note(scan, name);
+        if (noted < 0) {
+            rc = zc__fail(ZC_E_NOMEM, "out of host memory indexing \"%s\"", s->spill_dir);
+            break;
         }
-        if (parse_spill_name(name, tag, &gen) != 0)
+        if (noted || parse_spill_name(name, tag, &gen) != 0)
             continue;
         zc_tag_entry *e = zc__tag_get_or_create(s, tag);
-        if (e == NULL || zc__disk_add(e, gen) != 0) {
+        if (e == NULL || zc__disk_add(e, gen, 0) != 0) {
             rc = zc__fail(ZC_E_NOMEM, "out of host memory indexing \"%s\"", s->spill_dir);
             break;
         }
@@ -165,15 +178,36 @@ static int index_directory(zc_store *s)
     return rc;
 }
 
+/* Files found at open are this store's to prune when no other store had
+ * the folder open: they were left by stores that are gone.  Otherwise a
+ * live store may have written them, and only it prunes them. */
+static void adopt_found_files(zc_store *s)
+{
+    for (size_t b = 0; b < s->bucket_count; b++)
+        for (zc_tag_entry *e = s->buckets[b]; e; e = e->next)
+            for (uint32_t i = 0; i < e->disk_count; i++)
+                e->disk[i].mine = 1;
+}
+
 static void writer_main(void *arg);
 
 int zc__spill_open(zc_store *s)
 {
+    zc_owner_scan *scan = NULL;
+    int alone = 0;
     int rc = mkdir_p(s->spill_dir);
     if (rc != ZC_OK)
         return rc;
-    if ((rc = index_directory(s)) != ZC_OK)
+    if ((rc = zc__owner_begin(s, &scan)) != ZC_OK)
         return rc;
+    rc = index_directory(s, scan);
+    int end = zc__owner_end(s, scan, &alone);
+    if (rc == ZC_OK)
+        rc = end;
+    if (rc != ZC_OK)
+        return rc;
+    if (alone)
+        adopt_found_files(s);
     int err = zc_os_thread_start(&s->writer, writer_main, s);
     if (err != 0)
         return zc__fail(ZC_E_STATE, "cannot start the spill writer thread: %s", ZC_OS_WHY(err));
@@ -183,14 +217,15 @@ int zc__spill_open(zc_store *s)
 
 void zc__spill_close(zc_store *s)
 {
-    if (!s->writer_running)
-        return;
-    zc_os_mutex_lock(&s->lock);
-    s->closing = 1;
-    zc_os_cond_broadcast(&s->work_ready);
-    zc_os_mutex_unlock(&s->lock);
-    zc_os_thread_join(&s->writer);
-    s->writer_running = 0;
+    if (s->writer_running) {
+        zc_os_mutex_lock(&s->lock);
+        s->closing = 1;
+        zc_os_cond_broadcast(&s->work_ready);
+        zc_os_mutex_unlock(&s->lock);
+        zc_os_thread_join(&s->writer);
+        s->writer_running = 0;
+    }
+    zc__owner_release(s); /* no temporary file of ours is left: the writer drained */
 }
 
 void zc__spill_enqueue(zc_store *s, zc_slot *slot)
@@ -217,18 +252,49 @@ void zc__spill_enqueue(zc_store *s, zc_slot *slot)
     zc_os_cond_signal(&s->work_ready);
 }
 
-/* After a successful write: index it and choose older files to prune. */
+/* After a successful write: index it and choose older files of this
+ * store's to prune, beyond the newest disk_keep of them. */
 static uint32_t after_write(zc_store *s, const zc_slot *slot, uint64_t *prune, uint32_t cap)
 {
-    uint32_t n = 0;
+    uint32_t n = 0, mine = 0;
     zc_tag_entry *e = zc__tag_get_or_create(s, slot->tag);
-    if (e == NULL || zc__disk_add(e, slot->generation) != 0)
+    if (e == NULL || zc__disk_add(e, slot->generation, 1) != 0)
         return 0;
-    while (e->disk_count > s->config.disk_keep && n < cap) {
-        prune[n++] = e->disk[0];
-        zc__disk_remove(e, e->disk[0]);
+    for (uint32_t i = 0; i < e->disk_count; i++)
+        mine += e->disk[i].mine != 0;
+    for (uint32_t i = 0; i < e->disk_count && mine > s->config.disk_keep && n < cap;) {
+        if (!e->disk[i].mine) {
+            i++;
+            continue;
+        }
+        prune[n++] = e->disk[i].generation;
+        zc__disk_remove(e, e->disk[i].generation);
+        mine--;
     }
     return n;
+}
+
+void zc__spill_identity(const char *tag, uint64_t generation, char gen[32], zc_meta_entry extra[3])
+{
+    snprintf(gen, 32, "%llu", (unsigned long long)generation);
+    extra[0] = (zc_meta_entry){(char *)ZC_META_FORMAT, (char *)ZC_FORMAT_VALUE};
+    extra[1] = (zc_meta_entry){(char *)ZC_META_TAG, (char *)tag};
+    extra[2] = (zc_meta_entry){(char *)ZC_META_GENERATION, gen};
+}
+
+/* Tell other processes the tag's files changed.  When nobody else changed
+ * them since this store last looked, the store knows the folder as it is
+ * and need not look again. */
+void zc__spill_announce(zc_store *s, const char *tag)
+{
+    uint64_t before = 0;
+    if (zc__gen_note_change(s, tag, &before) != ZC_OK)
+        return; /* others see the change at their next look after another one */
+    zc_os_mutex_lock(&s->lock);
+    zc_tag_entry *e = zc__tag_find(s, tag);
+    if (e && e->seen_valid && e->seen_changes == before)
+        e->seen_changes = before + 1;
+    zc_os_mutex_unlock(&s->lock);
 }
 
 static void writer_main(void *arg)
@@ -250,15 +316,11 @@ static void writer_main(void *arg)
         zc_slot *slot = job->slot;
         char path[4096];
         char gen[32];
-        snprintf(gen, sizeof gen, "%llu", (unsigned long long)slot->generation);
-        zc_meta_entry extra[3] = {
-            {(char *)ZC_META_FORMAT, (char *)ZC_FORMAT_VALUE},
-            {(char *)ZC_META_TAG, slot->tag},
-            {(char *)ZC_META_GENERATION, gen},
-        };
+        zc_meta_entry extra[3];
+        zc__spill_identity(slot->tag, slot->generation, gen, extra);
         int rc = zc__spill_path(s, slot->tag, slot->generation, path, sizeof path);
         if (rc == ZC_OK)
-            rc = zc__safetensors_write(path, slot->bundle, extra, 3);
+            rc = zc__safetensors_write_new(path, slot->bundle, extra, 3);
         const char *err = rc == ZC_OK ? NULL : zc_last_error();
 
         uint64_t prune[64];
@@ -290,6 +352,8 @@ static void writer_main(void *arg)
             if (zc__spill_path(s, slot->tag, prune[i], old, sizeof old) == ZC_OK)
                 zc_os_remove(old);
         }
+        if (rc == ZC_OK)
+            zc__spill_announce(s, slot->tag);
         zc__slot_unref(slot);
         free(job);
 
@@ -328,7 +392,7 @@ int zc_store_flush(zc_store *s)
     return ZC_OK;
 }
 
-void zc__spill_reject(zc_store *s, const char *path)
+void zc__spill_reject(zc_store *s, const char *tag, const char *path)
 {
     char aside[4200];
     snprintf(aside, sizeof aside, "%s%s", path, ZC_REJECTED_SUFFIX);
@@ -337,10 +401,12 @@ void zc__spill_reject(zc_store *s, const char *path)
         zc_os_mutex_lock(&s->lock);
         s->stats.files_rejected++;
         zc_os_mutex_unlock(&s->lock);
+        zc__spill_announce(s, tag);
     }
 }
 
-static int check_identity(const zc_file *f, const char *path, const char *tag, uint64_t generation)
+int zc__spill_check_identity(const zc_file *f, const char *path, const char *tag,
+                             uint64_t generation)
 {
     const char *format = zc_file_meta(f, ZC_META_FORMAT);
     const char *ftag = zc_file_meta(f, ZC_META_TAG);
@@ -373,14 +439,18 @@ int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot
     if (rc != ZC_OK)
         return rc;
     rc = zc_file_open(path, &f);
+    zc_os_path_kind kind;
+    if (rc == ZC_E_IO && zc_os_error_is(zc_os_stat(path, &kind, NULL), ZC_OS_NOT_FOUND))
+        rc = zc__fail(ZC_E_NOT_FOUND, "spill file \"%s\" is gone (another process pruned, "
+                      "rejected or dropped it)", path);
     if (rc == ZC_OK)
-        rc = check_identity(f, path, tag, generation);
+        rc = zc__spill_check_identity(f, path, tag, generation);
     if (rc == ZC_OK)
         rc = zc_file_load_bundle(f, &b);
     zc_file_close(f);
     if (rc != ZC_OK) {
         if (rc == ZC_E_CORRUPT) {
-            zc__spill_reject(s, path);
+            zc__spill_reject(s, tag, path);
             zc__fail_context("restoring tag \"%s\" (file renamed to \"%s%s\")", tag, path,
                              ZC_REJECTED_SUFFIX);
         } else {
@@ -389,7 +459,6 @@ int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot
         zc_os_mutex_lock(&s->lock);
         zc_tag_entry *e = zc__tag_find(s, tag);
         /* Forget the file only if it is bad or gone; a transient I/O error keeps it. */
-        zc_os_path_kind kind;
         if (e && (rc == ZC_E_CORRUPT || rc == ZC_E_NOT_FOUND ||
                   zc_os_error_is(zc_os_stat(path, &kind, NULL), ZC_OS_NOT_FOUND)))
             zc__disk_remove(e, generation);

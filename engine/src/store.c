@@ -1,8 +1,9 @@
 /*
  * store.c — the tagged store: tags map to rings of slots; budgets per tier
- * with least-recently-used eviction across tags; generations that only grow.
- * One mutex guards the tag table and the rings; copies, digests and file I/O
- * run outside it.
+ * with least-recently-used eviction across tags; generations that only grow
+ * (allocated in the spill folder when there is one, gen_alloc.c).  One mutex
+ * guards the tag table and the rings; copies, digests and file I/O run
+ * outside it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +133,7 @@ int zc_store_open(const zc_store_config *config, zc_store **out)
         return zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
     s->config = c;
     s->config.spill_dir = NULL;
+    s->owner_file = ZC_OS_FILE_CLOSED;
     s->core = calloc(1, sizeof *s->core);
     s->buckets = calloc(INITIAL_BUCKETS, sizeof *s->buckets);
     s->bucket_count = INITIAL_BUCKETS;
@@ -378,44 +380,80 @@ static int spill_possible(const zc_store *s, const zc_bundle *b, const char *tag
     return ZC_OK;
 }
 
-int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uint64_t *generation)
+/* Where a slot of generation g goes in e's ring (ascending), once the ring
+ * victim (if any) has left. */
+static uint32_t ring_position(const zc_tag_entry *e, uint64_t g)
 {
-    int rc;
-    if (s == NULL || b == NULL)
-        return zc__fail(ZC_E_INVALID, "zc_store_put: store or bundle is NULL");
-    if ((rc = zc_tag_check(tag)) != ZC_OK)
-        return rc;
-    if (b->count == 0)
-        return zc__fail(ZC_E_INVALID, "tag \"%s\": the bundle is empty; add at least one tensor",
-                        tag);
-    if ((flags & ZC_PUT_SPILL) && (rc = spill_possible(s, b, tag)) != ZC_OK)
-        return rc;
-    zc_slot *slot = zc__slot_new(s->core, b, tag);
-    if (slot == NULL)
-        return zc__fail(ZC_E_NOMEM, "out of host memory storing tag \"%s\"", tag);
+    uint32_t pos = e->count;
+    while (pos > 0 && e->ring[pos - 1]->generation > g)
+        pos--;
+    return pos;
+}
 
+/* A requested generation the tag holds already (lock held). */
+static int generation_taken(zc_tag_entry *e, uint64_t g)
+{
+    if (e == NULL)
+        return 0;
+    for (uint32_t i = 0; i < e->count; i++)
+        if (e->ring[i]->generation == g)
+            return 1;
+    return zc__disk_has(e, g);
+}
+
+static int exists_error(const char *tag, uint64_t g)
+{
+    return zc__fail(ZC_E_EXISTS, "tag \"%s\" already holds generation %llu in memory or on "
+                    "disk; choose another generation", tag, (unsigned long long)g);
+}
+
+/* Unlock the store, then the caller's tag mutex (may be NULL). */
+static void unlock_both(zc_store *s, zc_os_mutex *tag_mutex)
+{
+    zc_os_mutex_unlock(&s->lock);
+    if (tag_mutex)
+        zc_os_mutex_unlock(tag_mutex);
+}
+
+/* Store slot as generation gen of tag (0: the store's own next one, no
+ * spill folder); lock NOT held.  tag_mutex (may be NULL), held by the
+ * caller, is released with the store lock, before any deleter runs: a
+ * deleter may run Python code that closes another store, whose writer may
+ * wait for that mutex.  On failure the caller still owns the bundle and
+ * frees the slot. */
+static int commit(zc_store *s, const char *tag, zc_slot *slot, uint32_t flags, uint64_t gen,
+                  int requested, uint64_t *out, zc_os_mutex *tag_mutex)
+{
     zc_os_mutex_lock(&s->lock);
     if (s->closing) {
-        zc_os_mutex_unlock(&s->lock);
-        slot->bundle = NULL;
-        zc__slot_unref(slot);
+        unlock_both(s, tag_mutex);
         return zc__fail(ZC_E_STATE, "the store is closing; tag \"%s\" was not stored", tag);
     }
     zc_tag_entry *e = zc__tag_get_or_create(s, tag);
     if (e == NULL) {
-        zc_os_mutex_unlock(&s->lock);
-        slot->bundle = NULL;
-        zc__slot_unref(slot);
+        unlock_both(s, tag_mutex);
         return zc__fail(ZC_E_NOMEM, "out of host memory storing tag \"%s\"", tag);
     }
+    if (gen == 0)
+        gen = e->last_generation + 1;
+    if (requested && generation_taken(e, gen)) {
+        unlock_both(s, tag_mutex);
+        return exists_error(tag, gen);
+    }
     zc_slot *ring_victim = e->count == e->depth ? e->ring[0] : NULL;
+    if (ring_victim && ring_victim->generation > gen) {
+        unlock_both(s, tag_mutex);
+        return zc__fail(ZC_E_INVALID, "tag \"%s\": generation %llu is older than every generation "
+                        "in its full ring (depth %u, oldest %llu), so it would leave at once; "
+                        "import it with zc_store_import or raise the depth", tag,
+                        (unsigned long long)gen, e->depth,
+                        (unsigned long long)ring_victim->generation);
+    }
     victim *victims = NULL;
     int nvictims = plan_eviction(s, e, tag, slot->host_bytes, slot->device_bytes, ring_victim, flags,
                                  &victims);
     if (nvictims < 0) {
-        zc_os_mutex_unlock(&s->lock);
-        slot->bundle = NULL; /* the caller keeps the bundle */
-        zc__slot_unref(slot);
+        unlock_both(s, tag_mutex);
         return ZC_E_BUDGET;
     }
     /* Commit: nothing below can fail. */
@@ -439,17 +477,21 @@ int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uin
         }
     }
     free(victims);
-    slot->generation = ++e->last_generation;
+    slot->generation = gen;
+    if (gen > e->last_generation)
+        e->last_generation = gen;
     slot->last_used = ++s->tick;
-    e->ring[e->count++] = slot;
+    uint32_t pos = ring_position(e, gen);
+    memmove(&e->ring[pos + 1], &e->ring[pos], sizeof *e->ring * (e->count - pos));
+    e->ring[pos] = slot;
+    e->count++;
     s->stats.slots++;
     s->stats.host_bytes += slot->host_bytes;
     s->stats.device_bytes += slot->device_bytes;
     if (flags & ZC_PUT_SPILL)
         zc__spill_enqueue(s, slot);
-    if (generation)
-        *generation = slot->generation;
-    zc_os_mutex_unlock(&s->lock);
+    *out = gen; /* read under the lock: once it is released the slot may leave */
+    unlock_both(s, tag_mutex);
 
     /* Deleters (which may call back into torch) run outside the lock. */
     for (uint32_t i = 0; i < nreleased; i++)
@@ -460,6 +502,96 @@ int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uin
         free(evicted);
     }
     return ZC_OK;
+}
+
+/* With a spill folder: allocate the generation in the folder and commit,
+ * both under the tag's process-wide mutex, so that this process's puts of
+ * the tag commit in the order their numbers were handed out. */
+static int commit_shared(zc_store *s, const char *tag, zc_slot *slot, uint32_t flags,
+                         uint64_t requested, uint64_t *gen)
+{
+    zc_os_mutex *m = zc__shared_tag_mutex(tag);
+    zc_os_mutex_lock(m);
+    zc_os_mutex_lock(&s->lock);
+    zc_tag_entry *e = zc__tag_find(s, tag);
+    uint64_t floor = e ? e->last_generation : 0;
+    int taken = requested && generation_taken(e, requested);
+    zc_os_mutex_unlock(&s->lock);
+    int rc = taken ? exists_error(tag, requested)
+                   : zc__gen_allocate(s, tag, floor, requested, gen);
+    int alone = rc != ZC_OK && rc != ZC_E_EXISTS && rc != ZC_E_LIMIT;
+    char why[512] = "";
+    if (alone) {
+        /* The folder cannot hand out a number (removed, unreadable, full):
+         * the memory tier goes on, as it does when a spill fails, with the
+         * store's own next number, and the next zc_store_flush says so. */
+        snprintf(why, sizeof why, "%s", zc_last_error());
+        *gen = requested;
+        rc = ZC_OK;
+    }
+    if (rc != ZC_OK) {
+        zc_os_mutex_unlock(m);
+        return rc;
+    }
+    rc = commit(s, tag, slot, flags, *gen, requested != 0, gen, m); /* releases m */
+    if (rc == ZC_OK && alone) {
+        zc_os_mutex_lock(&s->lock);
+        if (s->flush_status == ZC_OK) {
+            s->flush_status = ZC_E_IO;
+            snprintf(s->flush_message, sizeof s->flush_message, "tag \"%s\" generation %llu: the "
+                     "spill folder could not hand out the number, so this store chose it alone "
+                     "(it may not be unique among processes sharing the folder): %s", tag,
+                     (unsigned long long)*gen, why);
+        }
+        zc_os_mutex_unlock(&s->lock);
+    }
+    return rc;
+}
+
+static int put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uint64_t requested,
+               uint64_t *generation)
+{
+    int rc;
+    if (s == NULL || b == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_put: store or bundle is NULL");
+    if ((rc = zc_tag_check(tag)) != ZC_OK)
+        return rc;
+    if (b->count == 0)
+        return zc__fail(ZC_E_INVALID, "tag \"%s\": the bundle is empty; add at least one tensor",
+                        tag);
+    if ((flags & ZC_PUT_SPILL) && (rc = spill_possible(s, b, tag)) != ZC_OK)
+        return rc;
+    zc_slot *slot = zc__slot_new(s->core, b, tag);
+    if (slot == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory storing tag \"%s\"", tag);
+    uint64_t gen = requested;
+    if (s->spill_dir)
+        rc = commit_shared(s, tag, slot, flags, requested, &gen);
+    else
+        rc = commit(s, tag, slot, flags, requested, requested != 0, &gen, NULL);
+    if (rc != ZC_OK) {
+        slot->bundle = NULL; /* the caller keeps the bundle */
+        zc__slot_unref(slot);
+        return rc;
+    }
+    if (generation)
+        *generation = gen;
+    return ZC_OK;
+}
+
+int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uint64_t *generation)
+{
+    return put(s, tag, b, flags, 0, generation);
+}
+
+int zc_store_put_generation(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags,
+                            uint64_t generation)
+{
+    if (generation == 0 || generation > ZC_MAX_GENERATION)
+        return zc__fail(ZC_E_INVALID, "generation %llu for tag \"%s\" is out of range; expected "
+                        "1 to %llu", (unsigned long long)generation, tag ? tag : "(null)",
+                        (unsigned long long)ZC_MAX_GENERATION);
+    return put(s, tag, b, flags, generation, NULL);
 }
 
 /* Find generation in the ring (0 = newest); lock held. */
@@ -473,14 +605,6 @@ static zc_slot *ring_find(zc_tag_entry *e, uint64_t generation)
         if (e->ring[i]->generation == generation)
             return e->ring[i];
     return NULL;
-}
-
-static int disk_has(const zc_tag_entry *e, uint64_t generation)
-{
-    for (uint32_t i = 0; i < e->disk_count; i++)
-        if (e->disk[i] == generation)
-            return 1;
-    return 0;
 }
 
 /* Put a restored slot into the ring if it is newer than everything there and
@@ -501,20 +625,34 @@ static int adopt_restored(zc_store *s, zc_tag_entry *e, zc_slot *slot)
     return 1;
 }
 
-int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **out)
+/* A spill file of tag@generation the store does not know: another process
+ * wrote it, or it lies beyond what a refresh probes.  Indexed if present. */
+static void probe_by_name(zc_store *s, const char *tag, uint64_t generation)
+{
+    char path[4096];
+    zc_os_path_kind kind;
+    if (zc__spill_path(s, tag, generation, path, sizeof path) != ZC_OK ||
+        zc_os_stat(path, &kind, NULL) != 0 || kind != ZC_OS_PATH_FILE)
+        return;
+    zc_os_mutex_lock(&s->lock);
+    zc_tag_entry *e = zc__tag_get_or_create(s, tag);
+    if (e)
+        zc__disk_add(e, generation, 0); /* out of memory: simply not found */
+    zc_os_mutex_unlock(&s->lock);
+}
+
+/* One try of zc_store_get; *gone is set when the file it restored from was
+ * gone (another process removed it), so the caller may look again. */
+static int get_once(zc_store *s, const char *tag, uint64_t generation, zc_view **out, int *gone)
 {
     int rc;
-    if (s == NULL || out == NULL)
-        return zc__fail(ZC_E_INVALID, "zc_store_get: store or out is NULL");
-    *out = NULL;
-    if ((rc = zc_tag_check(tag)) != ZC_OK)
-        return rc;
+    *gone = 0;
     zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
     zc_slot *slot = e ? ring_find(e, generation) : NULL;
     uint64_t want = generation;
     if (e && generation == 0 && e->disk_count > 0) {
-        uint64_t newest_disk = e->disk[e->disk_count - 1];
+        uint64_t newest_disk = e->disk[e->disk_count - 1].generation;
         if (slot == NULL || newest_disk > slot->generation) {
             slot = NULL;
             want = newest_disk;
@@ -529,11 +667,18 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
         *out = v;
         return ZC_OK;
     }
-    int on_disk = e && want != 0 && disk_has(e, want);
+    int on_disk = e && want != 0 && zc__disk_has(e, want);
     uint64_t newest = e && e->count ? e->ring[e->count - 1]->generation : 0;
     int empty = e == NULL || e->count == 0;
     uint32_t depth = e ? e->depth : 0;
     zc_os_mutex_unlock(&s->lock);
+    if (!on_disk && generation != 0 && s->spill_dir) {
+        probe_by_name(s, tag, generation);
+        zc_os_mutex_lock(&s->lock);
+        e = zc__tag_find(s, tag);
+        on_disk = e && zc__disk_has(e, generation);
+        zc_os_mutex_unlock(&s->lock);
+    }
     if (!on_disk) {
         if (empty && generation == 0)
             return zc__fail(ZC_E_NOT_FOUND,
@@ -546,8 +691,10 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
                         depth);
     }
     zc_slot *restored = NULL;
-    if ((rc = zc__spill_restore(s, tag, want, &restored)) != ZC_OK)
+    if ((rc = zc__spill_restore(s, tag, want, &restored)) != ZC_OK) {
+        *gone = rc == ZC_E_NOT_FOUND;
         return rc;
+    }
     zc_os_mutex_lock(&s->lock);
     e = zc__tag_get_or_create(s, tag);
     zc_slot *raced = e ? ring_find(e, want) : NULL;
@@ -568,6 +715,28 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
     return ZC_OK;
 }
 
+int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **out)
+{
+    int rc, gone = 0;
+    if (s == NULL || out == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_get: store or out is NULL");
+    *out = NULL;
+    if ((rc = zc_tag_check(tag)) != ZC_OK)
+        return rc;
+    /* What other processes spilled since the last look.  A counter that
+     * cannot be read leaves the store with what it knows. */
+    if (generation == 0)
+        (void)zc__spill_refresh(s, tag);
+    /* For the newest: a file another process pruned meanwhile is forgotten
+     * and the next newest tried (each try forgets one file). */
+    for (int attempt = 0; attempt < 16; attempt++) {
+        rc = get_once(s, tag, generation, out, &gone);
+        if (!gone || generation != 0)
+            break;
+    }
+    return rc;
+}
+
 int zc_store_generations(zc_store *s, const char *tag, uint64_t *out, size_t cap, size_t *count)
 {
     int rc;
@@ -576,13 +745,14 @@ int zc_store_generations(zc_store *s, const char *tag, uint64_t *out, size_t cap
     if ((rc = zc_tag_check(tag)) != ZC_OK)
         return rc;
     size_t n = 0;
+    (void)zc__spill_refresh(s, tag); /* as in zc_store_get */
     zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
     uint32_t ri = 0, di = 0;
     /* Both lists ascend: merge them newest first, without duplicates. */
     while (e && (ri < e->count || di < e->disk_count)) {
         uint64_t r = ri < e->count ? e->ring[e->count - 1 - ri]->generation : 0;
-        uint64_t d = di < e->disk_count ? e->disk[e->disk_count - 1 - di] : 0;
+        uint64_t d = di < e->disk_count ? e->disk[e->disk_count - 1 - di].generation : 0;
         uint64_t g = r > d ? r : d;
         if (r == g)
             ri++;
@@ -607,8 +777,10 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
         return zc__fail(ZC_E_INVALID, "store is NULL");
     if ((rc = zc_tag_check(tag)) != ZC_OK)
         return rc;
-    if ((flags & ZC_DROP_DISK) && s->spill_dir)
+    if ((flags & ZC_DROP_DISK) && s->spill_dir) {
         zc__worker_wait(s); /* pending writes must land before their files go (errors stay for flush) */
+        (void)zc__spill_refresh(s, tag); /* and other processes' files go too */
+    }
     zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
     if (e == NULL || (e->count == 0 && (!(flags & ZC_DROP_DISK) || e->disk_count == 0))) {
@@ -617,7 +789,7 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
     }
     uint32_t n = e->count;
     zc_slot **gone = malloc(sizeof *gone * (n ? n : 1));
-    uint64_t *files = NULL;
+    zc_disk_file *files = NULL;
     uint32_t nfiles = 0;
     if (gone == NULL) {
         zc_os_mutex_unlock(&s->lock);
@@ -640,11 +812,13 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
     free(gone);
     char path[4096] = "";
     for (uint32_t i = 0; i < nfiles; i++)
-        if (zc__spill_path(s, tag, files[i], path, sizeof path) == ZC_OK)
+        if (zc__spill_path(s, tag, files[i].generation, path, sizeof path) == ZC_OK)
             zc_os_remove(path);
     free(files);
-    if (nfiles && path[0])
+    if (nfiles && path[0]) {
         zc__fsync_parent_dir(path);
+        zc__spill_announce(s, tag); /* others forget them */
+    }
     return ZC_OK;
 }
 

@@ -1,7 +1,12 @@
 /*
  * store_internal.h — the store's private structures, shared by store.c
  * (tags, rings, budgets), slot.c (reference counts), view.c (views and DLPack
- * export), spill.c (the disk tier and its writer thread) and describe.c.
+ * export), spill.c (the disk tier and its writer thread), describe.c, and
+ * the files that let several processes share one spill folder:
+ * gen_alloc.c (generation counters), spill_owner.c (owner files and the
+ * clean-up of dead processes' temporary files), spill_refresh.c (seeing
+ * what other processes spilled), shared_process.c (process-wide state) and
+ * shot_io.c (shots in and out as file bytes).
  */
 #ifndef ZC_STORE_INTERNAL_H
 #define ZC_STORE_INTERNAL_H
@@ -32,6 +37,13 @@ typedef struct zc_slot {
     int files_dropped;             /* dropped with ZC_DROP_DISK; under the store lock */
 } zc_slot;
 
+/* One spill file of a tag. */
+typedef struct {
+    uint64_t generation;
+    int mine;                      /* this store may prune it: it wrote it, or found it at open
+                                      with no other store on the folder */
+} zc_disk_file;
+
 typedef struct zc_tag_entry {
     struct zc_tag_entry *next;     /* hash chain */
     char tag[ZC_MAX_TAG_LEN + 1];
@@ -39,9 +51,11 @@ typedef struct zc_tag_entry {
     uint32_t count;                /* slots in the ring, oldest first */
     zc_slot **ring;                /* capacity depth */
     uint64_t last_generation;      /* highest generation ever given (memory or disk) */
-    uint64_t *disk;                /* generations with a complete spill file, ascending */
+    zc_disk_file *disk;            /* generations with a complete spill file, ascending */
     uint32_t disk_count;
     uint32_t disk_cap;
+    uint64_t seen_changes;         /* the folder's change count for the tag when last looked at */
+    int seen_valid;                /* seen_changes was read (else the next look probes) */
 } zc_tag_entry;
 
 typedef struct zc_spill_job {
@@ -72,6 +86,11 @@ struct zc_store {
     int writer_busy;
     int flush_status;              /* first spill error since the last flush */
     char flush_message[1024];
+
+    /* a spill folder shared with other processes */
+    int shared_locks;              /* the folder's file system grants file locks */
+    zc_os_file owner_file;         /* this store's owner file, locked while it is open */
+    char *owner_path;
 };
 
 struct zc_view {
@@ -101,11 +120,78 @@ int zc__spill_path(const zc_store *store, const char *tag, uint64_t generation, 
                    size_t cap);
 /* Restore tag@generation from disk as a new slot (lock NOT held). */
 int zc__spill_restore(zc_store *store, const char *tag, uint64_t generation, zc_slot **out);
-/* Record a generation as on disk (lock held). */
-int zc__disk_add(zc_tag_entry *entry, uint64_t generation);
+/* Record a generation as on disk (lock held); mine is or-ed into an
+ * existing entry's flag. */
+int zc__disk_add(zc_tag_entry *entry, uint64_t generation, int mine);
 void zc__disk_remove(zc_tag_entry *entry, uint64_t generation);
-/* Rename a bad spill file aside (never deletes); returns the new name via out. */
-void zc__spill_reject(zc_store *store, const char *path);
+int zc__disk_has(const zc_tag_entry *entry, uint64_t generation);
+/* Rename tag's bad spill file at path aside (never deletes it). */
+void zc__spill_reject(zc_store *store, const char *tag, const char *path);
+/* 1 if tag@generation has a spill file, or one renamed aside, in the folder. */
+int zc__spill_name_taken(const zc_store *store, const char *tag, uint64_t generation);
+/* The identity metadata of a spill file (format, tag, generation); gen
+ * holds the generation's text and must live as long as extra. */
+void zc__spill_identity(const char *tag, uint64_t generation, char gen[32],
+                        zc_meta_entry extra[3]);
+/* ZC_E_CORRUPT unless f says it is tag@generation of ours and every tensor
+ * has a recorded digest; label names f in the message. */
+int zc__spill_check_identity(const zc_file *f, const char *label, const char *tag,
+                             uint64_t generation);
+
+/* ---- several processes, one spill folder ---- */
+
+/* Tests only: behave as on a file system without locks. */
+extern int zc__shared_locks_disabled_for_tests;
+
+/* shared_process.c: the process-wide mutex that serialises counter-file
+ * work for tag (lock order: before the store lock, never after it), and
+ * the one for folder locks and owner files. */
+zc_os_mutex *zc__shared_tag_mutex(const char *tag);
+zc_os_mutex *zc__shared_folder_mutex(void);
+
+/* gen_alloc.c: the per-tag counter file ZC_GEN_PREFIX<tag>, holding the
+ * highest generation handed out for the tag in the folder and a count of
+ * changes to its spill files (landed, pruned, rejected, dropped). */
+typedef struct {
+    uint64_t last;
+    uint64_t changes;
+} zc_gen_counter;
+/* Read tag's counter; *exists 0 when it has none (all zero then). */
+int zc__gen_read(const zc_store *store, const char *tag, zc_gen_counter *out, int *exists);
+/* Hand out a generation of tag: requested (refused with ZC_E_EXISTS if its
+ * file exists), or the next above the counter, floor (what the store knows)
+ * and every existing file.  Raises the counter.  Caller holds
+ * zc__shared_tag_mutex(tag), not the store lock. */
+int zc__gen_allocate(zc_store *store, const char *tag, uint64_t floor, uint64_t requested,
+                     uint64_t *out);
+/* Count one change of tag's files; *before gets the count before it.  Takes
+ * zc__shared_tag_mutex(tag) itself.  Best effort: a failure is ignored by
+ * callers (other processes then see the change at their next probe). */
+int zc__gen_note_change(zc_store *store, const char *tag, uint64_t *before);
+
+/* spill_owner.c, called by zc__spill_open with the folder lock held
+ * between begin and end. */
+typedef struct zc_owner_scan zc_owner_scan;
+/* Take the folder lock and create this store's owner file. */
+int zc__owner_begin(zc_store *store, zc_owner_scan **out);
+/* Offer a directory entry; 1 if it is a temporary or owner file (kept for
+ * end), 0 otherwise.  -1: out of memory. */
+int zc__owner_note(zc_owner_scan *scan, const char *name);
+/* Remove the temporary files of dead processes (never a live one's) and
+ * their owner files; *alone is 1 when no other store has the folder open.
+ * Releases the folder lock and frees scan. */
+int zc__owner_end(zc_store *store, zc_owner_scan *scan, int *alone);
+/* Remove this store's owner file (at close). */
+void zc__owner_release(zc_store *store);
+
+/* spill.c: count a change of tag's files in the folder (landed, pruned,
+ * rejected, dropped, imported) for the other stores; best effort. */
+void zc__spill_announce(zc_store *store, const char *tag);
+
+/* spill_refresh.c: learn which spill files of tag other processes (or
+ * other stores of this one) added or removed since the store last looked.
+ * Cheap when nothing changed (one small file read).  Lock NOT held. */
+int zc__spill_refresh(zc_store *store, const char *tag);
 
 zc_view *zc__view_new(zc_slot *slot); /* acquires a reader on slot */
 

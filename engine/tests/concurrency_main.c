@@ -106,3 +106,67 @@ TEST(concurrent_put_get_drop_describe_spill)
     zc_test_rmtree(dir);
     free(dir);
 }
+
+/* ---- two stores on one spill folder, threads of both on one tag ---- */
+
+#define SHARED_PUTS 60
+
+typedef struct {
+    zc_store *store;
+    uint64_t gens[SHARED_PUTS];
+} shared_worker_state;
+
+static void shared_worker(void *arg)
+{
+    shared_worker_state *w = arg;
+    for (int i = 0; i < SHARED_PUTS; i++) {
+        w->gens[i] = 0;
+        zc_bundle *b = fixture_bundle(64, (float)i);
+        if (zc_store_put(w->store, "both", b, i % 3 ? ZC_PUT_SPILL : 0, &w->gens[i]) != ZC_OK)
+            zc_bundle_free(b);
+        zc_view *v = NULL;
+        if (zc_store_get(w->store, "both", 0, &v) == ZC_OK) /* also sees the other store's */
+            zc_view_release(v);
+        uint64_t list[16];
+        size_t n = 0;
+        zc_store_generations(w->store, "both", list, 16, &n);
+    }
+}
+
+static int by_value(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+TEST(two_stores_on_one_folder_from_many_threads)
+{
+    char *dir = zc_test_tmpdir("concurrency-shared");
+    REQUIRE(dir != NULL);
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = dir;
+    zc_store *a = NULL, *b = NULL;
+    REQUIRE_OK(zc_store_open(&c, &a));
+    REQUIRE_OK(zc_store_open(&c, &b));
+    static shared_worker_state w[4];
+    zc_os_thread threads[4];
+    for (int i = 0; i < 4; i++) {
+        w[i].store = i % 2 ? b : a;
+        REQUIRE(zc_os_thread_start(&threads[i], shared_worker, &w[i]) == 0);
+    }
+    for (int i = 0; i < 4; i++)
+        zc_os_thread_join(&threads[i]);
+    CHECK_OK(zc_store_flush(a));
+    CHECK_OK(zc_store_flush(b));
+    static uint64_t all[4 * SHARED_PUTS];
+    for (int i = 0; i < 4; i++)
+        memcpy(&all[i * SHARED_PUTS], w[i].gens, sizeof w[i].gens);
+    qsort(all, 4 * SHARED_PUTS, sizeof all[0], by_value);
+    for (int i = 0; i < 4 * SHARED_PUTS; i++)
+        CHECK(all[i] == (uint64_t)i + 1); /* every generation once, none skipped */
+    zc_store_close(a);
+    zc_store_close(b);
+    zc_test_rmtree(dir);
+    free(dir);
+}

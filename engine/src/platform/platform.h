@@ -171,6 +171,48 @@ typedef enum {
 /* A readahead hint (posix_fadvise where the system has it); never an error. */
 void zc_os_file_advise(zc_os_file f, uint64_t off, uint64_t len, zc_os_advice advice);
 
+/* ---- files shared between processes: read-write opens, positional
+ * writes, advisory locks ---- */
+
+/* Open path for reading and writing, creating it empty (POSIX mode 0644 less
+ * the umask) if it is missing.  Shared like zc_os_file_open_read: other
+ * handles and processes may open, replace or remove it meanwhile.  Reads
+ * and writes of such a file are positional only (zc_os_file_read_at,
+ * zc_os_file_write_at). */
+int zc_os_file_open_rw(const char *path, zc_os_file *out);
+
+/* Write all n bytes at offset off (retrying short writes), without moving
+ * or using a file position.  Not durable until zc_os_file_sync. */
+int zc_os_file_write_at(zc_os_file f, const void *buf, size_t n, uint64_t off);
+
+/* A lock on a whole file between processes: exclusive (f open for writing)
+ * or shared (f open for reading or writing).  wait: block until granted;
+ * otherwise *acquired is 0 when another holder has it.  *acquired is 1 when
+ * granted.  The lock is advisory: it binds only callers of these functions,
+ * and never blocks reads or writes of the file's bytes (it covers one byte
+ * at ZC_OS_LOCK_OFFSET, far past any data, because Windows locks are
+ * mandatory for the bytes they cover).  The OS releases it when its holder
+ * ends, however it ends (a crash or a kill included); on Windows that may
+ * take a moment after the process is gone.
+ *
+ * Who holds it differs, so callers must allow for both:
+ * - POSIX (fcntl record locks): the PROCESS holds it.  A second lock by
+ *   the same process, on any descriptor of the file, is granted at once
+ *   (it does not exclude another thread or another store of the process),
+ *   and closing ANY descriptor of the file in the process releases it.
+ *   Callers serialise lockers of one file within the process themselves
+ *   and never open the file elsewhere in the process while it is locked.
+ * - Windows (LockFileEx): the HANDLE holds it; another handle of the same
+ *   process is excluded like another process.
+ * A file system without locks (some network and FUSE file systems, NFS
+ * without its lock service) fails with a ZC_OS_UNSUPPORTED error.  Network
+ * file systems: NFSv3 (with lockd) and NFSv4 carry fcntl locks to the
+ * server, SMB carries LockFileEx; neither is tested here. */
+#define ZC_OS_LOCK_OFFSET ((uint64_t)1 << 30)
+int zc_os_file_lock(zc_os_file f, int exclusive, int wait, int *acquired);
+/* Release a lock f holds (a no-op when it holds none). */
+int zc_os_file_unlock(zc_os_file f);
+
 /* ---- paths and directories ---- */
 
 /* Rename from over to, replacing to if it exists: atomic (a reader of `to`
@@ -183,6 +225,17 @@ void zc_os_file_advise(zc_os_file f, uint64_t off, uint64_t len, zc_os_advice ad
  * NTFS is used; where that is missing, too, the call fails with a
  * ZC_OS_ACCESS error and leaves both files as they were. */
 int zc_os_replace(const char *from, const char *to);
+
+/* Rename from to to only if nothing is at to: otherwise a ZC_OS_EXISTS
+ * error, and both stay as they were.  Atomic against another writer of to
+ * where the file system can say so: POSIX link(2) then unlink(2) of from
+ * (after a crash from may survive as a second name of the same complete
+ * file), Windows MoveFileExW without MOVEFILE_REPLACE_EXISTING (with
+ * MOVEFILE_WRITE_THROUGH, durable when it returns).  POSIX file systems
+ * without hard links (FAT, exFAT, some SMB mounts) fall back to a check
+ * then rename(2), which two writers racing for one name in that instant
+ * can defeat.  POSIX: durable once zc_os_sync_parent_dir(to) returns 0. */
+int zc_os_rename_noreplace(const char *from, const char *to);
 
 /* Make the last rename or removal in path's directory durable.  POSIX:
  * fsync of the directory (file systems that cannot sync a directory count

@@ -13,7 +13,7 @@ int zc_os_error_is(int err, zc_os_error_class cls)
     case ZC_OS_ACCESS: return err == EACCES || err == EPERM || err == EROFS || err == EBUSY;
     case ZC_OS_NO_SPACE: return err == ENOSPC || err == EDQUOT;
     case ZC_OS_UNSUPPORTED:
-        return err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS;
+        return err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS || err == ENOLCK;
     }
     return 0;
 }

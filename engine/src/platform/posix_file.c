@@ -19,24 +19,26 @@
 
 #define FD(f) ((int)(f).handle)
 
-int zc_os_file_open_read(const char *path, zc_os_file *out)
+/* open(2) with mode 0644 for a file it creates. */
+static int open_fd(const char *path, int flags, zc_os_file *out)
 {
-    /* O_NONBLOCK: opening a FIFO or device named by a hostile path must not
-     * hang; it does not change reads of regular files. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    int fd = open(path, flags, 0644);
     if (fd < 0)
         return errno;
     out->handle = fd;
     return 0;
 }
 
+int zc_os_file_open_read(const char *path, zc_os_file *out)
+{
+    /* O_NONBLOCK: opening a FIFO or device named by a hostile path must not
+     * hang; it does not change reads of regular files. */
+    return open_fd(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, out);
+}
+
 int zc_os_file_create_new(const char *path, zc_os_file *out)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return errno;
-    out->handle = fd;
-    return 0;
+    return open_fd(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, out);
 }
 
 int zc_os_file_info(zc_os_file f, uint64_t *size, int *is_regular)
@@ -178,4 +180,67 @@ int zc_os_sync_parent_dir(const char *path)
     /* Some file systems cannot sync a directory (EINVAL); their renames are
      * as durable as they get. */
     return rc == EINVAL ? 0 : rc;
+}
+
+int zc_os_file_open_rw(const char *path, zc_os_file *out)
+{
+    return open_fd(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, out);
+}
+
+int zc_os_file_write_at(zc_os_file f, const void *buf, size_t n, uint64_t off)
+{
+    const unsigned char *p = buf;
+    while (n > 0) {
+        size_t step = n < IO_CHUNK ? n : IO_CHUNK;
+        ssize_t w = pwrite(FD(f), p, step, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        if (w == 0)
+            return EIO;
+        p += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return 0;
+}
+
+static void lock_region(struct flock *fl, short type)
+{
+    memset(fl, 0, sizeof *fl);
+    fl->l_type = type;
+    fl->l_whence = SEEK_SET;
+    fl->l_start = (off_t)ZC_OS_LOCK_OFFSET;
+    fl->l_len = 1;
+}
+
+int zc_os_file_lock(zc_os_file f, int exclusive, int wait, int *acquired)
+{
+    struct flock fl;
+    lock_region(&fl, exclusive ? F_WRLCK : F_RDLCK);
+    *acquired = 0;
+    for (;;) {
+        if (fcntl(FD(f), wait ? F_SETLKW : F_SETLK, &fl) == 0) {
+            *acquired = 1;
+            return 0;
+        }
+        int err = errno;
+        if (err == EINTR)
+            continue;
+        if (!wait && (err == EACCES || err == EAGAIN))
+            return 0; /* held by another process */
+        /* A file system without record locks says so in several ways. */
+        if (err == EINVAL || err == ENOSYS || err == EOPNOTSUPP)
+            return ENOTSUP;
+        return err;
+    }
+}
+
+int zc_os_file_unlock(zc_os_file f)
+{
+    struct flock fl;
+    lock_region(&fl, F_UNLCK);
+    return fcntl(FD(f), F_SETLK, &fl) == 0 ? 0 : errno;
 }

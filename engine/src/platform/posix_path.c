@@ -14,6 +14,26 @@ int zc_os_replace(const char *from, const char *to)
     return rename(from, to) == 0 ? 0 : errno;
 }
 
+int zc_os_rename_noreplace(const char *from, const char *to)
+{
+    if (link(from, to) == 0) {
+        /* The new name is in place; a from that stays behind is a second
+         * name of the same complete file, harmless. */
+        (void)unlink(from);
+        return 0;
+    }
+    int err = errno;
+    if (err != EPERM && err != ENOTSUP && err != EOPNOTSUPP && err != ENOSYS && err != EMLINK)
+        return err; /* EEXIST among them */
+    /* No hard links on this file system: check, then rename. */
+    struct stat st;
+    if (stat(to, &st) == 0)
+        return EEXIST;
+    if (errno != ENOENT)
+        return errno;
+    return rename(from, to) == 0 ? 0 : errno;
+}
+
 int zc_os_remove(const char *path)
 {
     return unlink(path) == 0 ? 0 : errno;

@@ -147,6 +147,17 @@ int zc_os_replace(const char *from, const char *to)
     return err;
 }
 
+int zc_os_rename_noreplace(const char *from, const char *to)
+{
+    int err = 0;
+    wchar_t *wf = zc__win_path(from, NULL, &err), *wt = wf ? zc__win_path(to, NULL, &err) : NULL;
+    if (wt != NULL && !MoveFileExW(wf, wt, MOVEFILE_WRITE_THROUGH))
+        err = (int)GetLastError();
+    free(wf);
+    free(wt);
+    return err;
+}
+
 int zc_os_sync_parent_dir(const char *path)
 {
     /* Nothing to sync (MOVEFILE_WRITE_THROUGH did it); the directory must
