@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-ENGINE_VERSION = "0.2.0"  # the zerocopy-engine release this bridge is written against
+ENGINE_VERSION = "0.3.0"  # the zerocopy-engine release this bridge is written against
 _LIBRARY_NAMES = {"Windows": "zc.dll", "Darwin": "libzc.dylib"}
 
 

@@ -65,7 +65,7 @@ def test_without_the_engine_it_says_in_one_line_what_to_install(tmp_path):
     assert len(lines) == 1, result.stdout
     line = lines[0]
     assert "not installed for" in line and "libzc.so" in line
-    assert f"{sys.executable} -m pip install zerocopy-engine==0.2.0" in line
+    assert f"{sys.executable} -m pip install zerocopy-engine==0.3.0" in line
     assert "python install.py --build" in line and "compiler" not in line
     assert not (root / "build").exists()
 
@@ -86,7 +86,7 @@ def test_build_without_a_compiler_says_what_to_install(tmp_path):
     result = run_install("--build", "--build-dir", str(tmp_path / "build"), env=without(path=str(empty)))
     assert result.returncode == 1
     assert "no C compiler found" in result.stdout and "build-essential" in result.stdout
-    assert "zerocopy-engine==0.2.0" in result.stdout
+    assert "zerocopy-engine==0.3.0" in result.stdout
     assert "install.py" in result.stdout and not (tmp_path / "build" / "libzc.so").exists()
 
 
@@ -98,7 +98,7 @@ def test_build_makes_a_loadable_engine_then_knows_it_is_up_to_date(tmp_path):
     assert "built" in result.stdout
     lib = ctypes.CDLL(str(build / "libzc.so"))
     lib.zc_version.restype = ctypes.c_char_p
-    assert lib.zc_version().decode() == "0.2.0"
+    assert lib.zc_version().decode() == "0.3.0"
     again = run_install("--build", "--build-dir", str(build), env=without())
     assert again.returncode == 0 and "up to date" in again.stdout
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _HERE = Path(__file__).resolve().parent
 _LIBRARY_NAMES = {"Windows": "zc.dll", "Darwin": "libzc.dylib"}
