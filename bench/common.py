@@ -43,6 +43,7 @@ class Context:
     vae_path: Path | None = None   # --vae: a real VAE's weights for the drift section
     comfy: object | None = None    # the in-process ComfyUI (tools/comfy_inprocess.py), once started
     cuda: bool = False             # torch.cuda.is_available()
+    gpu_json: Path | None = None   # --gpu-json: what tools/gpu/run_all.py wrote (the gpu section's input)
 
     @property
     def quick(self) -> bool:
@@ -88,6 +89,12 @@ class Section:
         return {"name": self.name, "title": self.title, "rows": [r.__dict__ for r in self.rows],
                 "details": self.details, "data": self.data, "plots": self.plots,
                 "seconds": round(self.seconds, 2)}
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "Section":
+        """A section as an earlier run wrote it into bench.json (bench/run.py --update keeps it)."""
+        return cls(doc["name"], doc["title"], [Row(**r) for r in doc["rows"]], doc.get("details", ""),
+                   doc.get("data", {}), doc.get("plots", []), doc.get("seconds", 0.0))
 
 
 def median(xs) -> float:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The benchmark program: the original spec's performance table, measured side by side.
 
-    python bench/run.py [--quick | --smoke] [--vae PATH] [--out DIR] [--only SECTION ...]
+    python bench/run.py [--quick | --smoke] [--vae PATH] [--out DIR] [--only SECTION ... [--update]]
+                        [--gpu-json PATH]
 
 Sections, in order (each also runs alone with --only):
   engine     the C engine's goals: put vs clone, get latency, digest vs memcpy, spill/restore vs
@@ -12,16 +13,18 @@ Sections, in order (each also runs alone with --only):
              encode roundtrip, with an idle gap before every timed call; the hot path's goals
   drift      error of the handed-off tail over 1..10 hops: ours vs a VAE roundtrip through a
              small video autoencoder trained inside the benchmark (or --vae PATH)
-  residency  per-shot model reloads over 10 shots with and without ZeroCopyVRAMPin; GPU load
-             times, bytes moved and allocator statistics when a GPU is present
+  residency  per-shot model reloads over 10 shots with and without ZeroCopyVRAMPin (CPU)
   scale      store cost against latent size (1 MiB -> 1 GiB) and number of tags (1 -> 10,000),
              resident memory over a soak
+  gpu        every GPU row, from the JSON tools/gpu/run_all.py wrote (--gpu-json, default
+             DIR/gpu.json); NOT MEASURED, with the reason, where there is none
 
 With COMFYUI_PATH set, ComfyUI is imported in-process (CPU) and the real nodes are measured;
 without it, the rows that need ComfyUI say so ("NOT MEASURED"), and the others use the engine
-directly. Rows that need a GPU say "NOT MEASURED" on a machine without one: nothing is ever
-estimated. Writes DIR/bench.json, DIR/bench.md and DIR/*.png (DIR: bench/results), and prints the
-summary table. Full mode takes under 10 minutes on a 2-core CPU, --quick under 2.
+directly. Nothing is ever estimated. Writes DIR/bench.json, DIR/bench.md and DIR/*.png (DIR:
+bench/results), and prints the summary table. Full mode takes under 10 minutes on a 2-core CPU,
+--quick under 2. --only with --update keeps the other sections of DIR/bench.json as they were
+(e.g. `--only gpu --update` after a GPU run: seconds, no GPU needed).
 
 Exit status: 0 when every section ran (rows may FAIL), 1 when a section raised.
 """
@@ -45,7 +48,7 @@ if str(REPO) not in sys.path:
 
 from bench.common import FAIL, PASS, Context, Row, Section, git_commit, host, md_table  # noqa: E402
 
-SECTIONS = ("engine", "overhead", "drift", "residency", "scale")
+SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "gpu")
 TIME_GOAL = {"full": 600, "quick": 120, "smoke": None}
 
 
@@ -74,6 +77,7 @@ def machine(ctx: Context) -> dict:
 
 def markdown(info: dict, mode: str, sections: list[Section], elapsed: float, failures: list[str]) -> str:
     rows = [r for s in sections for r in s.rows]
+    gpu = next((s for s in sections if s.name == "gpu"), None)
     lines = [
         "# ZeroCopy-Continuity benchmark",
         "",
@@ -83,9 +87,13 @@ def markdown(info: dict, mode: str, sections: list[Section], elapsed: float, fai
         f"- Python {info['python']}, torch {info['torch']}, engine {info['engine']} (git {info['git']})",
         f"- ComfyUI: {info['comfyui']}",
     ]
+    if gpu is not None:
+        lines.append(f"- GPU rows (G): {gpu.data.get('about', 'no GPU figures')}")
+    if info.get("updated"):
+        lines.append(f"- Updated (UTC): {info['updated']}")
     lines += [
         "- Absolute times are CPU times of this machine; only the ratios measured side by side "
-        "carry over. Rows that need a GPU are NOT MEASURED here, never estimated.",
+        "carry over. Rows that need a GPU are NOT MEASURED unless a GPU run measured them, never estimated.",
         "",
         md_table(["#", "Figure", "Goal", "Measured", "Result"],
                  [[r.id, r.figure, r.goal, r.measured, f"**{r.result}**"] for r in rows]),
@@ -132,10 +140,32 @@ def parse_args(argv):
                     help="a real VAE's weights (safetensors) for the drift section; needs COMFYUI_PATH")
     ap.add_argument("--only", nargs="+", choices=SECTIONS, default=None, metavar="SECTION",
                     help=f"run just these sections ({', '.join(SECTIONS)})")
+    ap.add_argument("--update", action="store_true",
+                    help="with --only: keep the other sections of OUT/bench.json, replace these")
+    ap.add_argument("--gpu-json", type=Path, default=None,
+                    help="the JSON tools/gpu/run_all.py wrote (default: OUT/gpu.json when it exists)")
     args = ap.parse_args(argv)
     if args.vae is not None and not args.vae.is_file():
         ap.error(f"--vae {args.vae}: no such file; give the path of a VAE .safetensors file")
+    if args.update and args.only is None:
+        ap.error("--update goes with --only: it replaces those sections and keeps the others")
+    if args.update and not (args.out / "bench.json").is_file():
+        ap.error(f"--update: there is no {args.out / 'bench.json'} to update; run the whole program first")
+    if args.gpu_json is not None and not args.gpu_json.is_file():
+        ap.error(f"--gpu-json {args.gpu_json}: no such file (tools/gpu/run_all.py writes it)")
     return args
+
+
+def kept_sections(out: Path, replaced: list[str]) -> tuple[dict, list[Section]]:
+    """For --update: the earlier run's machine record and the sections that are not run again."""
+    earlier = json.loads((out / "bench.json").read_text())
+    return earlier, [Section.from_json(s) for s in earlier["sections"] if s["name"] not in replaced]
+
+
+def in_order(sections: list[Section]) -> list[Section]:
+    """Sections in the program's order; the run-time row last."""
+    rank = {name: i for i, name in enumerate((*SECTIONS, "runtime"))}
+    return sorted(sections, key=lambda s: rank.get(s.name, len(rank)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,9 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     tmp = args.out / f"tmp-run-{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
     comfyui_path = os.environ.get("COMFYUI_PATH")
+    gpu_json = args.gpu_json or (args.out / "gpu.json")
     ctx = Context(mode=mode, out_dir=args.out, tmp_dir=tmp,
                   comfyui_path=Path(comfyui_path) if comfyui_path else None,
-                  vae_path=args.vae, cuda=torch.cuda.is_available())
+                  vae_path=args.vae, cuda=torch.cuda.is_available(),
+                  gpu_json=gpu_json if gpu_json.is_file() else None)
     sections: list[Section] = []
     failures: list[str] = []
     names = args.only or SECTIONS
@@ -184,6 +216,13 @@ def main(argv: list[str] | None = None) -> int:
         sections.append(Section("runtime", "Run time", rows=[Row(
             "T", f"benchmark run time, {mode} mode, all sections", f"≤ {goal // 60} min",
             f"{elapsed:.0f} s", PASS if elapsed <= goal else FAIL)]))
+    if args.update:  # the header stays the earlier run's: its sections were measured there
+        earlier, kept = kept_sections(args.out, list(names))
+        sections = in_order(kept + sections)
+        info = {**earlier["machine"], "updated": f"{info['date_utc']}: section(s) {', '.join(names)} "
+                f"re-run with --update (git {info['git']}); the others are from the run above"}
+        mode, elapsed = earlier["mode"], earlier["elapsed_seconds"]
+        failures = earlier.get("failures", []) + failures
     doc = {"machine": info, "mode": mode, "elapsed_seconds": round(elapsed, 1),
            "sections": [s.to_json() for s in sections], "failures": failures}
     (args.out / "bench.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")

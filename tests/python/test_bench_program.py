@@ -31,7 +31,7 @@ def smoke_run(tmp_path_factory):
 
 def test_every_section_ran_and_wrote_its_files(smoke_run):
     out, doc, _ = smoke_run
-    assert [s["name"] for s in doc["sections"]] == ["engine", "overhead", "drift", "residency", "scale"]
+    assert [s["name"] for s in doc["sections"]] == ["engine", "overhead", "drift", "residency", "scale", "gpu"]
     assert doc["failures"] == []
     for section in doc["sections"]:
         assert section["rows"], section["name"]
@@ -51,6 +51,11 @@ def test_rows_without_comfyui_or_gpu_say_not_measured_and_why(smoke_run):
                                 for r in not_measured), not_measured
     residency = next(s for s in doc["sections"] if s["name"] == "residency")
     assert all(r["result"] == "NOT MEASURED" for r in residency["rows"])
+    gpu = next(s for s in doc["sections"] if s["name"] == "gpu")
+    assert gpu["rows"] and all(r["result"] == "NOT MEASURED" and "run_all.py has not run" in r["measured"]
+                               for r in gpu["rows"])
+    md = (smoke_run[0] / "bench.md").read_text()
+    assert "- GPU rows (G): NOT MEASURED" in md
 
 
 def test_the_engine_section_measured_every_figure_in_its_child_process(smoke_run):
