@@ -19,6 +19,7 @@ from tools.gpu.run_all import FORMAT as GPU_FORMAT
 NAME, TITLE = "gpu", "5. GPU rows (tools/gpu/run_all.py)"
 GET_GOAL_S = 50e-6  # the store's get goal (row E2), for device tensors too
 NOT_RUN = "tools/gpu/run_all.py has not run (no GPU was available)"
+NOT_RUN_HERE = "tools/gpu/run_all.py has not run on this GPU machine yet (no gpu.json to read)"
 HOW_TO_RUN = ("run `tools/gpu/run_all.py` on a CUDA machine (it writes bench/results/gpu.json), then "
               "`bench/run.py --only gpu --update` and `tools/update_readme_bench.py` on any machine")
 HOT_GOALS = "; ".join(f"{next(x.label for x in overhead.SHAPES if x.key == key).split(',')[0]} ≤ {goal:g} × {side}"
@@ -76,7 +77,7 @@ def row(rid: str, measured: str, result: str) -> Row:
 def load(ctx: Context) -> tuple[dict | None, str]:
     """The GPU document, or None and why there is none."""
     if ctx.gpu_json is None:
-        return None, NOT_RUN
+        return None, NOT_RUN_HERE if ctx.cuda else NOT_RUN
     try:
         doc = json.loads(ctx.gpu_json.read_text())
     except (OSError, ValueError) as exc:

@@ -51,6 +51,8 @@ def test_without_a_gpu_run_every_gpu_row_is_not_measured_with_the_reason(tmp_pat
     assert all(r.result == NOT_MEASURED and r.measured == gpu.NOT_RUN for r in section.rows)
     assert section.data["about"].startswith("NOT MEASURED")
     json.dumps(section.to_json())
+    on_a_gpu = gpu.run(Context(mode="full", out_dir=tmp_path, tmp_dir=tmp_path, comfyui_path=None, cuda=True))
+    assert all(r.measured == gpu.NOT_RUN_HERE for r in on_a_gpu.rows)  # never "no GPU" where there is one
 
 
 def test_a_file_that_is_not_a_gpu_document_measures_nothing(tmp_path):
