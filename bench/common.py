@@ -122,6 +122,21 @@ def host() -> dict:
             "os": platform.platform(), "python": platform.python_version()}
 
 
+def cpu_load() -> str:
+    """How busy the machine is right now: load average (1, 5, 15 min) and CPU pressure (PSI: the share
+    of time some runnable task waited for a CPU, over 10, 60 and 300 s). Other processes compete
+    with the benchmark; this says how much."""
+    def first_line(path: str) -> str:
+        try:
+            with open(path) as fh:
+                return fh.readline().strip()
+        except OSError:
+            return "n/a"
+    load = " ".join(first_line("/proc/loadavg").split()[:3])
+    pressure = first_line("/proc/pressure/cpu").removeprefix("some ").rsplit(" total=", 1)[0]
+    return f"load {load}; CPU pressure {pressure}"
+
+
 def git_commit() -> str:
     """This checkout's commit, marked when the code a figure depends on has uncommitted changes."""
     try:

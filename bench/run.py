@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.common import FAIL, PASS, Context, Row, Section, git_commit, host, md_table  # noqa: E402
+from bench.common import FAIL, PASS, Context, Row, Section, cpu_load, git_commit, host, md_table  # noqa: E402
 
 SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "gpu")
 TIME_GOAL = {"full": 600, "quick": 120, "smoke": None}
@@ -66,6 +66,7 @@ def machine(ctx: Context) -> dict:
         device = f"{props.name}, {props.total_memory / (1 << 30):.0f} GiB"
     return {
         "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **host(),
+        "cpu_load_start": cpu_load(),
         "torch": torch.__version__, "device": device, "engine": lib.zc_version().decode(), "git": git_commit(),
         "comfyui": ctx.comfy.version() if ctx.comfy is not None else "not used (COMFYUI_PATH not set)",
         "comfyui_path": str(ctx.comfyui_path) if ctx.comfyui_path else None,
@@ -86,6 +87,8 @@ def markdown(info: dict, mode: str, sections: list[Section], elapsed: float, fai
         f"- Device: {info['device']}",
         f"- Python {info['python']}, torch {info['torch']}, engine {info['engine']} (git {info['git']})",
         f"- ComfyUI: {info['comfyui']}",
+        f"- CPU load at start / end: {info.get('cpu_load_start', '?')} / {info.get('cpu_load_end', '?')} "
+        f"(other processes on the machine compete for its {info['cores']} cores)",
     ]
     if gpu is not None:
         lines.append(f"- GPU rows (G): {gpu.data.get('about', 'no GPU figures')}")
@@ -211,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     elapsed = time.perf_counter() - started
+    info["cpu_load_end"] = cpu_load()
     goal = TIME_GOAL[mode]
     if goal is not None and args.only is None:
         sections.append(Section("runtime", "Run time", rows=[Row(

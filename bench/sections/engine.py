@@ -44,8 +44,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: python bench/sections/engine.py --child ...
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.common import (FAIL, INFO, PASS, Context, Probe, Row, Section, fmt_bytes, fmt_time,
-                          interleaved, md_table, median, meminfo, rotation, rss_bytes)  # noqa: E402
+from bench.common import (FAIL, INFO, PASS, Context, Probe, Row, Section, cpu_load, fmt_bytes,  # noqa: E402
+                          fmt_time, interleaved, md_table, median, meminfo, rotation, rss_bytes)
 
 NAME, TITLE = "engine", "0. C engine"
 MiB = 1 << 20
@@ -275,8 +275,7 @@ def details_for(doc: dict) -> str:
         f"{info['kernel']}; temporary files on {info['tmp_filesystem']}",
         f"- Engine library {info['engine_library']} (built {info['engine_library_mtime']}); numpy "
         f"{info['numpy']}, xxhash (reference) {info['xxhash']}",
-        f"- Load average at start / end: {info['loadavg_start']} / {info['loadavg_end']}; CPU pressure (PSI) "
-        f"at start / end: {info['cpu_pressure_start']} / {info['cpu_pressure_end']}",
+        f"- CPU load at the child's start / end: {info['cpu_load_start']} / {info['cpu_load_end']}",
         f"- Child run time {doc['elapsed_seconds']:.0f} s",
         "",
     ]
@@ -432,12 +431,6 @@ def read_text(path: str) -> str:
         return ""
 
 
-def psi() -> str:
-    """CPU pressure (share of time some runnable task waited): a contention gauge."""
-    lines = read_text("/proc/pressure/cpu").splitlines()
-    return lines[0] if lines else "n/a"
-
-
 def minflt() -> int:
     """Minor page faults of this thread so far (first touches of fresh memory)."""
     return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
@@ -506,7 +499,7 @@ def child_machine(tmp: Path) -> dict:
         "engine_library_mtime": _dt.datetime.fromtimestamp(library.stat().st_mtime, _dt.timezone.utc)
         .isoformat(timespec="seconds"),
         "tmp_filesystem": f"{fstype} on {dev} (mounted at {mount})",
-        "loadavg_start": read_text("/proc/loadavg"), "cpu_pressure_start": psi(), **versions,
+        "cpu_load_start": cpu_load(), **versions,
     }
 
 
@@ -949,7 +942,7 @@ def child_main(argv: list[str]) -> int:
     info = child_machine(args.tmp)
     log(f"mode {args.mode}; torch threads 1; pinned figures on CPU {cfg['cpu']}; niceness {cfg['nice']}")
     figures = measure(cfg, args.tmp)
-    info.update(loadavg_end=read_text("/proc/loadavg"), cpu_pressure_end=psi())
+    info["cpu_load_end"] = cpu_load()
     doc = {"machine": info, "config": cfg, "figures": figures,
            "elapsed_seconds": round(time.perf_counter() - started, 1)}
     args.json.write_text(json.dumps(doc, indent=1) + "\n")
