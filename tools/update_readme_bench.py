@@ -22,8 +22,8 @@ ABOUT = ("- Date", "- Machine", "- Device", "- Python", "- ComfyUI", "- CPU load
 
 def generated_block(results: Path = RESULTS) -> str:
     lines = results.read_text().splitlines()
-    about = [line for line in lines if line.startswith(ABOUT)]
     table_start = next(i for i, line in enumerate(lines) if line.startswith("| # |"))
+    about = [line for line in lines[:table_start] if line.startswith(ABOUT)]  # the header, not the details
     table = []
     for line in lines[table_start:]:
         if not line.startswith("|"):
