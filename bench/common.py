@@ -122,19 +122,22 @@ def host() -> dict:
             "os": platform.platform(), "python": platform.python_version()}
 
 
+def read_text(path: str) -> str:
+    """A small system file's text (/proc, /sys), stripped; "" when it cannot be read."""
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
 def cpu_load() -> str:
     """How busy the machine is right now: load average (1, 5, 15 min) and CPU pressure (PSI: the share
     of time some runnable task waited for a CPU, over 10, 60 and 300 s). Other processes compete
     with the benchmark; this says how much."""
-    def first_line(path: str) -> str:
-        try:
-            with open(path) as fh:
-                return fh.readline().strip()
-        except OSError:
-            return "n/a"
-    load = " ".join(first_line("/proc/loadavg").split()[:3])
-    pressure = first_line("/proc/pressure/cpu").removeprefix("some ").rsplit(" total=", 1)[0]
-    return f"load {load}; CPU pressure {pressure}"
+    load = " ".join(read_text("/proc/loadavg").split()[:3]) or "n/a"
+    pressure = (read_text("/proc/pressure/cpu").splitlines() or ["n/a"])[0]
+    return f"load {load}; CPU pressure {pressure.removeprefix('some ').rsplit(' total=', 1)[0]}"
 
 
 def git_commit() -> str:

@@ -45,7 +45,7 @@ if __package__ in (None, ""):  # run as a file: python bench/sections/engine.py 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.common import (FAIL, INFO, PASS, Context, Probe, Row, Section, cpu_load, fmt_bytes,  # noqa: E402
-                          fmt_time, interleaved, md_table, median, meminfo, rotation, rss_bytes)
+                          fmt_time, interleaved, md_table, median, meminfo, read_text, rotation, rss_bytes)
 
 NAME, TITLE = "engine", "0. C engine"
 MiB = 1 << 20
@@ -421,14 +421,6 @@ def config(mode: str) -> dict:
         "rss_cycles": pick(10_000, 10_000, 200), "rss_warmup": pick(300, 100, 10),
         "touch_bytes": pick(256 * MiB, 64 * MiB, 8 * MiB), "touch_reps": pick(15, 5, 2),
     }
-
-
-def read_text(path: str) -> str:
-    try:
-        with open(path) as fh:
-            return fh.read().strip()
-    except OSError:
-        return ""
 
 
 def minflt() -> int:
