@@ -11,7 +11,10 @@ ever estimated in place of a measurement.
 from __future__ import annotations
 
 import gc
+import os
+import platform
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -40,6 +43,7 @@ class Context:
     vae_path: Path | None = None   # --vae: a real VAE's weights for the drift section
     comfy: object | None = None    # the in-process ComfyUI (tools/comfy_inprocess.py), once started
     cuda: bool = False             # torch.cuda.is_available()
+    gpu_json: Path | None = None   # --gpu-json: what tools/gpu/run_all.py wrote (the gpu section's input)
 
     @property
     def quick(self) -> bool:
@@ -86,9 +90,74 @@ class Section:
                 "details": self.details, "data": self.data, "plots": self.plots,
                 "seconds": round(self.seconds, 2)}
 
+    @classmethod
+    def from_json(cls, doc: dict) -> "Section":
+        """A section as an earlier run wrote it into bench.json (bench/run.py --update keeps it)."""
+        return cls(doc["name"], doc["title"], [Row(**r) for r in doc["rows"]], doc.get("details", ""),
+                   doc.get("data", {}), doc.get("plots", []), doc.get("seconds", 0.0))
+
 
 def median(xs) -> float:
     return statistics.median(xs)
+
+
+def meminfo(key: str) -> int:
+    """A /proc/meminfo figure in bytes (``key`` such as "MemAvailable:"); 0 when absent."""
+    with open("/proc/meminfo") as fh:
+        for line in fh:
+            if line.startswith(key):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def host() -> dict:
+    """The machine the figures come from: CPU model, cores, memory, OS, Python."""
+    cpu = "unknown"
+    with open("/proc/cpuinfo") as fh:
+        for line in fh:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory": f"{meminfo('MemTotal:') / (1 << 30):.1f} GiB",
+            "os": platform.platform(), "python": platform.python_version()}
+
+
+def read_text(path: str) -> str:
+    """A small system file's text (/proc, /sys), stripped; "" when it cannot be read."""
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def cpu_load() -> str:
+    """How busy the machine is right now: load average (1, 5, 15 min) and CPU pressure (PSI: the share
+    of time some runnable task waited for a CPU, over 10, 60 and 300 s). Other processes compete
+    with the benchmark; this says how much."""
+    load = " ".join(read_text("/proc/loadavg").split()[:3]) or "n/a"
+    pressure = (read_text("/proc/pressure/cpu").splitlines() or ["n/a"])[0]
+    return f"load {load}; CPU pressure {pressure.removeprefix('some ').rsplit(' total=', 1)[0]}"
+
+
+def git_commit() -> str:
+    """This checkout's commit, marked when the code a figure depends on has uncommitted changes."""
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "engine", "zc_engine",
+                                "zc_nodes", "zc_continuity", "bench", "tools",
+                                "tests/integration/tiny_models.py", ":(exclude)bench/results"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return (out or "unknown") + (" (with uncommitted changes)" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def rss_bytes() -> int:
+    """This process's resident memory (VmRSS, from /proc/self/statm)."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, object]:
@@ -104,20 +173,57 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
             gc.enable()
 
 
+def rotation(i: int, items: list) -> list:
+    """The order of repetition ``i``: ``items`` rotated by ``i`` places, so over a full turn each
+    comes first, last and in every place between (with two items: alternating)."""
+    k = i % len(items)
+    return items[k:] + items[:k]
+
+
+class Probe:
+    """Counters read just before and just after each call that ``interleaved`` times, outside its
+    timed window (e.g. thread CPU time and page faults, which explain a wall time).
+    ``deltas[side]`` lists, per call, the differences of what ``read()`` returns (a tuple)."""
+
+    def __init__(self, read: Callable[[], tuple]):
+        self.read = read
+        self.deltas: dict[str, list[tuple]] = {}
+
+    def note(self, side: str, before: tuple) -> None:
+        after = self.read()
+        self.deltas.setdefault(side, []).append(tuple(a - b for a, b in zip(after, before)))
+
+    def clear(self) -> None:
+        self.deltas.clear()
+
+
 def interleaved(sides: dict[str, Callable[[], object]], reps: int,
-                after: Callable[[str, object], None] | None = None) -> dict[str, list[float]]:
-    """Time each side ``reps`` times, alternating the order every repetition so drift and
-    noise hit all sides alike. ``after(name, value)`` runs untimed after each call (cleanup).
-    Returns the list of seconds per side."""
+                after: Callable[[str, object], None] | None = None, *,
+                before: Callable[[str], None] | None = None, idle: float = 0.0,
+                probe: Probe | None = None) -> dict[str, list[float]]:
+    """Time each side ``reps`` times, in an order that rotates every repetition (``rotation``) so
+    drift and noise hit all sides alike. Untimed around each call: ``before(name)`` (set-up, e.g.
+    drop the page cache) and ``after(name, value)`` (cleanup, or collect a figure the call
+    returned). ``idle`` seconds of sleep come before every timed call, untimed: shots are minutes
+    apart in real use, so a real shot transition finds torch's intra-op worker threads asleep;
+    back-to-back calls find them awake and would time a cost no user sees (0.3 s is enough for
+    them to sleep). Returns the list of seconds per side."""
     names = list(sides)
     out: dict[str, list[float]] = {n: [] for n in names}
     for i in range(reps):
-        order = names if i % 2 == 0 else names[::-1]
-        for name in order:
+        for name in rotation(i, names):
+            if before is not None:
+                before(name)
+            if idle > 0:
+                time.sleep(idle)
+            start = probe.read() if probe is not None else None
             seconds, value = timed(sides[name])
+            if probe is not None:
+                probe.note(name, start)
             out[name].append(seconds)
             if after is not None:
                 after(name, value)
+            del value  # freed before the next side allocates: every side sees the same allocator state
     return out
 
 

@@ -1,26 +1,30 @@
 #!/usr/bin/env python3
 """The benchmark program: the original spec's performance table, measured side by side.
 
-    python bench/run.py [--quick] [--vae PATH] [--out DIR] [--only SECTION ...]
+    python bench/run.py [--quick | --smoke] [--vae PATH] [--out DIR] [--only SECTION ... [--update]]
+                        [--gpu-json PATH]
 
 Sections, in order (each also runs alone with --only):
-  engine     the C engine's goals (bench/engine_bench.py, in its own process: one core,
-             pinned): put vs clone, get latency, digest vs memcpy, spill/restore vs dd,
-             resident memory over 10,000 cycles
+  engine     the C engine's goals: put vs clone, get latency, digest vs memcpy, spill/restore vs
+             dd, resident memory over 10,000 cycles (measured in a child process of its own:
+             one torch thread, one pinned core, niceness -20 when permitted)
   overhead   inter-shot overhead per latent shape: ours (Store + Handoff) vs ComfyUI's
-             SaveLatent -> LoadLatent vs the VAE decode -> PNG -> encode roundtrip
+             SaveLatent -> LoadLatent vs one memcpy of the latent vs the VAE decode -> PNG ->
+             encode roundtrip, with an idle gap before every timed call; the hot path's goals
   drift      error of the handed-off tail over 1..10 hops: ours vs a VAE roundtrip through a
              small video autoencoder trained inside the benchmark (or --vae PATH)
-  residency  per-shot model reloads over 10 shots with and without ZeroCopyVRAMPin; GPU load
-             times, bytes moved and allocator statistics when a GPU is present
+  residency  per-shot model reloads over 10 shots with and without ZeroCopyVRAMPin (CPU)
   scale      store cost against latent size (1 MiB -> 1 GiB) and number of tags (1 -> 10,000),
              resident memory over a soak
+  gpu        every GPU row, from the JSON tools/gpu/run_all.py wrote (--gpu-json, default
+             DIR/gpu.json); NOT MEASURED, with the reason, where there is none
 
 With COMFYUI_PATH set, ComfyUI is imported in-process (CPU) and the real nodes are measured;
 without it, the rows that need ComfyUI say so ("NOT MEASURED"), and the others use the engine
-directly. Rows that need a GPU say "NOT MEASURED" on a machine without one: nothing is ever
-estimated. Writes DIR/bench.json, DIR/bench.md and DIR/*.png (DIR: bench/results), and
-prints the summary table. Full mode takes under 10 minutes on a 2-core CPU, --quick under 2.
+directly. Nothing is ever estimated. Writes DIR/bench.json, DIR/bench.md and DIR/*.png (DIR:
+bench/results), and prints the summary table. Full mode takes under 10 minutes on a 2-core CPU,
+--quick under 2. --only with --update keeps the other sections of DIR/bench.json as they were
+(e.g. `--only gpu --update` after a GPU run: seconds, no GPU needed).
 
 Exit status: 0 when every section ran (rows may FAIL), 1 when a section raised.
 """
@@ -32,9 +36,7 @@ import datetime as _dt
 import importlib
 import json
 import os
-import platform
 import shutil
-import subprocess
 import sys
 import time
 import traceback
@@ -44,9 +46,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.common import FAIL, NOT_MEASURED, PASS, Context, Row, Section, md_table  # noqa: E402
+from bench.common import FAIL, PASS, Context, Row, Section, cpu_load, git_commit, host, md_table  # noqa: E402
 
-SECTIONS = ("engine", "overhead", "drift", "residency", "scale")
+SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "gpu")
 TIME_GOAL = {"full": 600, "quick": 120, "smoke": None}
 
 
@@ -54,83 +56,21 @@ def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def git_commit() -> str:
-    try:
-        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "engine", "zc_engine",
-                                "zc_nodes", "zc_continuity", "bench", "tools",
-                                "tests/integration/tiny_models.py", ":(exclude)bench/results"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return out + (" (with uncommitted changes)" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def machine(ctx: Context) -> dict:
     import torch
 
     from zc_engine._library import lib
-    cpu = "unknown"
-    with open("/proc/cpuinfo") as fh:
-        for line in fh:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    with open("/proc/meminfo") as fh:
-        mem = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemTotal:"))
     device = "CPU only (no CUDA device)"
     if ctx.cuda:
         props = torch.cuda.get_device_properties(0)
         device = f"{props.name}, {props.total_memory / (1 << 30):.0f} GiB"
     return {
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "cpu": cpu, "cores": os.cpu_count(), "memory": f"{mem / (1 << 30):.1f} GiB",
-        "os": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
-        "device": device, "engine": lib.zc_version().decode(), "git": git_commit(),
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), **host(),
+        "cpu_load_start": cpu_load(),
+        "torch": torch.__version__, "device": device, "engine": lib.zc_version().decode(), "git": git_commit(),
         "comfyui": ctx.comfy.version() if ctx.comfy is not None else "not used (COMFYUI_PATH not set)",
         "comfyui_path": str(ctx.comfyui_path) if ctx.comfyui_path else None,
     }
-
-
-# --------------------------------------------------------------------------- engine section
-
-
-ENGINE_ROW_IDS = ("1a", "1b", "2e", "3", "4a", "4b", "5")  # the engine goals; the rest stay in engine.md
-
-
-def engine_section(ctx: Context) -> Section:
-    """bench/engine_bench.py in a child process (it pins itself to one core and sets its own
-    niceness); its rows for the engine's goals come into the summary."""
-    section = Section("engine", "0. C engine (bench/engine_bench.py)")
-    t0 = time.perf_counter()
-    if ctx.smoke:
-        section.rows.append(Row("E", "C engine goals (bench/engine_bench.py)", "see engine.md",
-                                "not run in smoke mode", NOT_MEASURED))
-        return section
-    cmd = [sys.executable, str(REPO / "bench" / "engine_bench.py"), "--out", str(ctx.out_dir)]
-    if ctx.quick:
-        cmd.append("--quick")
-    ctx.log("engine: " + " ".join(cmd[1:]))
-    (ctx.out_dir / "engine.json").unlink(missing_ok=True)  # never read an earlier run's file
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL)
-    if not (ctx.out_dir / "engine.json").is_file():
-        raise RuntimeError(f"engine_bench exited with {proc.returncode} and wrote no results")
-    doc = json.loads((ctx.out_dir / "engine.json").read_text())
-    for row in doc["figures"]:
-        if row["id"] in ENGINE_ROW_IDS:
-            result = row["result"] if row["result"] in ("PASS", "FAIL", "INFO") else FAIL
-            section.rows.append(Row(f"E{row['id']}", row["figure"], row["goal"], row["measured"], result))
-    if proc.returncode != 0:
-        raise RuntimeError(f"engine_bench exited with {proc.returncode}: {doc.get('errors')}")
-    section.details = ("The summary carries the engine's goal rows. Every figure, with its method and "
-                       "breakdowns, is in [engine.md](engine.md): also get latency per size (2a–2d), "
-                       "restore from a warm page cache (4c, info) and the first-touch cost of fresh "
-                       "memory (M1, info) "
-                       f"(run time {doc['elapsed_seconds']:.0f} s).")
-    section.data = {"engine_json": "engine.json", "elapsed_seconds": doc["elapsed_seconds"]}
-    section.seconds = time.perf_counter() - t0
-    return section
 
 
 # --------------------------------------------------------------------------- report
@@ -138,6 +78,7 @@ def engine_section(ctx: Context) -> Section:
 
 def markdown(info: dict, mode: str, sections: list[Section], elapsed: float, failures: list[str]) -> str:
     rows = [r for s in sections for r in s.rows]
+    gpu = next((s for s in sections if s.name == "gpu"), None)
     lines = [
         "# ZeroCopy-Continuity benchmark",
         "",
@@ -146,8 +87,16 @@ def markdown(info: dict, mode: str, sections: list[Section], elapsed: float, fai
         f"- Device: {info['device']}",
         f"- Python {info['python']}, torch {info['torch']}, engine {info['engine']} (git {info['git']})",
         f"- ComfyUI: {info['comfyui']}",
+        f"- CPU load at start / end: {info.get('cpu_load_start', '?')} / {info.get('cpu_load_end', '?')} "
+        f"(other processes on the machine compete for its {info['cores']} cores)",
+    ]
+    if gpu is not None:
+        lines.append(f"- GPU rows (G): {gpu.data.get('about', 'no GPU figures')}")
+    if info.get("updated"):
+        lines.append(f"- Updated (UTC): {info['updated']}")
+    lines += [
         "- Absolute times are CPU times of this machine; only the ratios measured side by side "
-        "carry over. Rows that need a GPU are NOT MEASURED here, never estimated.",
+        "carry over. Rows that need a GPU are NOT MEASURED unless a GPU run measured them, never estimated.",
         "",
         md_table(["#", "Figure", "Goal", "Measured", "Result"],
                  [[r.id, r.figure, r.goal, r.measured, f"**{r.result}**"] for r in rows]),
@@ -165,8 +114,6 @@ def markdown(info: dict, mode: str, sections: list[Section], elapsed: float, fai
 
 
 def run_section(name: str, ctx: Context) -> Section:
-    if name == "engine":
-        return engine_section(ctx)
     module = importlib.import_module(f"bench.sections.{name}")
     t0 = time.perf_counter()
     section = module.run(ctx)
@@ -196,10 +143,32 @@ def parse_args(argv):
                     help="a real VAE's weights (safetensors) for the drift section; needs COMFYUI_PATH")
     ap.add_argument("--only", nargs="+", choices=SECTIONS, default=None, metavar="SECTION",
                     help=f"run just these sections ({', '.join(SECTIONS)})")
+    ap.add_argument("--update", action="store_true",
+                    help="with --only: keep the other sections of OUT/bench.json, replace these")
+    ap.add_argument("--gpu-json", type=Path, default=None,
+                    help="the JSON tools/gpu/run_all.py wrote (default: OUT/gpu.json when it exists)")
     args = ap.parse_args(argv)
     if args.vae is not None and not args.vae.is_file():
         ap.error(f"--vae {args.vae}: no such file; give the path of a VAE .safetensors file")
+    if args.update and args.only is None:
+        ap.error("--update goes with --only: it replaces those sections and keeps the others")
+    if args.update and not (args.out / "bench.json").is_file():
+        ap.error(f"--update: there is no {args.out / 'bench.json'} to update; run the whole program first")
+    if args.gpu_json is not None and not args.gpu_json.is_file():
+        ap.error(f"--gpu-json {args.gpu_json}: no such file (tools/gpu/run_all.py writes it)")
     return args
+
+
+def kept_sections(out: Path, replaced: list[str]) -> tuple[dict, list[Section]]:
+    """For --update: the earlier run's machine record and the sections that are not run again."""
+    earlier = json.loads((out / "bench.json").read_text())
+    return earlier, [Section.from_json(s) for s in earlier["sections"] if s["name"] not in replaced]
+
+
+def in_order(sections: list[Section]) -> list[Section]:
+    """Sections in the program's order; the run-time row last."""
+    rank = {name: i for i, name in enumerate((*SECTIONS, "runtime"))}
+    return sorted(sections, key=lambda s: rank.get(s.name, len(rank)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,28 +187,20 @@ def main(argv: list[str] | None = None) -> int:
     tmp = args.out / f"tmp-run-{os.getpid()}"
     tmp.mkdir(parents=True, exist_ok=True)
     comfyui_path = os.environ.get("COMFYUI_PATH")
+    gpu_json = args.gpu_json or (args.out / "gpu.json")
     ctx = Context(mode=mode, out_dir=args.out, tmp_dir=tmp,
                   comfyui_path=Path(comfyui_path) if comfyui_path else None,
-                  vae_path=args.vae, cuda=torch.cuda.is_available())
+                  vae_path=args.vae, cuda=torch.cuda.is_available(),
+                  gpu_json=gpu_json if gpu_json.is_file() else None)
     sections: list[Section] = []
     failures: list[str] = []
+    names = args.only or SECTIONS
     try:
-        names = args.only or SECTIONS
-        if "engine" in names:  # first, in its own process, before ComfyUI fills this one
-            try:
-                sections.append(engine_section(ctx))
-            except Exception as exc:
-                traceback.print_exc()
-                failures.append(f"engine: {type(exc).__name__}: {exc}")
-                sections.append(Section("engine", "0. C engine", rows=[Row(
-                    "E", "section engine", "—", f"raised {type(exc).__name__}: {exc}", FAIL)]))
         if ctx.comfyui_path and any(n in ("overhead", "drift", "residency") for n in names):
             start_comfyui(ctx)
         info = machine(ctx)
         ctx.log(f"mode {mode}; {info['device']}; torch {info['torch']}; ComfyUI: {info['comfyui']}")
         for name in names:
-            if name == "engine":
-                continue
             ctx.log(f"section {name} ...")
             try:
                 section = run_section(name, ctx)
@@ -253,11 +214,19 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     elapsed = time.perf_counter() - started
+    info["cpu_load_end"] = cpu_load()
     goal = TIME_GOAL[mode]
     if goal is not None and args.only is None:
         sections.append(Section("runtime", "Run time", rows=[Row(
             "T", f"benchmark run time, {mode} mode, all sections", f"≤ {goal // 60} min",
             f"{elapsed:.0f} s", PASS if elapsed <= goal else FAIL)]))
+    if args.update:  # the header stays the earlier run's: its sections were measured there
+        earlier, kept = kept_sections(args.out, list(names))
+        sections = in_order(kept + sections)
+        info = {**earlier["machine"], "updated": f"{info['date_utc']}: section(s) {', '.join(names)} "
+                f"re-run with --update (git {info['git']}); the others are from the run above"}
+        mode, elapsed = earlier["mode"], earlier["elapsed_seconds"]
+        failures = earlier.get("failures", []) + failures
     doc = {"machine": info, "mode": mode, "elapsed_seconds": round(elapsed, 1),
            "sections": [s.to_json() for s in sections], "failures": failures}
     (args.out / "bench.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")

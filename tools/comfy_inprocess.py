@@ -1,7 +1,8 @@
-"""ComfyUI imported in-process on the CPU, for the main job's chain demo and the benchmark.
+"""ComfyUI imported in-process (on the CPU unless told), for the main job's chain demo and the benchmark.
 
     from tools.comfy_inprocess import ComfyInProcess
     comfy = ComfyInProcess(Path(os.environ["COMFYUI_PATH"]), work_dir)   # starts ComfyUI (args.cpu)
+    # cpu=False leaves the device flags the caller set on comfy.cli_args.args (tools/gpu/overhead_gpu.py)
     module = comfy.pack                     # this node pack, as ComfyUI's loader imported it
     fakes = comfy.test_nodes                # the ZCTest* module (FakeUMT5Clip, ...)
     outputs = comfy.run(prompt, targets=["7"])   # {node id: that node's cached outputs}
@@ -39,14 +40,15 @@ class _Server:
 
 
 class ComfyInProcess:
-    def __init__(self, root: Path, work: Path, *, test_nodes: bool = True):
+    def __init__(self, root: Path, work: Path, *, test_nodes: bool = True, cpu: bool = True):
         root = Path(root)
         if not (root / "comfy").is_dir():
             raise SystemExit(f"{root} is not a ComfyUI checkout (no comfy/ folder); fix COMFYUI_PATH")
         sys.path.insert(0, str(root))
         sys.path.insert(0, str(REPO / "tests" / "integration"))  # tiny_models
         from comfy.cli_args import args
-        args.cpu = True  # before comfy.model_management is imported
+        if cpu:  # before comfy.model_management is imported; cpu=False: the caller's flags (tools/gpu/)
+            args.cpu = True
         import folder_paths
         for sub in ("input", "output"):
             (work / sub).mkdir(parents=True, exist_ok=True)

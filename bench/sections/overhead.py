@@ -10,11 +10,17 @@
   encode, with the real Wan 2.1 VAE architecture and TAEHV-class VAEs (random weights:
   the compute does not depend on the values).
 
+Beside them, one memcpy of the latent (libc's on the host, a device copy on a GPU): the floor a
+handoff that copies the latent once cannot beat. Every timed call starts after an idle gap
+(IDLE_S): shots are minutes apart, so a real transition finds torch's worker threads asleep.
 Ratios are medians of per-repetition ratios of sides measured interleaved in the same run.
+The same measurement runs on a GPU from tools/gpu/overhead_gpu.py (``measure_shapes`` with the
+device ComfyUI's samplers return latents on).
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import time
@@ -35,6 +41,7 @@ from bench.common import (
     interleaved,
     md_table,
     median,
+    meminfo,
     pairwise_ratio,
     png_roundtrip,
     pyplot,
@@ -43,7 +50,10 @@ from bench.common import (
 
 OURS_VS_VAE_GOAL = 1 / 100
 OURS_VS_FILE_GOAL = 1 / 10
+# The hot path's goals (issue 13): (shape key, the side ours is compared with, ours ≤ goal × that side)
+HOT_PATH_GOALS = (("wan21_720p", "file", 0.2), ("wan21_720p", "memcpy", 1.5), ("flux_1024", "file", 0.5))
 WARMUP_CALLS = 6
+IDLE_S = 0.3  # before every timed call: reproduces the idle gap between shots (torch's thread pool asleep)
 
 
 class FamilyUnavailable(Exception):
@@ -64,12 +74,12 @@ class Shape:
     no_vae: str = ""         # why there is no roundtrip row, when vaes is empty
     vae_needs_gib: dict = field(default_factory=dict)  # VAE kind -> memory it needs on the CPU
 
-    def tensors(self, seed: int) -> list[torch.Tensor]:
+    def tensors(self, seed: int, device: str | torch.device = "cpu") -> list[torch.Tensor]:
         gen = torch.Generator().manual_seed(seed)
         streams = [torch.randn(self.video, generator=gen)]
         if self.audio:
             streams.append(torch.randn(self.audio, generator=gen))
-        return streams
+        return [t.to(device) for t in streams]
 
     @property
     def nbytes(self) -> int:
@@ -297,11 +307,7 @@ def vae_roundtrip(vae, tail: torch.Tensor, folder: Path) -> dict:
 
 
 def available_gib() -> float:
-    with open("/proc/meminfo") as fh:
-        for line in fh:
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / (1 << 20)
-    return 0.0
+    return meminfo("MemAvailable:") / (1 << 30)
 
 
 def tail_of(streams: list[torch.Tensor]) -> torch.Tensor:
@@ -309,10 +315,42 @@ def tail_of(streams: list[torch.Tensor]) -> torch.Tensor:
     return video[:, :, -1:].contiguous() if video.dim() == 5 else video
 
 
-def measure_shape(ctx: Context, routes, shape: Shape, vaes: dict, reps: int, vae_reps: dict) -> dict:
-    streams = shape.tensors(seed=len(shape.key))
+class Memcpy:
+    """One copy of every stream of the latent into buffers allocated and touched beforehand: libc's
+    memcpy on the host (one thread, whatever torch's pool is doing), a device-to-device copy on a GPU.
+    The least a handoff that copies the latent once can cost."""
+
+    def __init__(self, streams: list[torch.Tensor]):
+        self.pairs = [(t.contiguous(), torch.empty_like(t).fill_(0)) for t in streams]
+
+    def __call__(self) -> None:
+        for src, dst in self.pairs:
+            if src.device.type == "cpu":
+                ctypes.memmove(dst.data_ptr(), src.data_ptr(), src.numel() * src.element_size())
+            else:
+                dst.copy_(src)
+
+
+def synced(fn, cuda: bool):
+    """fn, then (on a CUDA machine) a device synchronisation, so that its time includes the work it queued."""
+    if not cuda:
+        return fn
+
+    def call():
+        value = fn()
+        torch.cuda.synchronize()
+        return value
+    return call
+
+
+def measure_shape(ctx: Context, routes, shape: Shape, vaes: dict, reps: int, vae_reps: dict,
+                  device: str | torch.device = "cpu", idle: float = IDLE_S) -> dict:
+    streams = shape.tensors(seed=len(shape.key), device=device)
     latent = routes.latent(shape, streams)
     tag = f"bench_{shape.key}"
+    sides = {"ours": synced(lambda: routes.ours(shape, latent, tag), ctx.cuda),
+             "file": synced(lambda: routes.file_route(shape, latent, tag), ctx.cuda),
+             "memcpy": synced(Memcpy(streams), ctx.cuda)}
 
     def after(name, value):
         if name == "ours":
@@ -322,27 +360,26 @@ def measure_shape(ctx: Context, routes, shape: Shape, vaes: dict, reps: int, vae
 
     # warm-up: the first calls import modules and build the tiny model, and the store's ring
     # of the tag (depth 4 by default) takes fresh memory until it is full; a film pays that once
-    for _ in range(WARMUP_CALLS):
-        routes.ours(shape, latent, tag)
-        routes.after_ours()
-        routes.remove_file(routes.file_route(shape, latent, tag)[0])
-    sides = {"ours": lambda: routes.ours(shape, latent, tag),
-             "file": lambda: routes.file_route(shape, latent, tag)}
-    times = interleaved(sides, reps, after)
+    interleaved(sides, WARMUP_CALLS, after)
+    times = interleaved(sides, reps, after, idle=idle)
     result = {"key": shape.key, "label": shape.label, "bytes": shape.nbytes, "no_vae": shape.no_vae,
               "video": list(shape.video), "audio": list(shape.audio) if shape.audio else None,
-              "ours": times["ours"], "file": times["file"], "reps": reps,
-              "ours_vs_file": pairwise_ratio(times["ours"], times["file"]), "vae": {}}
+              "device": str(device), "idle_s": idle, "reps": reps,
+              "ours": times["ours"], "file": times["file"], "memcpy": times["memcpy"],
+              "ours_vs_file": pairwise_ratio(times["ours"], times["file"]),
+              "ours_vs_memcpy": pairwise_ratio(times["ours"], times["memcpy"]), "vae": {}}
     # where ours spends it: the capture (Store) and the next shot's preparation (Handoff)
     split: list = []
     for _ in range(max(3, reps // 2)):
-        timed(lambda: routes.ours(shape, latent, tag, split))  # with the collector held off, as above
+        time.sleep(idle)
+        timed(synced(lambda: routes.ours(shape, latent, tag, split), ctx.cuda))  # collector held off, as above
         routes.after_ours()
     result["store_part"] = median([a for a, _ in split])
     result["handoff_part"] = median([b for _, b in split])
     # the flush after each put is untimed above: time it too, for the record
+    time.sleep(idle)
     t0 = time.perf_counter()
-    routes.ours(shape, latent, tag)
+    sides["ours"]()
     t1 = time.perf_counter()
     routes.after_ours()
     result["ours_plus_spill"] = time.perf_counter() - t0
@@ -353,7 +390,7 @@ def measure_shape(ctx: Context, routes, shape: Shape, vaes: dict, reps: int, vae
         why = None
         if n == 0 or vaes.get(kind) is None:
             why = vaes.get(f"{kind}:why", f"not run in {ctx.mode} mode")
-        elif kind in shape.vae_needs_gib and available_gib() < shape.vae_needs_gib[kind]:
+        elif not ctx.cuda and kind in shape.vae_needs_gib and available_gib() < shape.vae_needs_gib[kind]:
             why = (f"needs about {shape.vae_needs_gib[kind]} GiB of free memory, {available_gib():.0f} GiB "
                    "available here (ComfyUI decodes untiled on the CPU; on the 23.5 GiB development "
                    "machine one 720p roundtrip was killed by the OOM killer at 23 GiB resident)")
@@ -362,9 +399,8 @@ def measure_shape(ctx: Context, routes, shape: Shape, vaes: dict, reps: int, vae
             continue
         vae = vaes[kind]
         folder = ctx.tmp_dir / "overhead_png"
-        runs = interleaved({"ours": lambda: routes.ours(shape, latent, tag),
-                            "vae": lambda: vae_roundtrip(vae, tail, folder)}, n,
-                           lambda name, value: routes.after_ours() if name == "ours" else None)
+        runs = interleaved({"ours": sides["ours"], "vae": synced(lambda: vae_roundtrip(vae, tail, folder), ctx.cuda)},
+                           n, lambda name, value: routes.after_ours() if name == "ours" else None, idle=idle)
         steps = [vae_roundtrip(vae, tail, folder)] if ctx.smoke else []
         result["vae"][kind] = {"times": runs["vae"], "ours": runs["ours"], "reps": n,
                                "ours_vs_vae": pairwise_ratio(runs["ours"], runs["vae"]),
@@ -372,18 +408,18 @@ def measure_shape(ctx: Context, routes, shape: Shape, vaes: dict, reps: int, vae
         ctx.log(f"overhead {shape.key}: {kind} roundtrip {fmt_time(median(runs['vae']))}")
     routes.cleanup(tag)
     ctx.log(f"overhead {shape.key}: ours {fmt_time(median(times['ours']))}, "
-            f"file {fmt_time(median(times['file']))}")
+            f"file {fmt_time(median(times['file']))}, memcpy {fmt_time(median(times['memcpy']))}")
     return result
 
 
-def make_vaes(ctx: Context, kinds: set[str]) -> dict:
+def make_vaes(ctx: Context, kinds: set[str], vae_reps: dict) -> dict:
     vaes: dict = {}
     if ctx.comfy is None:
         for kind in kinds:
             vaes[f"{kind}:why"] = "needs COMFYUI_PATH (the VAE architectures are ComfyUI's)"
         return vaes
     for kind in sorted(kinds):
-        if ctx.pick(*VAE_REPS[kind]) == 0:
+        if vae_reps.get(kind, 0) == 0:
             vaes[f"{kind}:why"] = (f"full mode only (one roundtrip takes 10 s to 2 min on a 2-core CPU); "
                                    f"not run in {ctx.mode} mode")
             continue
@@ -394,38 +430,48 @@ def make_vaes(ctx: Context, kinds: set[str]) -> dict:
     return vaes
 
 
-def run(ctx: Context) -> Section:
-    t_start = time.perf_counter()
-    section = Section("overhead", "1. Inter-shot continuity overhead")
+def measure_shapes(ctx: Context, shapes: list[Shape], reps: int, vae_reps: dict,
+                   device: str | torch.device = "cpu") -> tuple[list[dict], bool]:
+    """Every shape through both routes (and its VAE roundtrips); (results, measured through the nodes)."""
     via_nodes = ctx.comfy is not None
     routes = NodeRoutes(ctx) if via_nodes else EngineRoutes(ctx)
-    shapes = SHAPES if not ctx.smoke else [SHAPES[0], SHAPES[2]]  # smoke: Wan 2.1 480p, LTX-2 (AV)
-    reps = ctx.pick(15, 7, 2)
-    vae_reps = {kind: ctx.pick(*reps) for kind, reps in VAE_REPS.items()}
-    vaes = make_vaes(ctx, {k for s in shapes for k in s.vaes})
+    vaes = make_vaes(ctx, {k for s in shapes for k in s.vaes}, vae_reps)
     results = []
     for shape in shapes:
         try:
-            results.append(measure_shape(ctx, routes, shape, vaes, reps, vae_reps))
+            results.append(measure_shape(ctx, routes, shape, vaes, reps, vae_reps, device))
         except FamilyUnavailable as exc:
             ctx.log(f"overhead {shape.key}: not measured: {exc}")
             results.append({"key": shape.key, "label": shape.label, "unavailable": str(exc)})
         except Exception as exc:
             ctx.log(f"overhead {shape.key}: raised {type(exc).__name__}: {exc}")
             results.append({"key": shape.key, "label": shape.label, "error": f"{type(exc).__name__}: {exc}"})
+    return results, via_nodes
+
+
+def run(ctx: Context) -> Section:
+    t_start = time.perf_counter()
+    section = Section("overhead", "1. Inter-shot continuity overhead")
+    shapes = SHAPES if not ctx.smoke else [SHAPES[0], SHAPES[2]]  # smoke: Wan 2.1 480p, LTX-2 (AV)
+    vae_reps = {kind: ctx.pick(*reps) for kind, reps in VAE_REPS.items()}
+    results, via_nodes = measure_shapes(ctx, shapes, ctx.pick(15, 7, 2), vae_reps)
     section.data = {"route_ours": "ComfyUI nodes" if via_nodes else "engine (no ComfyUI)",
                     "route_file": "SaveLatent -> LoadLatent" if via_nodes else "safetensors save+fsync+load",
-                    "shapes": results}
-    section.rows = rows_for(results, via_nodes)
-    section.details = details_for(results, via_nodes, ctx)
+                    "idle_s": IDLE_S, "shapes": results}
+    section.rows = rows_for(results, via_nodes) + hot_path_rows(results, via_nodes)
+    section.details = details_for(results, via_nodes)
     section.plots = [plot(ctx, results)]
     section.seconds = time.perf_counter() - t_start
     return section
 
 
+def file_route_name(via_nodes: bool) -> str:
+    return "SaveLatent→LoadLatent" if via_nodes else "safetensors file + fsync"
+
+
 def rows_for(results: list[dict], via_nodes: bool) -> list[Row]:
     rows = []
-    file_name = "SaveLatent→LoadLatent" if via_nodes else "safetensors file + fsync"
+    file_name = file_route_name(via_nodes)
     for i, r in enumerate(results, 1):
         rid = f"O{i}"
         if "unavailable" in r:
@@ -440,7 +486,8 @@ def rows_for(results: list[dict], via_nodes: bool) -> list[Row]:
         ratio = r["ours_vs_file"]
         rows.append(Row(f"{rid}a", f"{r['label']} ({fmt_bytes(r['bytes'])}): ours vs {file_name}",
                         f"ours ≤ {OURS_VS_FILE_GOAL:g} × file",
-                        f"{ratio:.3f} × (ours {fmt_time(ours)}, file {fmt_time(file_)}; ours' background "
+                        f"{ratio:.3f} × (ours {fmt_time(ours)}, file {fmt_time(file_)}, one memcpy "
+                        f"{fmt_time(median(r['memcpy']))}; ours' background "
                         f"spill to disk untimed — ours waiting for it once: {fmt_time(r['ours_plus_spill'])})",
                         PASS if ratio <= OURS_VS_FILE_GOAL else FAIL))
         for j, (kind, v) in enumerate(r["vae"].items()):
@@ -460,11 +507,52 @@ def rows_for(results: list[dict], via_nodes: bool) -> list[Row]:
     return rows
 
 
-def details_for(results: list[dict], via_nodes: bool, ctx: Context) -> str:
+def hot_path_checks(results: list[dict], via_nodes: bool) -> list[dict]:
+    """The hot path's goals (HOT_PATH_GOALS) against this run's results: one dict per goal with the
+    ratio (median of per-repetition ratios, sides measured in the same repetitions) or why there is none."""
+    by_key = {r["key"]: r for r in results}
+    labels = {s.key: s.label for s in SHAPES}
+    checks = []
+    for key, side, goal in HOT_PATH_GOALS:
+        r = by_key.get(key)
+        other = file_route_name(via_nodes) if side == "file" else "one memcpy of the latent"
+        check = {"key": key, "label": labels[key], "side": side, "other": other, "goal": goal,
+                 "goal_text": f"ours ≤ {goal:g} × {'file route' if side == 'file' else 'memcpy'}"}
+        if r is None:
+            check["not_measured"] = "this shape is not measured in this mode (full and quick mode measure it)"
+        elif "unavailable" in r:
+            check["not_measured"] = r["unavailable"]
+        elif "error" in r:
+            check["error"] = r["error"]
+        else:
+            check.update(ratio=pairwise_ratio(r["ours"], r[side]), ours=median(r["ours"]),
+                         theirs=median(r[side]), idle_s=r["idle_s"], reps=r["reps"])
+        checks.append(check)
+    return checks
+
+
+def hot_path_rows(results: list[dict], via_nodes: bool) -> list[Row]:
+    """H1-H3: the hot path's goals, one row each."""
+    rows = []
+    for i, c in enumerate(hot_path_checks(results, via_nodes), 1):
+        figure = f"hot path, {c['label']}: Store → Handoff vs {c['other']}, idle gap before each call"
+        if "not_measured" in c:
+            rows.append(Row(f"H{i}", figure, c["goal_text"], f"not measured: {c['not_measured']}", NOT_MEASURED))
+        elif "error" in c:
+            rows.append(Row(f"H{i}", figure, c["goal_text"], f"the measurement raised {c['error']}", FAIL))
+        else:
+            rows.append(Row(f"H{i}", figure, c["goal_text"],
+                            f"{c['ratio']:.3f} × (ours {fmt_time(c['ours'])}, {c['side']} {fmt_time(c['theirs'])}; "
+                            f"medians of {c['reps']}, {c['idle_s']:g} s idle before each call)",
+                            PASS if c["ratio"] <= c["goal"] else FAIL))
+    return rows
+
+
+def details_for(results: list[dict], via_nodes: bool) -> str:
     table = []
     for r in results:
         if "error" in r or "unavailable" in r:
-            table.append([r["label"], "—", "—", "—", "—", "—", r.get("error") or r["unavailable"]])
+            table.append([r["label"], "—", "—", "—", "—", "—", "—", r.get("error") or r["unavailable"]])
             continue
         vae_cells = "; ".join(
             f"{k}: {fmt_time(median(v['times']))}" if "times" in v else f"{k}: not run"
@@ -473,8 +561,9 @@ def details_for(results: list[dict], via_nodes: bool, ctx: Context) -> str:
                       f"{fmt_time(median(r['ours']))} (min {fmt_time(min(r['ours']))})",
                       f"{fmt_time(r['store_part'])} + {fmt_time(r['handoff_part'])}",
                       f"{fmt_time(r['ours_plus_spill'])}",
-                      f"{fmt_time(median(r['file']))} (min {fmt_time(min(r['file']))})", vae_cells])
-    ours_text = ("ZeroCopyLatentStore.execute (copy + XXH64 digest into the resident store, background "
+                      f"{fmt_time(median(r['file']))} (min {fmt_time(min(r['file']))})",
+                      f"{fmt_time(median(r['memcpy']))}", vae_cells])
+    ours_text = ("ZeroCopyLatentStore.execute (copy + digest into the resident store, background "
                  "spill to disk started) + ZeroCopyLatentHandoff.execute (verified get: the whole stored "
                  "latent is re-hashed and compared to its digest, tail taken, the family's adapter builds "
                  "the next shot's latent and conditioning, certificate) — the nodes' own code, called as "
@@ -489,21 +578,29 @@ def details_for(results: list[dict], via_nodes: bool, ctx: Context) -> str:
                  if via_nodes else
                  "safetensors.torch.save_file + fsync + load_file")
     lines = [
-        md_table(["shape", "bytes", "ours (median)", "Store + Handoff (medians of separate repetitions)", "ours incl. waiting for the spill (once)",
-                  "file route (median)", "VAE roundtrip (median)"], table),
+        md_table(["shape", "bytes", "ours (median)", "Store + Handoff (medians of separate repetitions)",
+                  "ours incl. waiting for the spill (once)", "file route (median)", "one memcpy (median)",
+                  "VAE roundtrip (median)"], table),
         "",
         "What was timed:",
         f"- **ours**: {ours_text}. The spill writer's flush runs untimed after each repetition "
         "(in a film it overlaps the next shot's sampling); the column 'incl. waiting for the spill' "
         "shows one run that waits for it.",
         f"- **file route**: {file_text}.",
+        "- **one memcpy**: every stream of the latent copied once into buffers allocated and touched "
+        "beforehand (libc memcpy on the host, a device copy on a GPU): the floor of any handoff that copies "
+        "the latent once.",
+        f"- **Idle gap**: {results[0].get('idle_s', IDLE_S) if results else IDLE_S:g} s of sleep before every "
+        "timed call, untimed. Shots are minutes apart, so a real transition starts with torch's intra-op "
+        "worker threads asleep; back-to-back repetitions would find them awake and time a cost no user sees.",
         "- **VAE roundtrip**: `vae.decode` of the last latent frame → 8-bit PNG files (Pillow) → "
         "loaded back → `vae.encode`, through ComfyUI's VAE class (its own tiling and memory "
         "decisions), random weights, denormal floats flushed to zero (random weights can reach the "
         "denormal range, where CPU arithmetic is far slower). The decode is what the issue names; "
         "a user who decodes the whole shot anyway pays the PNG and encode steps on top.",
-        f"- Repetitions: ours and file route {results[0].get('reps', '?') if results else '?'} each, "
-        "interleaved; VAE roundtrips interleaved with 'ours' for their own repetitions. "
+        f"- Repetitions: ours, file route and memcpy {results[0].get('reps', '?') if results else '?'} each, "
+        "interleaved (the order rotates every repetition); VAE roundtrips interleaved with 'ours' for their "
+        "own repetitions. "
         "Ratios are medians of per-repetition ratios.",
     ]
     for r in results:

@@ -11,10 +11,9 @@ for the section (counting and timing only, put back afterwards, identity-checked
 count the unload/offload calls that reached ComfyUI, the DiT's load calls, their host time and the
 bytes ComfyUI counted as loaded (growth of ``model_loaded_weight_memory``).
 
-GPU (only with CUDA): tools/gpu/residency_check.py, once per allocator setting (native, native +
-expandable_segments, cudaMallocAsync), each in its own process, within a time budget; its JSON gives
-the per-shot load time (CUDA-synchronised), the bytes moved onto the GPU and the allocator figures.
-Without a GPU those rows are NOT MEASURED — nothing is estimated.
+The GPU figures (per-shot load time and bytes moved on a real card, the reason for each reload,
+dynamic VRAM, allocator statistics per backend) come from tools/gpu/run_all.py, which runs
+tools/gpu/residency_check.py; the gpu section turns its JSON into rows G6-G9.
 """
 
 from __future__ import annotations
@@ -22,10 +21,6 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
-import json
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -49,39 +44,22 @@ from bench.common import (
 NAME = "residency"
 TITLE = "3. Residency: ZeroCopyVRAMPin across shots"
 PLOT = "residency.png"
-GPU_CHECK = REPO / "tools" / "gpu" / "residency_check.py"
 NEEDS_COMFYUI = "needs COMFYUI_PATH (real ComfyUI model management)"
-NO_GPU = "no GPU on this machine"
 OWNER = "bench residency section"
 CANVAS = {"width": 64, "height": 64, "length": 5}  # latent [1, 16, 2, 8, 8]: a short sampler pass
 PIN_HEADROOM_GB = 0.5  # the budget guard on a small CI machine; the tiny DiT needs no more
 LOADER, POSITIVE, NEGATIVE, LATENT, PIN, SAMPLER = "1", "2", "3", "4", "5", "6"
 
-# GPU: one process per allocator setting: (key, label, allocator setting in the environment, residency_check
-# --allocator, the backend PyTorch must then report). "native" is ComfyUI's --disable-cuda-malloc, which leaves
-# the environment's setting alone; "cudaMallocAsync" is ComfyUI's --cuda-malloc (it adds backend:cudaMallocAsync).
-ALLOCATORS = (
-    ("native", "native", None, "native", "native"),
-    ("native_expandable", "native + expandable_segments", "expandable_segments:True", "native", "native"),
-    ("cudaMallocAsync", "cudaMallocAsync (ComfyUI's default on NVIDIA)", None, "cudaMallocAsync", "cudaMallocAsync"),
-)
-ALLOC_ENV = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")  # PyTorch versions differ in which they read
-GPU_BUDGET_S = {"full": 450, "quick": 110}  # total wall time of the GPU check (full: < 8 min)
-GPU_MODEL_GB = {"full": 6.0, "quick": 1.0}
-MIN_GPU_RUN_S = 40  # a setting is started only with this much of the budget left
-
-
 def run(ctx: Context) -> Section:
     started = time.perf_counter()
     section = Section(NAME, TITLE)
     cpu = measure_cpu(ctx) if ctx.comfy is not None else None
-    gpu = measure_gpu(ctx)
-    section.rows = cpu_rows(cpu) + gpu_rows(gpu)
-    section.data = {"cpu": cpu, "gpu": gpu}
+    section.rows = cpu_rows(cpu)
+    section.data = {"cpu": cpu}
     if cpu is not None:
         plot(ctx.out_dir / PLOT, cpu)
         section.plots = [PLOT]
-    section.details = details(cpu, gpu)
+    section.details = details(cpu)
     section.seconds = time.perf_counter() - started
     return section
 
@@ -353,139 +331,6 @@ def cpu_rows(cpu: dict | None) -> list[Row]:
     return rows
 
 
-# ------------------------------------------------------------------------------------------ GPU
-
-def measure_gpu(ctx: Context) -> dict:
-    """The GPU check once per allocator setting, or why it was not run."""
-    if not ctx.cuda:
-        return {"not_measured": NO_GPU}
-    if ctx.comfyui_path is None:
-        return {"not_measured": "needs COMFYUI_PATH (tools/gpu/residency_check.py runs ComfyUI's loader and sampler)"}
-    if ctx.smoke:
-        return {"not_measured": "smoke mode: the GPU check takes minutes and is run in quick and full mode only"}
-    budget = GPU_BUDGET_S[ctx.mode]
-    deadline = time.monotonic() + budget
-    work = Path(ctx.tmp_dir) / "residency_gpu"
-    work.mkdir(parents=True, exist_ok=True)
-    shots = ctx.pick(10, 10, 3)
-    out: dict = {"budget_s": budget, "shots": shots, "model_gb": GPU_MODEL_GB[ctx.mode], "settings": {}}
-    for key, label, conf, allocator, backend in ALLOCATORS:
-        remaining = deadline - time.monotonic()
-        if remaining < MIN_GPU_RUN_S:
-            out["settings"][key] = {"label": label, "not_measured": f"the {budget} s budget of this check was spent"}
-            continue
-        ctx.log(f"residency: GPU check, allocator {label} ({remaining:.0f} s left)")
-        out["settings"][key] = {"label": label, "alloc_conf": conf, "expected_backend": backend,
-                                **gpu_check(ctx, work, key, conf, allocator, shots, remaining)}
-    return out
-
-
-def gpu_check(ctx: Context, work: Path, key: str, conf: str | None, allocator: str, shots: int,
-              remaining: float) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ALLOC_ENV}  # only the setting under test
-    if conf:
-        env.update({name: conf for name in ALLOC_ENV})
-    env["COMFYUI_PATH"] = str(ctx.comfyui_path)
-    result_path = work / f"{key}.json"
-    per_run = max(30, int((remaining - 10) / 3))  # the first call also writes the random DiT
-    command = [sys.executable, str(GPU_CHECK), "--comfyui", str(ctx.comfyui_path), "--shots", str(shots),
-               "--model-gb", str(GPU_MODEL_GB[ctx.mode]), "--modes", "classic", "--allocator", allocator,
-               "--work-dir", str(work), "--json", str(result_path), "--timeout", str(per_run)]
-    # Its own process group: on timeout the check and the run it started are both ended (by that group's id).
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=max(1.0, remaining - 5))
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return {"not_measured": f"no result within the remaining {remaining:.0f} s of the budget"}
-    if not result_path.is_file():
-        tail = " ".join((stderr or stdout).strip().splitlines()[-3:])
-        return {"not_measured": f"residency_check exited {proc.returncode} without a result: {tail[-300:]}"}
-    return {"check": json.loads(result_path.read_text()), "exit": proc.returncode}
-
-
-def gpu_runs(setting: dict) -> dict:
-    """{"unlocked": run, "locked": run} of one allocator setting's classic runs (measured ones only)."""
-    runs = {}
-    for run_ in setting.get("check", {}).get("runs", []):
-        if run_.get("mode") == "classic" and run_.get("shots") and not run_.get("skipped") and not run_.get("failed"):
-            runs["locked" if run_.get("locked") else "unlocked"] = run_
-    return runs
-
-
-def gpu_moved(shot: dict) -> int:
-    copied = shot.get("bytes_copied_into_vbar")
-    return int(copied if copied is not None else shot.get("bytes_loaded", 0))
-
-
-def allocator_summary(figures: dict, backend: str | None) -> str:
-    """The figures the backend provides, short; missing ones are left out, never filled in."""
-    parts = [f"backend {backend or '?'}"]
-    for key, label in (("reserved", "reserved"), ("allocated", "allocated"), ("inactive_split", "inactive split")):
-        if key in figures:
-            parts.append(f"{label} {fmt_bytes(figures[key])}")
-    for key, label in (("alloc_retries", "retries"), ("segments", "segments"),
-                       ("expandable_segments", "expandable")):
-        if key in figures:
-            parts.append(f"{label} {figures[key]}")
-    return ", ".join(parts)
-
-
-def gpu_rows(gpu: dict) -> list[Row]:
-    r4_figure = "per-shot DiT load time and bytes moved onto the GPU, 10 shots, without vs with pin"
-    r5_figure = "allocator statistics after 10 shots: native, native + expandable_segments, cudaMallocAsync"
-    if "not_measured" in gpu:
-        return [Row("R4", r4_figure, "with pin: 0 B after shot 1", gpu["not_measured"], NOT_MEASURED),
-                Row("R5", r5_figure, "(info)", gpu["not_measured"], NOT_MEASURED)]
-    settings = gpu.get("settings", {})
-    measured = {key: gpu_runs(s) for key, s in settings.items()}
-    # R4 from ComfyUI's default allocator when it was measured, else the first setting that was.
-    source = next((k for k in ("cudaMallocAsync", "native", "native_expandable")
-                   if {"unlocked", "locked"} <= set(measured.get(k, {}))), None)
-    if source is None:
-        reasons = "; ".join(f"{s.get('label', k)}: {s.get('not_measured') or 'no measured classic runs'}"
-                            for k, s in settings.items())
-        r4 = Row("R4", r4_figure, "with pin: 0 B after shot 1", reasons or "no setting measured", NOT_MEASURED)
-    else:
-        off, on = measured[source]["unlocked"], measured[source]["locked"]
-        moved_off = sum(gpu_moved(s) for s in off["shots"][1:])
-        moved_on = sum(gpu_moved(s) for s in on["shots"][1:])
-        later_off = [s["load_s"] for s in off["shots"][1:]] or [0.0]
-        later_on = [s["load_s"] for s in on["shots"][1:]] or [0.0]
-        text = (f"{settings[source]['label']}: shots 2-{len(on['shots'])} moved {fmt_bytes(moved_off)} vs "
-                f"{fmt_bytes(moved_on)}; median load {fmt_time(median(later_off))} vs {fmt_time(median(later_on))} "
-                f"(shot 1: {fmt_time(off['shots'][0]['load_s'])} vs {fmt_time(on['shots'][0]['load_s'])}); "
-                f"{fmt_bytes(on.get('model_bytes', 0))} DiT on {on.get('device', 'the GPU')}")
-        if moved_off == 0:
-            r4 = Row("R4", r4_figure, "with pin: 0 B after shot 1",
-                     text + "; the unlocked control was not evicted, so this shows nothing", INFO)
-        else:
-            r4 = Row("R4", r4_figure, "with pin: 0 B after shot 1", text, PASS if moved_on == 0 else FAIL)
-    parts = []
-    for key, setting in settings.items():
-        runs = measured.get(key, {})
-        if not runs:
-            parts.append(f"{setting.get('label', key)}: not measured ({setting.get('not_measured') or 'no run'})")
-            continue
-        wrong = sorted({r.get("backend") for r in runs.values()} - {setting.get("expected_backend")})
-        if setting.get("expected_backend") and wrong:
-            parts.append(f"{setting.get('label', key)}: PyTorch used backend {', '.join(map(str, wrong))}, not "
-                         f"{setting['expected_backend']}: these figures are not of this setting")
-            continue
-        side = []
-        for name in ("unlocked", "locked"):
-            if name in runs:
-                last = runs[name]["shots"][-1]
-                side.append(f"{'with' if name == 'locked' else 'without'} pin: "
-                            f"{allocator_summary(last.get('allocator', {}), runs[name].get('backend'))}")
-        parts.append(f"{setting.get('label', key)} — " + "; ".join(side))
-    r5 = Row("R5", r5_figure, "(info)", " | ".join(parts) or "no setting measured",
-             INFO if any(measured.values()) else NOT_MEASURED)
-    return [r4, r5]
-
-
 # ------------------------------------------------------------------------------------------ report
 
 def plot(path: Path, cpu: dict) -> None:
@@ -524,15 +369,7 @@ def shot_table(series: dict) -> str:
                      "partially_unload", "kept by lock", "loaded after VAE phase", "queue run"], rows)
 
 
-def gpu_table(run_: dict) -> str:
-    rows = [[s["shot"], fmt_time(s["load_s"]), fmt_bytes(gpu_moved(s)), fmt_bytes(s.get("resident_after_vae", 0)),
-             s.get("vae_phase", "?"), allocator_summary(s.get("allocator", {}), run_.get("backend"))]
-            for s in run_["shots"]]
-    return md_table(["shot", "DiT load (CUDA-synced)", "bytes moved", "resident after VAE phase", "VAE phase",
-                     "allocator"], rows)
-
-
-def details(cpu: dict | None, gpu: dict) -> str:
+def details(cpu: dict | None) -> str:
     out = ["### CPU", ""]
     if cpu is None:
         out.append(f"Not measured: {NEEDS_COMFYUI}.")
@@ -566,32 +403,8 @@ def details(cpu: dict | None, gpu: dict) -> str:
              "load bookkeeping and the code paths are ComfyUI's own. Load times are of a tiny model and say "
              "nothing about a real one."),
             "- Afterwards every lock is released, every model unloaded and the node cache emptied."]
-    out += ["", "### GPU", ""]
-    if "not_measured" in gpu:
-        out.append(f"Not measured: {gpu['not_measured']}. The GPU part runs `tools/gpu/residency_check.py` (classic "
-                   "model management, unlocked and locked, a random ~6 GiB Wan 2.1-layout DiT on an emulated 24 GiB "
-                   "card) once per allocator setting — native, native + `expandable_segments:True`, "
-                   "cudaMallocAsync — each in a fresh process with only that setting in its environment, within "
-                   f"{GPU_BUDGET_S['full']} s in full mode. **The GPU path has not been run yet**: no GPU was "
-                   "available when it was written.")
-    else:
-        out.append(f"`tools/gpu/residency_check.py`, {gpu.get('shots')} shots, ~{gpu.get('model_gb')} GiB DiT, "
-                   f"budget {gpu.get('budget_s')} s. This path had never run on a GPU when it was written (no GPU "
-                   "was available): check these tables against the raw figures in bench.json.")
-        for key, setting in gpu.get("settings", {}).items():
-            out += ["", f"**{setting.get('label', key)}**"
-                        + (f" (`PYTORCH_ALLOC_CONF` = `PYTORCH_CUDA_ALLOC_CONF` = `{setting['alloc_conf']}`)" if setting.get("alloc_conf") else ""),
-                    ""]
-            runs = gpu_runs(setting)
-            if not runs:
-                out.append(f"not measured: {setting.get('not_measured') or 'no measured classic run'}")
-            for name in ("unlocked", "locked"):
-                if name in runs:
-                    out += [(f"{'with' if name == 'locked' else 'without'} pin, backend {runs[name].get('backend')}, "
-                             f"VAE-phase pressure {fmt_bytes(runs[name].get('pressure_bytes', 0))}:"), "",
-                            gpu_table(runs[name]), ""]
-                    raw = runs[name]["shots"][-1].get("allocator", {}).get("memory_stats_nonzero")
-                    if raw is not None:
-                        out += ["PyTorch's `memory_stats()` after the last shot, non-zero entries: "
-                                + (", ".join(f"`{k}` {v}" for k, v in sorted(raw.items())) or "none"), ""]
+    out += ["", "### GPU", "",
+            "The GPU figures of this section (rows G6-G9: load time and bytes moved per shot on a real card, the "
+            "reason the pin's report gives for each reload, dynamic VRAM, allocator statistics per backend) come "
+            "from `tools/gpu/run_all.py`; see the section GPU rows."]
     return "\n".join(out)

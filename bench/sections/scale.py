@@ -10,21 +10,16 @@ lookup" by comparing get latency with 10,000 tags to 1 tag.
 from __future__ import annotations
 
 import gc
-import os
 import random
 import time
 
 import torch
 
-from bench.common import FAIL, PASS, Context, Row, Section, fmt_bytes, fmt_time, md_table, median, pyplot
+from bench.common import (FAIL, PASS, Context, Row, Section, fmt_bytes, fmt_time, md_table, median,
+                          pyplot, rss_bytes)
 
 MiB = 1 << 20
 SOAK_SHAPE = (1, 16, 21, 90, 160)  # Wan 2.1 720p, 81 frames: 19.4 MB
-
-
-def rss() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def by_size(ctx: Context) -> list[dict]:
@@ -128,13 +123,13 @@ def soak(ctx: Context) -> dict:
             if i == warmup - 1:
                 store.flush()
                 gc.collect()
-                base = rss()
+                base = rss_bytes()
                 samples.append((0, base))
             elif i >= warmup and (i - warmup + 1) % max(1, cycles // 20) == 0:
                 if i == warmup + cycles - 1:
                     store.flush()
                     gc.collect()
-                samples.append((i - warmup + 1, rss()))
+                samples.append((i - warmup + 1, rss_bytes()))
         stats = store.stats()  # engine counters: ints
     finally:
         store.close()

@@ -26,8 +26,11 @@ Per shot it prints: the time of ComfyUI's load calls for the DiT (CUDA
 synchronised), the bytes they moved onto the GPU (classic: growth of ComfyUI's
 loaded-weight count; dynamic: weights whose VBAR signature changed, i.e. copied
 into VRAM again), what was still resident after the VAE phase, whether the VAE
-phase needed the tiled fallback, and the allocator figures the backend provides.
-Results go to stdout and, as JSON, to --json.
+phase needed the tiled fallback, the allocator figures the backend provides and,
+for a locked DiT, the reason the pin's report gives for a reload in that shot
+(the lock state's last_reload_reason / last_reload_causes). Results go to stdout
+and, as JSON, to --json. tools/gpu/run_all.py runs it once per allocator setting
+and once for dynamic VRAM.
 
 Allocator (--allocator): comfy-default lets ComfyUI's cuda_malloc decide
 (cudaMallocAsync on most NVIDIA cards), cudaMallocAsync forces it (ComfyUI's
@@ -51,6 +54,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tools.gpu.cuda_required import refuse as refuse_as, require_cuda  # noqa: E402
+
 GIB = 1 << 30
 MIB = 1 << 20
 DIM, FFN, HEADS, TEXT_DIM = 5120, 13824, 40, 4096  # Wan 2.1 14B widths
@@ -60,19 +68,11 @@ ALLOC_ENV = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
 
 
 def refuse(message: str) -> None:
-    print(f"residency_check: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    refuse_as("residency_check", message)
 
 
 def check_cuda() -> str:
-    try:
-        import torch
-    except ImportError:
-        refuse("PyTorch is not installed in this Python; run it with ComfyUI's Python. Nothing was measured.")
-    if not torch.cuda.is_available():
-        refuse(f"needs a CUDA GPU: torch.cuda.is_available() is False (torch {torch.__version__}). "
-               "Nothing was measured.")
-    return torch.cuda.get_device_name(0)
+    return require_cuda("residency_check").cuda.get_device_name(0)
 
 
 # ------------------------------------------------------------------------------------------ prepare
@@ -105,6 +105,7 @@ def prepare(comfyui: Path, path: Path, model_gb: float) -> None:
         if key.endswith((".norm_q.weight", ".norm_k.weight", "norm3.weight")):
             value += 1.0
         state[key] = value.to(torch.bfloat16).cpu()
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     save_file(state, str(tmp))
     tmp.replace(path)
@@ -192,6 +193,7 @@ def one_run(opts) -> dict:
     from zc_nodes.residency import get_service
     from zc_nodes.residency.allocator import TorchCuda, describe_figures
     from zc_nodes.residency.evidence import recopied_bytes, signature_snapshot
+    from zc_nodes.residency.report import lock_state
 
     device = mm.get_torch_device()
     cuda = TorchCuda()
@@ -239,6 +241,7 @@ def one_run(opts) -> dict:
     latent = torch.zeros(LATENT)
     pressure = int(opts.pressure_gb * GIB) if opts.pressure_gb else None
     signatures = signature_snapshot(base.named_modules())[0] if dynamic else None
+    last_reload = None  # the lock state's last reload (time) seen so far: a new one belongs to this shot
 
     for shot in range(opts.shots):
         loads.update(seconds=0.0, bytes=0, calls=0)
@@ -266,7 +269,9 @@ def one_run(opts) -> dict:
                "bytes_loaded": loads["bytes"], "bytes_copied_into_vbar": copied if dynamic else None,
                "sample_s": round(sample_s, 4), "resident_after_sample": resident_after_sample,
                "resident_after_vae": int(patcher.loaded_size()), "vae_phase": tiled,
-               "allocator": allocator_figures(cuda, device, backend)}
+               "allocator": allocator_figures(cuda, device, backend), "reload": None}
+        if opts.locked:
+            row["reload"], last_reload = reload_of_shot(get_service(), base, last_reload, lock_state)
         result["shots"].append(row)
         print_row(result, row, describe_figures(row["allocator"], backend))
     if opts.locked:
@@ -275,6 +280,20 @@ def one_run(opts) -> dict:
         get_service().release_all("residency_check done")
     del ballast
     return result
+
+
+def reload_of_shot(service, base, seen, lock_state) -> tuple[dict | None, object]:
+    """The reload the pin's report recorded since the last shot (None: none), from its lock state."""
+    lock = service.registry.find(base)
+    if lock is None:
+        return {"reason": "the lock is gone", "causes": [], "detail": None, "bytes": None}, seen
+    state = lock_state(service, lock)
+    stamp = state.get("last_reload_unix")
+    if stamp is None or stamp == seen:
+        return None, seen
+    return {"reason": state.get("last_reload_reason"), "causes": state.get("last_reload_causes"),
+            "detail": state.get("last_reload_detail"), "bytes": state.get("last_reload_bytes"),
+            "seconds": state.get("last_reload_s")}, stamp
 
 
 def allocator_figures(cuda, device, backend: str) -> dict:
@@ -340,9 +359,10 @@ def print_row(result, row, figures) -> None:
     moved = f"{row['bytes_loaded'] / MIB:9.1f} MiB loaded"
     if row["bytes_copied_into_vbar"] is not None:
         moved = f"{row['bytes_copied_into_vbar'] / MIB:9.1f} MiB copied into VBAR"
+    why = f"; reload: {row['reload']['reason']}" if row.get("reload") else ""
     print(f"{label} shot {row['shot']:2d}: load {row['load_s'] * 1000:8.2f} ms ({row['load_calls']} call), "
           f"{moved}, resident after VAE {row['resident_after_vae'] / GIB:6.2f} GiB, VAE {row['vae_phase']}; "
-          f"sample {row['sample_s']:.2f} s; {figures}", flush=True)
+          f"sample {row['sample_s']:.2f} s{why}; {figures}", flush=True)
 
 
 # ------------------------------------------------------------------------------------------ driver
@@ -377,8 +397,9 @@ def main() -> int:
         return 0
     gpu = check_cuda()
 
-    if opts.prepare_only:
-        prepare(Path(opts.comfyui), model_path, opts.model_gb)
+    if opts.prepare_only:  # kept from an earlier run when it is there: same seed, same bytes
+        if not model_path.exists():
+            prepare(Path(opts.comfyui), model_path, opts.model_gb)
         return 0
 
     work.mkdir(parents=True, exist_ok=True)
