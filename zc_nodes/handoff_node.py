@@ -16,8 +16,8 @@ import math
 import torch
 from comfy_api.latest import io
 
-from . import (adapters, comfy_adapter, family_resolution, handoff_tail, log, pixel_bridge,
-               prompt_cache, runtime, ui_events)
+from . import (adapters, comfy_adapter, cpu_threads, family_resolution, handoff_tail, log,
+               pixel_bridge, prompt_cache, runtime, ui_events)
 from .sockets import ContinuityToken
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, families, lineage, shapes, shot as shot_description, streams
@@ -203,6 +203,10 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         if adapter == adapters.PIXEL_BRIDGE:
             return cls.bridge_shot(shot, positive, negative, vae, bridge_vae or vae, clip, model,
                                    settings, fallback_notes)
+        if continuity_mode == MODES[0]:  # copies, fills, digests: small ops, no VAE
+            with cpu_threads.single_threaded():  # no cold thread-pool wake-up for them
+                return cls.continue_shot(shot, positive, negative, vae, clip, model, adapter, settings,
+                                         fallback_notes)
         return cls.continue_shot(shot, positive, negative, vae, clip, model, adapter, settings,
                                  fallback_notes)
 
