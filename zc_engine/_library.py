@@ -84,6 +84,7 @@ class TensorInfo(ctypes.Structure):
         ("nbytes", c_uint64),
         ("digest", c_uint64),
         ("has_digest", c_int),
+        ("digest_algo", c_int),
         ("data", c_void_p),
     ]
 
@@ -97,6 +98,7 @@ class FileTensor(ctypes.Structure):
         ("nbytes", c_uint64),
         ("offset", c_uint64),
         ("has_digest", c_int),
+        ("digest_algo", c_int),
         ("recorded_digest", c_uint64),
     ]
 
@@ -107,6 +109,9 @@ _PROTOTYPES = {
     "zc_last_error": (c_char_p, []),
     "zc_status_name": (c_char_p, [c_int]),
     "zc_xxh64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
+    "zc_xxh3_64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
+    "zc_xxh3_kernel": (c_char_p, []),
+    "zc_digest_tensor": (c_int, [c_void_p, POINTER(c_uint64)]),
     "zc_tag_check": (c_int, [c_char_p]),
     "zc_bundle_create": (c_int, [POINTER(c_void_p)]),
     "zc_bundle_free": (None, [c_void_p]),

@@ -32,27 +32,46 @@ TIER_NAMES = {0: "host", 1: "device", 2: "disk"}
 DLPACK_CODES = [2, 2, 4, 2, 10, 12, 0, 0, 0, 0, 1, 6]
 DTYPE_NAMES = ["F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2", "I8", "I16", "I32", "I64",
                "U8", "BOOL"]
+# zc_digest_algo codes and their text prefixes.
+DIGEST_XXH64 = 1
+DIGEST_XXH3 = 2
+DIGEST_ALGO_NAMES = {DIGEST_XXH64: "xxh64", DIGEST_XXH3: "xxh3"}
+# The dtypes the engine stores, which zc_digest_tensor reads in place.
+_ENGINE_DTYPES = frozenset({torch.float32, torch.float16, torch.bfloat16, torch.float64,
+                            torch.float8_e4m3fn, torch.float8_e5m2, torch.int8, torch.int16,
+                            torch.int32, torch.int64, torch.uint8, torch.bool})
 
 
-def format_digest(value: int) -> str:
-    """The engine's text form of a digest: ``xxh64:`` and 16 hex digits."""
-    return f"xxh64:{value:016x}"
+def format_digest(value: int, algo: int = DIGEST_XXH3) -> str:
+    """The engine's text form of a digest: the algorithm's name (``xxh3`` for every digest
+    the engine makes, ``xxh64`` for one restored from a file of engine 0.2 or earlier), a
+    colon and 16 hex digits."""
+    return f"{DIGEST_ALGO_NAMES[algo]}:{value:016x}"
 
 
 def digest_bytes(data: bytes | memoryview) -> str:
-    """XXH64 (seed 0) of raw bytes, computed by the engine."""
+    """XXH3-64 (seed 0) of raw bytes, computed by the engine."""
     buf = (ctypes.c_char * len(data)).from_buffer_copy(data) if len(data) else None
-    return format_digest(lib.zc_xxh64(buf, len(data), 0))
+    return format_digest(lib.zc_xxh3_64(buf, len(data), 0))
 
 
 def digest_tensor(tensor: torch.Tensor) -> str:
-    """XXH64 of a tensor's canonical contiguous bytes (copied to the host if needed)."""
+    """XXH3-64 of a tensor's canonical contiguous bytes: what the store records for it.
+
+    A host tensor is read in place through its strides (no contiguous copy); a device
+    tensor is first copied to the host. Dtypes the engine does not store are made
+    contiguous and hashed as bytes."""
     host = tensor.detach()
     if host.device.type != "cpu":
         host = host.to("cpu")
+    if host.dtype in _ENGINE_DTYPES:
+        value = ctypes.c_uint64()
+        with dlpack.borrowed_dltensor(host) as dl:
+            check(lib.zc_digest_tensor(dl, ctypes.byref(value)))
+        return format_digest(value.value)
     host = host.contiguous()
-    return format_digest(lib.zc_xxh64(host.data_ptr() if host.numel() else None,
-                                      host.numel() * host.element_size(), 0))
+    return format_digest(lib.zc_xxh3_64(host.data_ptr() if host.numel() else None,
+                                        host.numel() * host.element_size(), 0))
 
 
 @dataclass
@@ -289,7 +308,7 @@ class LatentStore:
             infos[name] = StoredTensorInfo(
                 name=name, dtype=DTYPE_NAMES[ti.dtype], shape=tuple(ti.shape[: ti.ndim]),
                 nbytes=ti.nbytes, tier=TIER_NAMES[ti.tier],
-                digest=format_digest(ti.digest) if ti.has_digest else None)
+                digest=format_digest(ti.digest, ti.digest_algo) if ti.has_digest else None)
         return infos
 
     @classmethod

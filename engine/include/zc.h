@@ -6,7 +6,7 @@
  * device tier (tensors held by reference through their DLPack managed tensor;
  * the engine never reads or writes device memory), a disk tier (crash-safe
  * safetensors spill files, compatible with ComfyUI's .latent files), 64-bit
- * digests that certify bit-identity, and a hardened safetensors reader.
+ * digests (XXH3-64) that certify bit-identity, and a hardened safetensors reader.
  *
  * Conventions
  * - Every function that can fail returns an int: ZC_OK (0) or a negative
@@ -73,7 +73,8 @@ extern "C" {
 #define ZC_FILE_FORMAT_VALUE "zerocopy-continuity/1"
 #define ZC_FILE_META_TAG "zc.tag"
 #define ZC_FILE_META_GENERATION "zc.generation"  /* decimal */
-#define ZC_FILE_META_DIGEST_PREFIX "zc.digest."  /* + tensor name: "xxh64:<16 hex>" */
+#define ZC_FILE_META_DIGEST_PREFIX "zc.digest."  /* + tensor name: "xxh3:<16 hex>" (or
+                                                  "xxh64:" in files of 0.2 and earlier) */
 #define ZC_FILE_LATENT_TENSOR "latent_tensor"    /* ComfyUI's SaveLatent/LoadLatent key */
 #define ZC_FILE_LATENT_MARKER "latent_format_version_0" /* ComfyUI's empty F32 marker */
 
@@ -138,10 +139,92 @@ ZC_API int zc_dtype_from_name(const char *name, int *dtype);
 ZC_API int zc_dtype_from_dlpack(zc_dl_dtype dl, int *dtype);
 
 /* ------------------------------------------------------------------------ */
-/* Digest: XXH64 (seed 0) over a tensor's canonical contiguous bytes.         */
+/* Digests                                                                    */
+/*                                                                            */
+/* A digest is a 64-bit hash over a tensor's canonical bytes (contiguous,     */
+/* row-major, little-endian as stored), seed 0, that names its algorithm.     */
+/* The engine computes XXH3-64 for everything it stores or writes; files of   */
+/* earlier versions carry XXH64 digests, which it still reads, verifies and   */
+/* restores (and then keeps as XXH64: a digest is never silently re-based).   */
+/* As text: "xxh3:" or "xxh64:" and 16 lowercase hex digits, e.g. in a file's */
+/* "zc.digest.<name>" metadata.  Both are written from the xxHash             */
+/* specification and agree with the reference implementation.                 */
 /* ------------------------------------------------------------------------ */
 
-/* One-shot XXH64 of len bytes at data (data may be NULL when len is 0). */
+typedef enum {
+    ZC_DIGEST_NONE = 0,    /* no digest (a device tensor without a host copy) */
+    ZC_DIGEST_XXH64 = 1,   /* XXH64: files written by engine 0.2 and earlier */
+    ZC_DIGEST_XXH3_64 = 2  /* XXH3-64: what the engine computes now */
+} zc_digest_algo;
+
+/* The algorithm new digests use. */
+#define ZC_DIGEST_DEFAULT ZC_DIGEST_XXH3_64
+
+/* The text prefix of an algorithm without its colon ("xxh3", "xxh64"); NULL
+ * for ZC_DIGEST_NONE or an unknown code. */
+ZC_API const char *zc_digest_algo_name(int algo);
+
+/* A digest as text, "<name>:<16 hex>", into out (cap >= ZC_DIGEST_TEXT_SIZE).
+ * @return ZC_OK, or ZC_E_INVALID for an unknown algorithm or a short buffer. */
+#define ZC_DIGEST_TEXT_SIZE 24
+ZC_API int zc_digest_format(int algo, uint64_t digest, char *out, size_t cap);
+
+/* Parse "xxh3:<16 hex>" or "xxh64:<16 hex>" (hex digits in either case).
+ * The text may be untrusted.  @return ZC_OK with *algo and *digest, or
+ * ZC_E_INVALID (the message quotes the text and says what is expected). */
+ZC_API int zc_digest_parse(const char *text, int *algo, uint64_t *digest);
+
+/* The digest of len bytes at data (NULL allowed when len is 0) with an
+ * algorithm and seed 0.  @return ZC_OK or ZC_E_INVALID (unknown algorithm). */
+ZC_API int zc_digest_bytes(int algo, const void *data, size_t len, uint64_t *digest);
+
+/* The XXH3-64 digest of a host tensor's canonical contiguous bytes, walking
+ * its strides in place: no copy of the tensor is made (gathered elements of
+ * a strided innermost dimension pass through a small fixed buffer on the
+ * stack).  Equals the digest zc_bundle_add_copy records for the same tensor.
+ * t is borrowed for the call; its device must be CPU, CUDA-host or
+ * ROCm-host memory.  Strides may be 0 (broadcast views) but not negative.
+ * @return ZC_OK and *digest; ZC_E_INVALID (NULL, rank, dtype, negative size
+ * or stride, non-host device, NULL data with bytes); ZC_E_LIMIT (size
+ * overflow). */
+ZC_API int zc_digest_tensor(const zc_dl_tensor *t, uint64_t *digest);
+
+/* One-shot XXH3-64 of len bytes at data (data may be NULL when len is 0).
+ * seed 0 is what digests use; other seeds follow the specification (for
+ * inputs over 240 bytes, a secret derived from the seed). */
+ZC_API uint64_t zc_xxh3_64(const void *data, size_t len, uint64_t seed);
+
+/* Streaming XXH3-64: reset, update any number of times with any lengths,
+ * digest (which does not change the state, so it may be called again after
+ * more updates).  The result equals zc_xxh3_64 of the concatenated input.
+ * The struct is public so callers can keep it on the stack; treat its
+ * fields as private. */
+typedef struct {
+    uint64_t acc[8];
+    uint8_t secret[192];
+    uint8_t buffer[256];         /* input not yet hashed */
+    uint8_t last_stripe[64];     /* the 64 input bytes before buffer[0] */
+    uint64_t total_len;
+    uint64_t seed;
+    uint32_t buffered;
+    uint32_t stripes_in_block;
+} zc_xxh3_state;
+
+ZC_API void zc_xxh3_reset(zc_xxh3_state *state, uint64_t seed);
+ZC_API void zc_xxh3_update(zc_xxh3_state *state, const void *data, size_t len);
+ZC_API uint64_t zc_xxh3_digest(const zc_xxh3_state *state);
+
+/* The name of the XXH3 stripe kernel this process uses: "avx2", "sse2" or
+ * "scalar".  It is chosen once, at the first digest: the fastest one the CPU
+ * and the build support, or the one the environment variable
+ * ZC_DIGEST_KERNEL names ("scalar", "sse2", "avx2") if the CPU runs it (any
+ * other value is ignored; this function then says what runs).  Every kernel
+ * gives the same digests; the variable exists to test them and to rule a
+ * SIMD path out when diagnosing. */
+ZC_API const char *zc_xxh3_kernel(void);
+
+/* One-shot XXH64 of len bytes at data (data may be NULL when len is 0);
+ * kept to verify files with "xxh64:" digests. */
 ZC_API uint64_t zc_xxh64(const void *data, size_t len, uint64_t seed);
 
 /* Streaming XXH64.  The struct is public so callers can keep it on the
@@ -358,8 +441,10 @@ typedef struct {
     int32_t device_id;
     int tier;                      /* zc_tier */
     uint64_t nbytes;               /* canonical contiguous size */
-    uint64_t digest;               /* XXH64 of the canonical bytes */
+    uint64_t digest;               /* of the canonical bytes, with digest_algo */
     int has_digest;                /* 0 for a device tensor stored without a host copy */
+    int digest_algo;               /* zc_digest_algo: XXH3-64, or XXH64 for a tensor restored
+                                      from an older file; ZC_DIGEST_NONE without a digest */
     void *data;                    /* host: contiguous bytes; device: device address */
 } zc_tensor_info;
 
@@ -391,8 +476,9 @@ ZC_API const char *zc_view_meta(const zc_view *view, const char *key);
  * @return ZC_OK, ZC_E_NOT_FOUND, ZC_E_NOMEM. */
 ZC_API int zc_view_export_dlpack(const zc_view *view, uint32_t index, int versioned, void **managed);
 
-/* Recompute the digests of host-tier tensors and compare.  @return ZC_OK or
- * ZC_E_CORRUPT naming the first tensor whose bytes changed. */
+/* Recompute the digests of host-tier tensors (each with its own algorithm)
+ * and compare.  @return ZC_OK or ZC_E_CORRUPT naming the first tensor whose
+ * bytes changed. */
 ZC_API int zc_view_verify(const zc_view *view);
 
 /* Write the slot as a safetensors file at path, crash-safe (temporary file,
@@ -423,6 +509,7 @@ typedef struct {
     uint64_t nbytes;
     uint64_t offset;               /* from the start of the file */
     int has_digest;                /* the file's metadata records one */
+    int digest_algo;               /* zc_digest_algo of recorded_digest; ZC_DIGEST_NONE without */
     uint64_t recorded_digest;
 } zc_file_tensor;
 
@@ -443,13 +530,16 @@ ZC_API uint32_t zc_file_meta_count(const zc_file *file);
 ZC_API int zc_file_meta_at(const zc_file *file, uint32_t index, const char **key, const char **value);
 ZC_API const char *zc_file_meta(const zc_file *file, const char *key);
 
-/* Read tensor index into dst (cap >= nbytes) and return its digest in
- * *digest (optional).  @return ZC_OK, ZC_E_LIMIT (cap), ZC_E_IO, ZC_E_CORRUPT
+/* Read tensor index into dst (cap >= nbytes), digesting it as it is read,
+ * and return the digest in *digest (optional): computed with the algorithm
+ * of the recorded digest (zc_file_tensor.digest_algo), or XXH3-64 when the
+ * file records none.  @return ZC_OK, ZC_E_LIMIT (cap), ZC_E_IO, ZC_E_CORRUPT
  * (short read, or a recorded digest that does not match). */
 ZC_API int zc_file_read(zc_file *file, uint32_t index, void *dst, size_t cap, uint64_t *digest);
 
 /* Read a whole file into a new bundle (host tier), verifying every recorded
- * digest.  The marker tensor "latent_format_version_0" is skipped; metadata
+ * digest; each tensor keeps the digest zc_file_read returned, with its
+ * algorithm (an "xxh64:" file stays XXH64).  The marker tensor "latent_format_version_0" is skipped; metadata
  * keys of the engine ("zc.*") are not copied.  @return as zc_file_read. */
 ZC_API int zc_file_load_bundle(zc_file *file, zc_bundle **out);
 

@@ -70,6 +70,7 @@ int zc_view_tensor(const zc_view *v, uint32_t index, zc_tensor_info *out)
     out->nbytes = t->nbytes;
     out->digest = t->digest;
     out->has_digest = t->has_digest;
+    out->digest_algo = t->has_digest ? t->digest_algo : ZC_DIGEST_NONE;
     out->data = t->tier == ZC_TIER_DEVICE ? t->ref_data : t->host;
     return ZC_OK;
 }
@@ -196,6 +197,13 @@ int zc_view_export_dlpack(const zc_view *v, uint32_t index, int versioned, void 
     return ZC_OK;
 }
 
+static uint64_t rehash(const zc_tensor *t)
+{
+    if (t->digest_algo == ZC_DIGEST_XXH64)
+        return zc_xxh64(t->host, (size_t)t->nbytes, 0);
+    return zc_xxh3_64(t->host, (size_t)t->nbytes, 0);
+}
+
 int zc_view_verify(const zc_view *v)
 {
     if (v == NULL)
@@ -205,11 +213,11 @@ int zc_view_verify(const zc_view *v)
         const zc_tensor *t = &b->tensors[i];
         if (!t->has_digest || t->host == NULL)
             continue;
-        uint64_t now = zc_xxh64(t->host, (size_t)t->nbytes, 0);
+        uint64_t now = rehash(t);
         if (now != t->digest) {
-            char want[32], got[32];
-            zc__digest_format(t->digest, want);
-            zc__digest_format(now, got);
+            char want[ZC_DIGEST_TEXT_SIZE], got[ZC_DIGEST_TEXT_SIZE];
+            zc__digest_text(t->digest_algo, t->digest, want);
+            zc__digest_text(t->digest_algo, now, got);
             return zc__fail(ZC_E_CORRUPT,
                             "tag \"%s\" generation %llu: tensor \"%s\" changed since it was "
                             "stored (digest %s, now %s); something wrote through a view",
