@@ -68,7 +68,7 @@ class StoreStats(ctypes.Structure):
     _fields_ = [(name, c_uint64) for name in (
         "tags", "slots", "host_bytes", "device_bytes", "retained_bytes", "evictions",
         "spills_written", "spill_errors", "restores", "files_rejected", "pending_spills",
-        "pooled_bytes")]
+        "pooled_bytes", "verify_hashed_bytes", "verify_skipped_bytes")]
 
 
 class TensorInfo(ctypes.Structure):
@@ -100,6 +100,17 @@ class FileTensor(ctypes.Structure):
         ("has_digest", c_int),
         ("digest_algo", c_int),
         ("recorded_digest", c_uint64),
+    ]
+
+
+class VerifyReport(ctypes.Structure):
+    """zc_verify_report: bit i of each mask is tensor index i."""
+    _fields_ = [
+        ("hashed", c_uint32),
+        ("unchanged", c_uint32),
+        ("unchecked", c_uint32),
+        ("device", c_uint32),
+        ("hashed_bytes", c_uint64),
     ]
 
 
@@ -139,6 +150,7 @@ _PROTOTYPES = {
     "zc_view_meta_at": (c_int, [c_void_p, c_uint32, POINTER(c_char_p), POINTER(c_char_p)]),
     "zc_view_export_dlpack": (c_int, [c_void_p, c_uint32, c_int, POINTER(c_void_p)]),
     "zc_view_verify": (c_int, [c_void_p]),
+    "zc_view_verify_ex": (c_int, [c_void_p, c_uint32, POINTER(VerifyReport)]),
     "zc_view_save": (c_int, [c_void_p, c_char_p]),
     "zc_view_release": (None, [c_void_p]),
     "zc_file_open": (c_int, [c_char_p, POINTER(c_void_p)]),

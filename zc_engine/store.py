@@ -21,7 +21,7 @@ import torch
 
 from . import dlpack
 from .errors import CorruptFile, NotFound
-from ._library import StoreConfig, StoreStats, TensorInfo, check, encode, lib
+from ._library import StoreConfig, StoreStats, TensorInfo, VerifyReport, check, encode, lib
 
 DEFAULT_DEPTH = 4
 PUT_SPILL = 1
@@ -36,6 +36,7 @@ DTYPE_NAMES = ["F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2", "I8", "I16", "
 DIGEST_XXH64 = 1
 DIGEST_XXH3 = 2
 DIGEST_ALGO_NAMES = {DIGEST_XXH64: "xxh64", DIGEST_XXH3: "xxh3"}
+VERIFY_REHASH = 1
 # The dtypes the engine stores, which zc_digest_tensor reads in place.
 _ENGINE_DTYPES = frozenset({torch.float32, torch.float16, torch.bfloat16, torch.float64,
                             torch.float8_e4m3fn, torch.float8_e5m2, torch.int8, torch.int16,
@@ -72,6 +73,19 @@ def digest_tensor(tensor: torch.Tensor) -> str:
     host = host.contiguous()
     return format_digest(lib.zc_xxh3_64(host.data_ptr() if host.numel() else None,
                                         host.numel() * host.element_size(), 0))
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What ``LatentStore.verify`` did: the tensors it re-hashed (their bytes matched), the
+    ones it skipped because no writer was possible since their digest was last checked, and
+    the device-tier ones whose device memory it cannot check (their host copy, if any, is in
+    one of the first two lists)."""
+
+    hashed: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    device: tuple[str, ...]
+    hashed_bytes: int
 
 
 @dataclass
@@ -258,7 +272,7 @@ class LatentStore:
         """
         with self._view(tag, generation) as view:
             if verify:
-                check(lib.zc_view_verify(view))
+                self._verify_view(view, 0)
             return self._bundle_from_view(view)
 
     def generations(self, tag: str) -> list[int]:
@@ -329,10 +343,30 @@ class LatentStore:
                             generation=lib.zc_view_generation(view), tensors=tensors, meta=meta,
                             info=infos)
 
-    def verify(self, tag: str, generation: int = 0) -> None:
-        """Re-digest the stored host bytes; raises CorruptFile if any changed."""
+    def verify(self, tag: str, generation: int = 0, *, rehash: bool = False) -> VerifyResult:
+        """Check the stored host bytes against their digests; raises CorruptFile if any changed.
+
+        A tensor is re-hashed only when a writer could have changed it since its digest was
+        last checked (a tensor ``get`` returned, or another export, is alive or was released
+        since); ``rehash`` re-hashes everything. The result says which were hashed."""
         with self._view(tag, generation) as view:
-            check(lib.zc_view_verify(view))
+            return self._verify_view(view, VERIFY_REHASH if rehash else 0)
+
+    @staticmethod
+    def _verify_view(view: int, flags: int) -> VerifyResult:
+        report = VerifyReport()
+        check(lib.zc_view_verify_ex(view, flags, ctypes.byref(report)))
+        names = []
+        ti = TensorInfo()
+        for index in range(lib.zc_view_count(view)):
+            check(lib.zc_view_tensor(view, index, ctypes.byref(ti)))
+            names.append(ti.name.decode("utf-8"))
+
+        def having(mask: int) -> tuple[str, ...]:
+            return tuple(n for i, n in enumerate(names) if mask >> i & 1)
+
+        return VerifyResult(hashed=having(report.hashed), unchanged=having(report.unchanged),
+                            device=having(report.device), hashed_bytes=report.hashed_bytes)
 
     def save(self, tag: str, path: str | Path, generation: int = 0) -> None:
         """Write a stored bundle as a safetensors/.latent file (crash-safe, synchronous)."""

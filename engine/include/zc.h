@@ -408,6 +408,8 @@ typedef struct {
     uint64_t files_rejected;     /* files renamed aside as corrupt or foreign */
     uint64_t pending_spills;
     uint64_t pooled_bytes;       /* freed host buffers kept for reuse by later puts */
+    uint64_t verify_hashed_bytes;  /* bytes zc_view_verify re-hashed (since the store opened) */
+    uint64_t verify_skipped_bytes; /* bytes it did not need to: no writer possible */
 } zc_store_stats;
 
 /* Snapshot of the store's counters. */
@@ -445,7 +447,8 @@ typedef struct {
     int has_digest;                /* 0 for a device tensor stored without a host copy */
     int digest_algo;               /* zc_digest_algo: XXH3-64, or XXH64 for a tensor restored
                                       from an older file; ZC_DIGEST_NONE without a digest */
-    void *data;                    /* host: contiguous bytes; device: device address */
+    void *data;                    /* host: contiguous bytes (read-only: see zc_view_verify);
+                                      device: device address */
 } zc_tensor_info;
 
 ZC_API const char *zc_view_tag(const zc_view *view);
@@ -472,13 +475,54 @@ ZC_API const char *zc_view_meta(const zc_view *view, const char *key);
  * released and the slot evicted.  versioned selects the struct.  Host-tier
  * tensors are exported writable (flags 0) because torch refuses read-only
  * imports; writing through them changes the stored bytes (and breaks their
- * digest), so consumers must treat them as read-only.
+ * digest), so consumers must treat them as read-only.  Each such export is
+ * a possible writer until its deleter runs (see zc_view_verify).
  * @return ZC_OK, ZC_E_NOT_FOUND, ZC_E_NOMEM. */
 ZC_API int zc_view_export_dlpack(const zc_view *view, uint32_t index, int versioned, void **managed);
 
-/* Recompute the digests of host-tier tensors (each with its own algorithm)
- * and compare.  @return ZC_OK or ZC_E_CORRUPT naming the first tensor whose
- * bytes changed. */
+/* Verification: is a slot's host memory still the bytes its digests name?
+ *
+ * The guarantee: when zc_view_verify returns ZC_OK, every host-tier tensor
+ * of the slot is covered by a digest check made at or after the last moment
+ * anything could have written its bytes.  The only writers the engine hands
+ * out are writable DLPack exports of host-tier tensors; so a tensor is
+ * re-hashed when an export of it is live, or was deleted after its digest
+ * was last checked, and otherwise skipped ("unchanged since checked, no
+ * writer possible").  A digest is checked when it is computed (put, where
+ * the copy and the digest are one pass, or restore from a file) and by
+ * every verify that re-hashes and matches.  What this cannot see, by
+ * contract: writes through zc_tensor_info.data (read-only) or through an
+ * export after its deleter ran (use after release), and memory corruption
+ * outside the API; ZC_VERIFY_REHASH re-hashes everything regardless.
+ *
+ * Device-tier tensors (held by reference) are the producer's memory, which
+ * the engine never reads: nothing here proves anything about them.  What
+ * is checked is their host copy (when given), which is never exported and
+ * so never re-hashed unless ZC_VERIFY_REHASH; a caller that needs the
+ * device bytes unchanged must hold a private device clone that nothing
+ * else can write (the Python bridge's defensive_clone). */
+
+#define ZC_VERIFY_REHASH 1u /* re-hash every digested tensor, writer possible or not */
+
+/* What a verification did, tensor by tensor (bit i = tensor index i). */
+typedef struct {
+    uint32_t hashed;       /* host bytes re-hashed, and they matched */
+    uint32_t unchanged;    /* not re-hashed: no writer possible since the last check */
+    uint32_t unchecked;    /* no digest (a device tensor without a host copy) */
+    uint32_t device;       /* held by reference: device bytes not covered (see above) */
+    uint64_t hashed_bytes; /* bytes re-hashed by this call */
+} zc_verify_report;
+
+/* Verify a slot's host bytes against their digests, re-hashing only the
+ * tensors a writer could have changed (all of them with ZC_VERIFY_REHASH).
+ * report (optional) says which were hashed and which skipped; the store's
+ * verify_hashed_bytes / verify_skipped_bytes statistics add them up.
+ * @return ZC_OK; ZC_E_INVALID (NULL view, unknown flag); ZC_E_CORRUPT naming
+ * the first tensor whose bytes changed, with both digests (report then
+ * holds the tensors checked before it). */
+ZC_API int zc_view_verify_ex(const zc_view *view, uint32_t flags, zc_verify_report *report);
+
+/* zc_view_verify_ex(view, 0, NULL). */
 ZC_API int zc_view_verify(const zc_view *view);
 
 /* Write the slot as a safetensors file at path, crash-safe (temporary file,
