@@ -252,7 +252,10 @@ uint64_t zc__xxh3_copy_with(const zc_xxh3_impl *k, void *dst, const void *src, s
     uint64_t acc[8];
     init_acc(acc);
     size_t blocks = (len - 1) / ZC_XXH3_BLOCK;
-    k->blocks_copy(acc, d, in, blocks, sec);
+    if (len >= ZC_XXH3_STREAM_MIN && ((uintptr_t)d & 31u) == 0)
+        k->blocks_stream(acc, d, in, blocks, sec);
+    else
+        k->blocks_copy(acc, d, in, blocks, sec);
     size_t done = blocks * ZC_XXH3_BLOCK;
     size_t stripes = (len - 1 - done) / ZC_XXH3_STRIPE;
     k->stripes_copy(acc, d + done, in + done, stripes, sec);

@@ -41,7 +41,11 @@ extern const uint8_t zc__xxh3_default_secret[ZC_XXH3_SECRET_SIZE];
  * - stripes: nstripes stripes, stripe n keyed with secret + 8n, no scramble
  *   (the caller keeps nstripes within one block's secret).
  * - *_copy: the same, also storing every byte read to dst (same length),
- *   so a copy and its digest take one pass over memory. */
+ *   so a copy and its digest take one pass over memory.
+ * - blocks_stream: blocks_copy with streaming (non-temporal) stores, which
+ *   skip the cache: for copies too large to stay in it, they save reading
+ *   dst's lines before writing them.  dst must be 32-byte aligned; the
+ *   stores are complete (fenced) when it returns. */
 typedef struct zc_xxh3_impl {
     const char *name;
     void (*blocks)(uint64_t *acc, const uint8_t *in, size_t nblocks, const uint8_t *secret);
@@ -50,7 +54,15 @@ typedef struct zc_xxh3_impl {
                         const uint8_t *secret);
     void (*stripes_copy)(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nstripes,
                          const uint8_t *secret);
+    void (*blocks_stream)(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nblocks,
+                          const uint8_t *secret);
 } zc_xxh3_impl;
+
+/* Copies of at least this many bytes use blocks_stream (when dst is
+ * aligned): about where source and copy together stop fitting a server
+ * CPU's last-level cache slice; measured on a 2-core EPYC VM (32 MiB L3),
+ * streaming is even at 8 MiB and 1.8x faster at 19 MB. */
+#define ZC_XXH3_STREAM_MIN ((size_t)8 << 20)
 
 /* The portable kernel, always available. */
 extern const zc_xxh3_impl zc__xxh3_scalar;

@@ -65,8 +65,10 @@ static void blocks_copy_scalar(uint64_t *acc, uint8_t *dst, const uint8_t *in, s
     }
 }
 
+/* Portable C has no streaming store: the plain copy serves. */
 const zc_xxh3_impl zc__xxh3_scalar = {
     "scalar", blocks_scalar, stripes_scalar, blocks_copy_scalar, stripes_copy_scalar,
+    blocks_copy_scalar,
 };
 
 const zc_xxh3_impl *zc__xxh3_kernel_named(const char *name)

@@ -21,11 +21,13 @@
 /* ---- SSE2 ---- */
 
 static inline void sse2_stripe(__m128i a[4], uint8_t *dst, const uint8_t *in,
-                               const uint8_t *secret)
+                               const uint8_t *secret, int stream)
 {
     for (int j = 0; j < 4; j++) {
         __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(in + 16 * j));
-        if (dst != NULL)
+        if (dst != NULL && stream)
+            _mm_stream_si128((__m128i *)(void *)(dst + 16 * j), d);
+        else if (dst != NULL)
             _mm_storeu_si128((__m128i *)(void *)(dst + 16 * j), d);
         __m128i k = _mm_xor_si128(d, _mm_loadu_si128((const __m128i *)(const void *)(secret + 16 * j)));
         __m128i prod = _mm_mul_epu32(k, _mm_srli_epi64(k, 32));
@@ -59,14 +61,14 @@ static inline void sse2_save(uint64_t *acc, const __m128i a[4])
 }
 
 static inline void sse2_run(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nblocks,
-                            size_t nstripes, const uint8_t *secret)
+                            size_t nstripes, const uint8_t *secret, int stream)
 {
     __m128i a[4];
     sse2_load(a, acc);
     for (size_t b = 0; b < nblocks; b++) {
         for (size_t s = 0; s < ZC_XXH3_STRIPES_PER_BLOCK; s++)
             sse2_stripe(a, dst ? dst + s * ZC_XXH3_STRIPE : NULL, in + s * ZC_XXH3_STRIPE,
-                        secret + 8 * s);
+                        secret + 8 * s, stream);
         sse2_scramble(a, secret + ZC_XXH3_SCRAMBLE_OFFSET);
         in += ZC_XXH3_BLOCK;
         if (dst)
@@ -74,44 +76,54 @@ static inline void sse2_run(uint64_t *acc, uint8_t *dst, const uint8_t *in, size
     }
     for (size_t s = 0; s < nstripes; s++)
         sse2_stripe(a, dst ? dst + s * ZC_XXH3_STRIPE : NULL, in + s * ZC_XXH3_STRIPE,
-                    secret + 8 * s);
+                    secret + 8 * s, stream);
     sse2_save(acc, a);
+    if (stream)
+        _mm_sfence(); /* streaming stores are weakly ordered: done before we return */
 }
 
 static void blocks_sse2(uint64_t *acc, const uint8_t *in, size_t nblocks, const uint8_t *secret)
 {
-    sse2_run(acc, NULL, in, nblocks, 0, secret);
+    sse2_run(acc, NULL, in, nblocks, 0, secret, 0);
 }
 
 static void stripes_sse2(uint64_t *acc, const uint8_t *in, size_t nstripes, const uint8_t *secret)
 {
-    sse2_run(acc, NULL, in, 0, nstripes, secret);
+    sse2_run(acc, NULL, in, 0, nstripes, secret, 0);
 }
 
 static void blocks_copy_sse2(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nblocks,
                              const uint8_t *secret)
 {
-    sse2_run(acc, dst, in, nblocks, 0, secret);
+    sse2_run(acc, dst, in, nblocks, 0, secret, 0);
+}
+
+static void blocks_stream_sse2(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nblocks,
+                               const uint8_t *secret)
+{
+    sse2_run(acc, dst, in, nblocks, 0, secret, 1);
 }
 
 static void stripes_copy_sse2(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nstripes,
                               const uint8_t *secret)
 {
-    sse2_run(acc, dst, in, 0, nstripes, secret);
+    sse2_run(acc, dst, in, 0, nstripes, secret, 0);
 }
 
 const zc_xxh3_impl zc__xxh3_sse2 = {
-    "sse2", blocks_sse2, stripes_sse2, blocks_copy_sse2, stripes_copy_sse2,
+    "sse2", blocks_sse2, stripes_sse2, blocks_copy_sse2, stripes_copy_sse2, blocks_stream_sse2,
 };
 
 /* ---- AVX2 ---- */
 
 ZC_TARGET_AVX2 static inline void avx2_stripe(__m256i a[2], uint8_t *dst, const uint8_t *in,
-                                              const uint8_t *secret)
+                                              const uint8_t *secret, int stream)
 {
     for (int j = 0; j < 2; j++) {
         __m256i d = _mm256_loadu_si256((const __m256i *)(const void *)(in + 32 * j));
-        if (dst != NULL)
+        if (dst != NULL && stream)
+            _mm256_stream_si256((__m256i *)(void *)(dst + 32 * j), d);
+        else if (dst != NULL)
             _mm256_storeu_si256((__m256i *)(void *)(dst + 32 * j), d);
         __m256i k = _mm256_xor_si256(
             d, _mm256_loadu_si256((const __m256i *)(const void *)(secret + 32 * j)));
@@ -136,7 +148,7 @@ ZC_TARGET_AVX2 static inline void avx2_scramble(__m256i a[2], const uint8_t *sec
 
 ZC_TARGET_AVX2 static inline void avx2_run(uint64_t *acc, uint8_t *dst, const uint8_t *in,
                                            size_t nblocks, size_t nstripes,
-                                           const uint8_t *secret)
+                                           const uint8_t *secret, int stream)
 {
     __m256i a[2];
     a[0] = _mm256_loadu_si256((const __m256i *)(const void *)acc);
@@ -144,7 +156,7 @@ ZC_TARGET_AVX2 static inline void avx2_run(uint64_t *acc, uint8_t *dst, const ui
     for (size_t b = 0; b < nblocks; b++) {
         for (size_t s = 0; s < ZC_XXH3_STRIPES_PER_BLOCK; s++)
             avx2_stripe(a, dst ? dst + s * ZC_XXH3_STRIPE : NULL, in + s * ZC_XXH3_STRIPE,
-                        secret + 8 * s);
+                        secret + 8 * s, stream);
         avx2_scramble(a, secret + ZC_XXH3_SCRAMBLE_OFFSET);
         in += ZC_XXH3_BLOCK;
         if (dst)
@@ -152,37 +164,45 @@ ZC_TARGET_AVX2 static inline void avx2_run(uint64_t *acc, uint8_t *dst, const ui
     }
     for (size_t s = 0; s < nstripes; s++)
         avx2_stripe(a, dst ? dst + s * ZC_XXH3_STRIPE : NULL, in + s * ZC_XXH3_STRIPE,
-                    secret + 8 * s);
+                    secret + 8 * s, stream);
     _mm256_storeu_si256((__m256i *)(void *)acc, a[0]);
     _mm256_storeu_si256((__m256i *)(void *)(acc + 4), a[1]);
+    if (stream)
+        _mm_sfence();
 }
 
 ZC_TARGET_AVX2 static void blocks_avx2(uint64_t *acc, const uint8_t *in, size_t nblocks,
                                        const uint8_t *secret)
 {
-    avx2_run(acc, NULL, in, nblocks, 0, secret);
+    avx2_run(acc, NULL, in, nblocks, 0, secret, 0);
 }
 
 ZC_TARGET_AVX2 static void stripes_avx2(uint64_t *acc, const uint8_t *in, size_t nstripes,
                                         const uint8_t *secret)
 {
-    avx2_run(acc, NULL, in, 0, nstripes, secret);
+    avx2_run(acc, NULL, in, 0, nstripes, secret, 0);
 }
 
 ZC_TARGET_AVX2 static void blocks_copy_avx2(uint64_t *acc, uint8_t *dst, const uint8_t *in,
                                             size_t nblocks, const uint8_t *secret)
 {
-    avx2_run(acc, dst, in, nblocks, 0, secret);
+    avx2_run(acc, dst, in, nblocks, 0, secret, 0);
+}
+
+ZC_TARGET_AVX2 static void blocks_stream_avx2(uint64_t *acc, uint8_t *dst, const uint8_t *in,
+                                              size_t nblocks, const uint8_t *secret)
+{
+    avx2_run(acc, dst, in, nblocks, 0, secret, 1);
 }
 
 ZC_TARGET_AVX2 static void stripes_copy_avx2(uint64_t *acc, uint8_t *dst, const uint8_t *in,
                                              size_t nstripes, const uint8_t *secret)
 {
-    avx2_run(acc, dst, in, 0, nstripes, secret);
+    avx2_run(acc, dst, in, 0, nstripes, secret, 0);
 }
 
 const zc_xxh3_impl zc__xxh3_avx2 = {
-    "avx2", blocks_avx2, stripes_avx2, blocks_copy_avx2, stripes_copy_avx2,
+    "avx2", blocks_avx2, stripes_avx2, blocks_copy_avx2, stripes_copy_avx2, blocks_stream_avx2,
 };
 
 #else

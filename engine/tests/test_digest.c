@@ -139,6 +139,25 @@ static void check_kernel_matches_scalar(const char *name)
     free(data);
     free(d1);
     free(d2);
+    /* Copies past ZC_XXH3_STREAM_MIN take the streaming-store loop when the
+     * destination is aligned (host buffers are) and the plain one otherwise. */
+    const size_t huge = ZC_XXH3_STREAM_MIN + 4099;
+    uint8_t *src = zc__host_alloc(huge + 8), *dst = zc__host_alloc(huge + 8);
+    REQUIRE(src != NULL && dst != NULL);
+    fill(src, huge + 8, 13);
+    for (size_t shift = 0; shift < 2; shift++) {
+        uint64_t want = zc__xxh3_64_with(&zc__xxh3_scalar, src + 5, huge, 0);
+        memset(dst, 0, huge + 8);
+        CHECK(zc__xxh3_copy_with(impl, dst + shift, src + 5, huge) == want);
+        CHECK(memcmp(dst + shift, src + 5, huge) == 0);
+    }
+    zc__host_free(src);
+    zc__host_free(dst);
+}
+
+TEST(xxh3_scalar_kernel_copies_past_the_streaming_size)
+{
+    check_kernel_matches_scalar("scalar");
 }
 
 TEST(xxh3_sse2_kernel_matches_scalar)
