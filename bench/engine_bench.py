@@ -15,7 +15,8 @@ Figures (goals from the issue):
   1. LatentStore.put of a host tensor <= 1.3 x torch.clone() of it (the put
      copies AND digests; both are part of its cost).
   2. LatentStore.get (zero-copy torch views) <= 50 us, flat in the size.
-  3. zc_xxh64 throughput >= 0.5 x memcpy bandwidth, one core, out of cache.
+  3. digest throughput (zc_xxh3_64, the engine's digest) >= 0.5 x memcpy
+     bandwidth, one core, out of cache; XXH64 (kept for old files) alongside.
   4. Spill write >= 0.7 x `dd conv=fsync` write bandwidth; restore with
      digest verification >= 0.7 x `dd` read bandwidth (page cache dropped
      before each side when the kernel lets us, else warm on both sides).
@@ -28,7 +29,7 @@ Everything runs with torch.set_num_threads(1) and, when permitted, niceness
 -20; every figure but 4 runs pinned to one CPU.  Figure 4 drops the page
 cache (echo 3 > /proc/sys/vm/drop_caches, as root) before each cold read.
 No C helper is compiled: memcpy is libc's (ctypes.memmove) and the digest is
-libzc's zc_xxh64, both called once per multi-megabyte buffer, so the ctypes
+libzc's zc_xxh3_64 (and zc_xxh64), called once per multi-megabyte buffer, so the ctypes
 call overhead (about a microsecond) is negligible.
 
 Exit status: 0 when every figure was measured (PASS or FAIL), 1 when a
@@ -354,7 +355,7 @@ def fig1_put_vs_clone(rep: Report, cfg: dict, cpu: int) -> None:
 
             def digest():
                 t0 = ns()
-                lib.zc_xxh64(x.data_ptr(), nbytes, 0)
+                lib.zc_xxh3_64(x.data_ptr(), nbytes, 0)
                 t["digest"].append(ns() - t0)
 
             with Pinned(cpu), NoGC():
@@ -407,7 +408,7 @@ def fig1_put_vs_clone(rep: Report, cfg: dict, cpu: int) -> None:
             rep.row(fid, figure, goal, measured, rs, lambda v: f"{v:.2f}×",
                     rs["median"] <= 1.3,
                     "LatentStore.put(tag, {'latent': x}) (Python call: DLPack borrow, "
-                    "zc_bundle_add_copy = allocate + copy + XXH64, zc_store_put) vs x.clone(); "
+                    "zc_bundle_add_copy = allocate + copy + XXH3, zc_store_put) vs x.clone(); "
                     "value = median over reps of put_i/clone_i, measured interleaved in the "
                     "same loop; the slot is dropped and the clone freed outside the timing; "
                     "after a warm-up; page faults per operation recorded (glibc may hand "
@@ -498,7 +499,7 @@ def fig2_get_latency(rep: Report, cfg: dict, cpu: int) -> None:
 def fig3_digest_vs_memcpy(rep: Report, cfg: dict, cpu: int) -> None:
     nbytes = cfg["bw_bytes"]
     reps = cfg["bw_reps"]
-    figure = f"XXH64 digest vs memcpy, one core, {fmt_bytes(nbytes)} buffer"
+    figure = f"XXH3 digest vs memcpy, one core, {fmt_bytes(nbytes)} buffer"
     goal = "digest ≥ 0.5 × memcpy"
     log(f"fig 3: {figure} (out of cache: L3 is {cfg['l3_bytes'] // MiB} MiB), {reps} reps, "
         f"pinned to CPU {cpu}")
@@ -511,7 +512,8 @@ def fig3_digest_vs_memcpy(rep: Report, cfg: dict, cpu: int) -> None:
             s_src = torch.empty(small, dtype=torch.uint8).fill_(0x33)
             s_dst = torch.empty(small, dtype=torch.uint8).fill_(0)
             t = {"memcpy": [], "digest": [], "memcpy_in_cache": [], "digest_in_cache": [],
-                 "digest_xxhash_ref": [], "read_numpy_sum": []}
+                 "digest_xxh64": [], "digest_xxh64_in_cache": [], "digest_xxhash_ref": [],
+                 "read_numpy_sum": []}
             try:
                 import numpy as np
                 import xxhash
@@ -526,8 +528,13 @@ def fig3_digest_vs_memcpy(rep: Report, cfg: dict, cpu: int) -> None:
 
             def digest():
                 t0 = ns()
-                lib.zc_xxh64(src.data_ptr(), nbytes, 0)
+                lib.zc_xxh3_64(src.data_ptr(), nbytes, 0)
                 t["digest"].append(ns() - t0)
+
+            def digest_xxh64():
+                t0 = ns()
+                lib.zc_xxh64(src.data_ptr(), nbytes, 0)
+                t["digest_xxh64"].append(ns() - t0)
 
             def memcpy_small():
                 ctypes.memmove(s_dst.data_ptr(), s_src.data_ptr(), small)  # warm the cache
@@ -536,16 +543,22 @@ def fig3_digest_vs_memcpy(rep: Report, cfg: dict, cpu: int) -> None:
                 t["memcpy_in_cache"].append(ns() - t0)
 
             def digest_small():
+                lib.zc_xxh3_64(s_src.data_ptr(), small, 0)
+                t0 = ns()
+                lib.zc_xxh3_64(s_src.data_ptr(), small, 0)
+                t["digest_in_cache"].append(ns() - t0)
+
+            def digest_xxh64_small():
                 lib.zc_xxh64(s_src.data_ptr(), small, 0)
                 t0 = ns()
                 lib.zc_xxh64(s_src.data_ptr(), small, 0)
-                t["digest_in_cache"].append(ns() - t0)
+                t["digest_xxh64_in_cache"].append(ns() - t0)
 
             def ref():
                 if xxhash is None:
                     return
                 t0 = ns()
-                xxhash.xxh64_intdigest(memoryview(src_np))
+                xxhash.xxh3_64_intdigest(memoryview(src_np))
                 t["digest_xxhash_ref"].append(ns() - t0)
 
             def readsum():
@@ -561,11 +574,11 @@ def fig3_digest_vs_memcpy(rep: Report, cfg: dict, cpu: int) -> None:
                 for v in t.values():
                     v.clear()
                 for i in range(reps):
-                    alternate(i, memcpy, digest)
-                    alternate(i, memcpy_small, digest_small, ref, readsum)
+                    alternate(i, memcpy, digest, digest_xxh64)
+                    alternate(i, memcpy_small, digest_small, digest_xxh64_small, ref, readsum)
             same = None
             if xxhash is not None:
-                same = xxhash.xxh64_intdigest(memoryview(src_np)) == lib.zc_xxh64(
+                same = xxhash.xxh3_64_intdigest(memoryview(src_np)) == lib.zc_xxh3_64(
                     src.data_ptr(), nbytes, 0)
             del src, dst, s_src, s_dst, src_np
         ratios = [m / d for m, d in zip(t["memcpy"], t["digest"])]  # digest bw / memcpy bw
@@ -574,11 +587,13 @@ def fig3_digest_vs_memcpy(rep: Report, cfg: dict, cpu: int) -> None:
                            for v_ in v]) for k, v in t.items() if v}
         rep.details["fig3"] = {"bytes": nbytes, "in_cache_bytes": small,
                                "bandwidth_Bps": bws, "ratio_per_rep": rs,
-                               "zc_xxh64_equals_reference_xxhash": same}
+                               "xxh3_kernel": lib.zc_xxh3_kernel().decode(),
+                               "zc_xxh3_64_equals_reference_xxhash": same}
         measured = (f"{rs['median']:.2f} × (digest {fmt_bw(bws['digest']['median'])}, "
                     f"memcpy {fmt_bw(bws['memcpy']['median'])})")
         rep.row("3", figure, goal, measured, rs, lambda v: f"{v:.2f}×", rs["median"] >= 0.5,
-                "zc_xxh64(buf, n, 0) via ctypes vs libc memcpy (ctypes.memmove) of the same "
+                f"zc_xxh3_64(buf, n, 0) ({lib.zc_xxh3_kernel().decode()} kernel) via ctypes vs "
+                "libc memcpy (ctypes.memmove) of the same "
                 "pre-faulted buffer into another pre-faulted buffer, interleaved; bandwidth = "
                 "n / time (bytes copied, not read+written); value = median of per-rep "
                 "digest_bw/memcpy_bw; process pinned to one CPU")
@@ -783,7 +798,7 @@ def fig4_spill(rep: Report, cfg: dict, tmp: Path) -> None:
         del prefaulted
         rep.details["fig4_restore"] = {"file_bytes": fsize, "drop_caches": can_drop, **results}
         timed = ("restore = LatentStore(spill_dir=same).get(tag) on a fresh store: open + "
-                 "header/JSON validation, allocate, pread 1 MiB chunks, XXH64 of each chunk, "
+                 "header/JSON validation, allocate, pread 1 MiB chunks, XXH3 of each chunk, "
                  "digest compare, slot adopt, torch views; dd = time dd reports for "
                  "`dd if=FILE of=/dev/null bs=1M` on the same spill file; interleaved; "
                  f"{cache_mode}")
@@ -958,7 +973,7 @@ def markdown(info: dict, cfg: dict, rep: Report, elapsed: float) -> str:
         L.append("## Figure 1 breakdown (one core, medians)")
         L.append("")
         L.append("| tensor | clone | put | zc_bundle_add_copy (C) | memcpy into pre-faulted "
-                 "buffer | zc_xxh64 of the source (warm) |")
+                 "buffer | zc_xxh3_64 of the source (warm) |")
         L.append("|---|---|---|---|---|---|")
         for k in ("fig1a", "fig1b"):
             if k in d:
@@ -1000,21 +1015,25 @@ def markdown(info: dict, cfg: dict, rep: Report, elapsed: float) -> str:
         L.append("")
         L.append("| measurement | bandwidth |")
         L.append("|---|---|")
+        kernel = d["fig3"].get("xxh3_kernel", "?")
         names = {"memcpy": f"memcpy, {fmt_bytes(d['fig3']['bytes'])}",
-                 "digest": f"zc_xxh64, {fmt_bytes(d['fig3']['bytes'])}",
+                 "digest": f"zc_xxh3_64 ({kernel}), {fmt_bytes(d['fig3']['bytes'])}",
+                 "digest_xxh64": f"zc_xxh64 (old files), {fmt_bytes(d['fig3']['bytes'])}",
                  "memcpy_in_cache": f"memcpy, {fmt_bytes(d['fig3']['in_cache_bytes'])} buffer, "
                                     "warm (just copied; fits the reported L3)",
-                 "digest_in_cache": f"zc_xxh64, {fmt_bytes(d['fig3']['in_cache_bytes'])} "
+                 "digest_in_cache": f"zc_xxh3_64, {fmt_bytes(d['fig3']['in_cache_bytes'])} "
                                     "buffer, warm",
-                 "digest_xxhash_ref": "python-xxhash xxh64 (reference implementation), "
+                 "digest_xxh64_in_cache": f"zc_xxh64, {fmt_bytes(d['fig3']['in_cache_bytes'])} "
+                                          "buffer, warm",
+                 "digest_xxhash_ref": "python-xxhash xxh3_64 (reference implementation), "
                                       f"{fmt_bytes(d['fig3']['bytes'])}",
                  "read_numpy_sum": f"read-only (numpy uint64 sum), {fmt_bytes(d['fig3']['bytes'])}"}
         for k, label in names.items():
             if k in b:
                 L.append(f"| {label} | {fmt_bw(b[k]['median'])} |")
-        if d["fig3"].get("zc_xxh64_equals_reference_xxhash") is not None:
-            L.append(f"| zc_xxh64 == reference digest | "
-                     f"{d['fig3']['zc_xxh64_equals_reference_xxhash']} |")
+        if d["fig3"].get("zc_xxh3_64_equals_reference_xxhash") is not None:
+            L.append(f"| zc_xxh3_64 == reference digest | "
+                     f"{d['fig3']['zc_xxh3_64_equals_reference_xxhash']} |")
         L.append("")
     if "fig4_write" in d or "fig4_restore" in d:
         L.append("## Figure 4: disk tier")

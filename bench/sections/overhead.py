@@ -474,7 +474,7 @@ def details_for(results: list[dict], via_nodes: bool, ctx: Context) -> str:
                       f"{fmt_time(r['store_part'])} + {fmt_time(r['handoff_part'])}",
                       f"{fmt_time(r['ours_plus_spill'])}",
                       f"{fmt_time(median(r['file']))} (min {fmt_time(min(r['file']))})", vae_cells])
-    ours_text = ("ZeroCopyLatentStore.execute (copy + XXH64 digest into the resident store, background "
+    ours_text = ("ZeroCopyLatentStore.execute (copy + XXH3 digest into the resident store, background "
                  "spill to disk started) + ZeroCopyLatentHandoff.execute (verified get: the whole stored "
                  "latent is re-hashed and compared to its digest, tail taken, the family's adapter builds "
                  "the next shot's latent and conditioning, certificate) — the nodes' own code, called as "
