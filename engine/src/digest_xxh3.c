@@ -298,6 +298,33 @@ static void consume(const zc_xxh3_impl *k, uint64_t acc[8], uint32_t *in_block,
     }
 }
 
+/* consume, also storing the stripes to dst as they are read. */
+static void consume_copy(const zc_xxh3_impl *k, uint64_t acc[8], uint32_t *in_block,
+                         const uint8_t *sec, uint8_t *dst, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        if (*in_block == 0 && n >= ZC_XXH3_STRIPES_PER_BLOCK) {
+            size_t blocks = n / ZC_XXH3_STRIPES_PER_BLOCK;
+            k->blocks_copy(acc, dst, p, blocks, sec);
+            p += blocks * ZC_XXH3_BLOCK;
+            dst += blocks * ZC_XXH3_BLOCK;
+            n -= blocks * ZC_XXH3_STRIPES_PER_BLOCK;
+            continue;
+        }
+        size_t room = ZC_XXH3_STRIPES_PER_BLOCK - *in_block;
+        size_t take = n < room ? n : room;
+        k->stripes_copy(acc, dst, p, take, sec + 8 * (size_t)*in_block);
+        *in_block += (uint32_t)take;
+        p += take * ZC_XXH3_STRIPE;
+        dst += take * ZC_XXH3_STRIPE;
+        n -= take;
+        if (*in_block == ZC_XXH3_STRIPES_PER_BLOCK) {
+            zc__xxh3_scramble_scalar(acc, sec + ZC_XXH3_SCRAMBLE_OFFSET);
+            *in_block = 0;
+        }
+    }
+}
+
 void zc_xxh3_reset(zc_xxh3_state *s, uint64_t seed)
 {
     memset(s, 0, sizeof *s);
@@ -346,6 +373,47 @@ void zc__xxh3_update_with(const zc_xxh3_impl *k, zc_xxh3_state *s, const void *d
 void zc_xxh3_update(zc_xxh3_state *s, const void *data, size_t len)
 {
     zc__xxh3_update_with(zc__xxh3_active(), s, data, len);
+}
+
+/* zc__xxh3_update_with's buffering, with every byte also copied to dst and
+ * the stripes hashed as they are copied (one pass over the source). */
+void zc__xxh3_update_copy(const zc_xxh3_impl *k, zc_xxh3_state *s, void *dst_, const void *data,
+                          size_t len)
+{
+    const size_t cap = sizeof s->buffer;
+    const uint8_t *p = data;
+    uint8_t *dst = dst_;
+    if (len == 0)
+        return;
+    s->total_len += len;
+    if (s->buffered + len <= cap) {
+        memcpy(dst, p, len);
+        memcpy(s->buffer + s->buffered, dst, len);
+        s->buffered += (uint32_t)len;
+        return;
+    }
+    if (s->buffered) {
+        size_t take = cap - s->buffered;
+        memcpy(dst, p, take);
+        memcpy(s->buffer + s->buffered, dst, take);
+        p += take;
+        dst += take;
+        len -= take; /* still > 0 */
+        consume(k, s->acc, &s->stripes_in_block, s->secret, s->buffer, cap / ZC_XXH3_STRIPE);
+        memcpy(s->last_stripe, s->buffer + cap - ZC_XXH3_STRIPE, ZC_XXH3_STRIPE);
+        s->buffered = 0;
+    }
+    if (len > cap) {
+        size_t n = (len - 1) / ZC_XXH3_STRIPE;
+        consume_copy(k, s->acc, &s->stripes_in_block, s->secret, dst, p, n);
+        p += n * ZC_XXH3_STRIPE;
+        dst += n * ZC_XXH3_STRIPE;
+        len -= n * ZC_XXH3_STRIPE; /* 1 to 64 bytes */
+        memcpy(s->last_stripe, dst - ZC_XXH3_STRIPE, ZC_XXH3_STRIPE);
+    }
+    memcpy(dst, p, len);
+    memcpy(s->buffer, dst, len);
+    s->buffered = (uint32_t)len;
 }
 
 uint64_t zc_xxh3_digest(const zc_xxh3_state *s)

@@ -33,9 +33,14 @@ void zc__host_free(void *p)
     zc_os_free_aligned(p);
 }
 
-static void hash_sink(void *ctx, const uint8_t *bytes, size_t n)
+static void hash_in_place(void *ctx, const uint8_t *bytes, size_t n)
 {
     zc_xxh3_update(ctx, bytes, n);
+}
+
+static void copy_and_hash(void *ctx, uint8_t *dst, const uint8_t *src, size_t n)
+{
+    zc__xxh3_update_copy(zc__xxh3_active(), ctx, dst, src, n);
 }
 
 uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
@@ -47,9 +52,11 @@ uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const 
     zc__strided_init(&st, ndim, shape, byte_strides, elem_size);
     if (zc__strided_is_contiguous(&st)) /* one pass: each stripe loaded once, stored, hashed */
         return zc__xxh3_copy_with(zc__xxh3_active(), dst, src, (size_t)nbytes);
-    /* Strided: gathered into dst piece by piece, each piece hashed while in cache. */
+    /* Strided: contiguous runs copied and hashed in one pass; gathered
+     * elements written to dst piece by piece, each piece hashed while in cache. */
     zc_xxh3_state h;
     zc_xxh3_reset(&h, 0);
-    zc__strided_walk(&st, src, dst, hash_sink, &h);
+    zc_walk_sink sink = {hash_in_place, copy_and_hash, &h};
+    zc__strided_walk(&st, src, dst, &sink);
     return zc_xxh3_digest(&h);
 }

@@ -187,12 +187,22 @@ void zc__strided_init(zc_strided *st, int32_t ndim, const int64_t *shape,
 /* Whether the whole tensor is one contiguous run of bytes. */
 int zc__strided_is_contiguous(const zc_strided *st);
 
-/* Feed the tensor's canonical bytes to sink(ctx, bytes, n) in order: runs
- * of a dense innermost dimension straight from the source, gathered
- * elements through a small buffer otherwise.  dst, when not NULL, receives
- * the canonical bytes too (a contiguous copy) and the sink then reads them
- * from dst right after they were written, while still in cache. */
+/* Where a walk's bytes go, in canonical order: hash(ctx, bytes, n) reads
+ * bytes in place; copy_hash(ctx, dst, src, n), used for contiguous runs
+ * when the walk writes a copy, copies n bytes to dst and hashes them in the
+ * same pass. */
+typedef struct {
+    void (*hash)(void *ctx, const uint8_t *bytes, size_t n);
+    void (*copy_hash)(void *ctx, uint8_t *dst, const uint8_t *src, size_t n);
+    void *ctx;
+} zc_walk_sink;
+
+/* Walk the tensor's canonical bytes into the sink: runs of a dense
+ * innermost dimension straight from the source, gathered elements through a
+ * small buffer otherwise.  dst, when not NULL, receives the canonical bytes
+ * too (a contiguous copy): runs through copy_hash, gathered pieces written
+ * to dst and hashed from there right after, while still in cache. */
 void zc__strided_walk(const zc_strided *st, const uint8_t *src, uint8_t *dst,
-                      void (*sink)(void *ctx, const uint8_t *bytes, size_t n), void *ctx);
+                      const zc_walk_sink *sink);
 
 #endif /* ZC_INTERNAL_H */

@@ -16,7 +16,7 @@
 /* Gathered bytes handed to the sink at a time: small enough for L1. */
 #define STAGE_BYTES ((size_t)16 << 10)
 /* Contiguous runs at least this long go to the sink straight from the
- * source (no staging copy) when no destination is written. */
+ * source: hashed in place, or copied and hashed in one pass. */
 #define DIRECT_RUN_MIN ((size_t)1 << 10)
 
 void zc__strided_init(zc_strided *st, int32_t ndim, const int64_t *shape,
@@ -60,18 +60,17 @@ typedef struct {
     size_t unsunk;           /* bytes at the end of dst not yet given to the sink */
     uint8_t stage[STAGE_BYTES];
     size_t staged;
-    void (*sink)(void *ctx, const uint8_t *bytes, size_t n);
-    void *ctx;
+    const zc_walk_sink *sink;
 } walk_out;
 
 static void flush(walk_out *o)
 {
     if (o->dst != NULL) {
         if (o->unsunk)
-            o->sink(o->ctx, o->dst - o->unsunk, o->unsunk);
+            o->sink->hash(o->sink->ctx, o->dst - o->unsunk, o->unsunk);
         o->unsunk = 0;
     } else if (o->staged) {
-        o->sink(o->ctx, o->stage, o->staged);
+        o->sink->hash(o->sink->ctx, o->stage, o->staged);
         o->staged = 0;
     }
 }
@@ -105,9 +104,15 @@ static void commit(walk_out *o, size_t n)
 
 static void emit_run(walk_out *o, const uint8_t *p, size_t n)
 {
+    if (o->dst != NULL && n >= DIRECT_RUN_MIN) { /* copied and hashed in one pass */
+        flush(o);
+        o->sink->copy_hash(o->sink->ctx, o->dst, p, n);
+        o->dst += n;
+        return;
+    }
     if (o->dst == NULL && n >= DIRECT_RUN_MIN) {
         flush(o);
-        o->sink(o->ctx, p, n);
+        o->sink->hash(o->sink->ctx, p, n);
         return;
     }
     while (n > 0) {
@@ -159,14 +164,13 @@ static void emit_gather(walk_out *o, const uint8_t *p, int64_t count, int64_t st
 }
 
 void zc__strided_walk(const zc_strided *st, const uint8_t *src, uint8_t *dst,
-                      void (*sink)(void *ctx, const uint8_t *bytes, size_t n), void *ctx)
+                      const zc_walk_sink *sink)
 {
     walk_out o;
     o.dst = dst;
     o.unsunk = 0;
     o.staged = 0;
     o.sink = sink;
-    o.ctx = ctx;
     if (st->ndim == 0) {
         emit_run(&o, src, st->elem_size);
         flush(&o);

@@ -91,6 +91,11 @@ uint64_t zc__xxh3_copy_with(const zc_xxh3_impl *k, void *dst, const void *src, s
  * the result does not depend on the kernel). */
 void zc__xxh3_update_with(const zc_xxh3_impl *k, zc_xxh3_state *s, const void *data, size_t len);
 
+/* Streaming update that also copies the bytes to dst (len bytes), hashing
+ * each stripe as it is copied: the strided put's contiguous runs. */
+void zc__xxh3_update_copy(const zc_xxh3_impl *k, zc_xxh3_state *s, void *dst, const void *data,
+                          size_t len);
+
 /* The scramble step on an accumulator array (portable; once per block). */
 void zc__xxh3_scramble_scalar(uint64_t *acc, const uint8_t *secret);
 

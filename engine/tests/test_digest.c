@@ -182,12 +182,13 @@ TEST(xxh3_scalar_kernel_is_always_there_and_the_active_one_is_named)
 
 /* Streaming in pieces of every shape gives the one-shot digest, with every
  * kernel: pieces of 1 byte, across the 256-byte buffer, whole blocks, and
- * a digest taken mid-way that does not disturb the state. */
+ * a digest taken mid-way that does not disturb the state; and the copying
+ * update (the strided put's) gives the same digest and an exact copy. */
 TEST(xxh3_streaming_equals_one_shot)
 {
     const size_t max = 70000;
-    uint8_t *data = malloc(max);
-    REQUIRE(data != NULL);
+    uint8_t *data = malloc(max), *copy = malloc(max);
+    REQUIRE(data != NULL && copy != NULL);
     fill(data, max, 3);
     uint64_t rng = 99;
     for (size_t k = 0; k < sizeof kernel_names / sizeof kernel_names[0]; k++) {
@@ -198,8 +199,10 @@ TEST(xxh3_streaming_equals_one_shot)
             size_t len = round < 300 ? (size_t)round * 7 : (size_t)(next64(&rng) % max);
             uint64_t seed = round % 4 == 0 ? next64(&rng) : 0;
             uint64_t want = zc__xxh3_64_with(&zc__xxh3_scalar, data, len, seed);
-            zc_xxh3_state st;
+            zc_xxh3_state st, sc; /* sc: the copying update, into copy */
             zc_xxh3_reset(&st, seed);
+            zc_xxh3_reset(&sc, seed);
+            memset(copy, 0, max);
             size_t done = 0;
             while (done < len) {
                 size_t piece;
@@ -220,12 +223,15 @@ TEST(xxh3_streaming_equals_one_shot)
                 if (piece > len - done)
                     piece = len - done;
                 zc__xxh3_update_with(impl, &st, data + done, piece);
+                zc__xxh3_update_copy(impl, &sc, copy + done, data + done, piece);
                 done += piece;
                 if (next64(&rng) % 8 == 0) /* digest mid-way: must not disturb the state */
                     CHECK(zc_xxh3_digest(&st) ==
                           zc__xxh3_64_with(&zc__xxh3_scalar, data, done, seed));
             }
             CHECK(zc_xxh3_digest(&st) == want);
+            CHECK(zc_xxh3_digest(&sc) == want);
+            CHECK(memcmp(copy, data, len) == 0);
         }
     }
     zc_xxh3_state st;
@@ -233,6 +239,7 @@ TEST(xxh3_streaming_equals_one_shot)
     zc_xxh3_update(&st, NULL, 0);
     CHECK(zc_xxh3_digest(&st) == zc_xxh3_64(NULL, 0, 0));
     free(data);
+    free(copy);
 }
 
 TEST(xxh64_streaming_equals_one_shot)
