@@ -52,17 +52,8 @@ static int parse_hex16(const char *s, uint64_t *out)
     uint64_t v = 0;
     size_t n = 0;
     for (; s[n] != '\0'; n++) {
-        char c = s[n];
-        int d;
-        if (c >= '0' && c <= '9')
-            d = c - '0';
-        else if (c >= 'a' && c <= 'f')
-            d = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            d = c - 'A' + 10;
-        else
-            return -1;
-        if (n == 16)
+        int d = zc__hex_digit((unsigned char)s[n]);
+        if (d < 0 || n == 16)
             return -1;
         v = (v << 4) | (uint64_t)d;
     }

@@ -273,55 +273,38 @@ uint64_t zc_xxh3_64(const void *data, size_t len, uint64_t seed)
 
 /* Hash n stripes that are known not to be the input's last bytes: whole
  * blocks straight through the kernel, partial ones stripe by stripe with
- * the block's scramble when a block completes. */
+ * the block's scramble when a block completes.  With dst (not NULL) the
+ * stripes are also stored there as they are read. */
 static void consume(const zc_xxh3_impl *k, uint64_t acc[8], uint32_t *in_block,
-                    const uint8_t *sec, const uint8_t *p, size_t n)
+                    const uint8_t *sec, uint8_t *dst, const uint8_t *p, size_t n)
 {
     while (n > 0) {
+        size_t take;
         if (*in_block == 0 && n >= ZC_XXH3_STRIPES_PER_BLOCK) {
             size_t blocks = n / ZC_XXH3_STRIPES_PER_BLOCK;
-            k->blocks(acc, p, blocks, sec);
-            p += blocks * ZC_XXH3_BLOCK;
-            n -= blocks * ZC_XXH3_STRIPES_PER_BLOCK;
-            continue;
+            if (dst)
+                k->blocks_copy(acc, dst, p, blocks, sec);
+            else
+                k->blocks(acc, p, blocks, sec);
+            take = blocks * ZC_XXH3_STRIPES_PER_BLOCK;
+        } else {
+            size_t room = ZC_XXH3_STRIPES_PER_BLOCK - *in_block;
+            take = n < room ? n : room;
+            const uint8_t *key = sec + 8 * (size_t)*in_block;
+            if (dst)
+                k->stripes_copy(acc, dst, p, take, key);
+            else
+                k->stripes(acc, p, take, key);
+            *in_block += (uint32_t)take;
+            if (*in_block == ZC_XXH3_STRIPES_PER_BLOCK) {
+                zc__xxh3_scramble_scalar(acc, sec + ZC_XXH3_SCRAMBLE_OFFSET);
+                *in_block = 0;
+            }
         }
-        size_t room = ZC_XXH3_STRIPES_PER_BLOCK - *in_block;
-        size_t take = n < room ? n : room;
-        k->stripes(acc, p, take, sec + 8 * (size_t)*in_block);
-        *in_block += (uint32_t)take;
         p += take * ZC_XXH3_STRIPE;
+        if (dst)
+            dst += take * ZC_XXH3_STRIPE;
         n -= take;
-        if (*in_block == ZC_XXH3_STRIPES_PER_BLOCK) {
-            zc__xxh3_scramble_scalar(acc, sec + ZC_XXH3_SCRAMBLE_OFFSET);
-            *in_block = 0;
-        }
-    }
-}
-
-/* consume, also storing the stripes to dst as they are read. */
-static void consume_copy(const zc_xxh3_impl *k, uint64_t acc[8], uint32_t *in_block,
-                         const uint8_t *sec, uint8_t *dst, const uint8_t *p, size_t n)
-{
-    while (n > 0) {
-        if (*in_block == 0 && n >= ZC_XXH3_STRIPES_PER_BLOCK) {
-            size_t blocks = n / ZC_XXH3_STRIPES_PER_BLOCK;
-            k->blocks_copy(acc, dst, p, blocks, sec);
-            p += blocks * ZC_XXH3_BLOCK;
-            dst += blocks * ZC_XXH3_BLOCK;
-            n -= blocks * ZC_XXH3_STRIPES_PER_BLOCK;
-            continue;
-        }
-        size_t room = ZC_XXH3_STRIPES_PER_BLOCK - *in_block;
-        size_t take = n < room ? n : room;
-        k->stripes_copy(acc, dst, p, take, sec + 8 * (size_t)*in_block);
-        *in_block += (uint32_t)take;
-        p += take * ZC_XXH3_STRIPE;
-        dst += take * ZC_XXH3_STRIPE;
-        n -= take;
-        if (*in_block == ZC_XXH3_STRIPES_PER_BLOCK) {
-            zc__xxh3_scramble_scalar(acc, sec + ZC_XXH3_SCRAMBLE_OFFSET);
-            *in_block = 0;
-        }
     }
 }
 
@@ -336,84 +319,70 @@ void zc_xxh3_reset(zc_xxh3_state *s, uint64_t seed)
         derive_secret(s->secret, seed);
 }
 
-void zc__xxh3_update_with(const zc_xxh3_impl *k, zc_xxh3_state *s, const void *data, size_t len)
+/* n input bytes into the state's buffer at to; with *dst, copied there
+ * first (and the buffer filled from the copy, which is in cache). */
+static void take_in(uint8_t *to, uint8_t **dst, const uint8_t *p, size_t n)
+{
+    if (*dst != NULL) {
+        memcpy(*dst, p, n);
+        p = *dst;
+        *dst += n;
+    }
+    memcpy(to, p, n);
+}
+
+/* The streaming update, copying every byte to dst when dst is not NULL.
+ * Bytes are hashed only once more input is known to follow them: the
+ * input's last stripe is hashed differently (see zc_xxh3_digest). */
+static void update(const zc_xxh3_impl *k, zc_xxh3_state *s, uint8_t *dst, const uint8_t *p,
+                   size_t len)
 {
     const size_t cap = sizeof s->buffer;
-    const uint8_t *p = data;
     if (len == 0)
         return;
     s->total_len += len;
-    /* Bytes are hashed only once more input is known to follow them: the
-     * input's last stripe is hashed differently. */
     if (s->buffered + len <= cap) {
-        memcpy(s->buffer + s->buffered, p, len);
+        take_in(s->buffer + s->buffered, &dst, p, len);
         s->buffered += (uint32_t)len;
         return;
     }
     if (s->buffered) {
         size_t take = cap - s->buffered;
-        memcpy(s->buffer + s->buffered, p, take);
+        take_in(s->buffer + s->buffered, &dst, p, take);
         p += take;
         len -= take; /* still > 0 */
-        consume(k, s->acc, &s->stripes_in_block, s->secret, s->buffer, cap / ZC_XXH3_STRIPE);
+        consume(k, s->acc, &s->stripes_in_block, s->secret, NULL, s->buffer,
+                cap / ZC_XXH3_STRIPE);
         memcpy(s->last_stripe, s->buffer + cap - ZC_XXH3_STRIPE, ZC_XXH3_STRIPE);
         s->buffered = 0;
     }
     if (len > cap) {
-        size_t n = (len - 1) / ZC_XXH3_STRIPE;
-        consume(k, s->acc, &s->stripes_in_block, s->secret, p, n);
-        p += n * ZC_XXH3_STRIPE;
-        len -= n * ZC_XXH3_STRIPE; /* 1 to 64 bytes */
+        size_t n = (len - 1) / ZC_XXH3_STRIPE, bytes = n * ZC_XXH3_STRIPE;
+        consume(k, s->acc, &s->stripes_in_block, s->secret, dst, p, n);
+        p += bytes;
+        len -= bytes; /* 1 to 64 bytes */
+        if (dst)
+            dst += bytes;
         memcpy(s->last_stripe, p - ZC_XXH3_STRIPE, ZC_XXH3_STRIPE);
     }
-    memcpy(s->buffer, p, len);
+    take_in(s->buffer, &dst, p, len);
     s->buffered = (uint32_t)len;
+}
+
+void zc__xxh3_update_with(const zc_xxh3_impl *k, zc_xxh3_state *s, const void *data, size_t len)
+{
+    update(k, s, NULL, data, len);
 }
 
 void zc_xxh3_update(zc_xxh3_state *s, const void *data, size_t len)
 {
-    zc__xxh3_update_with(zc__xxh3_active(), s, data, len);
+    update(zc__xxh3_active(), s, NULL, data, len);
 }
 
-/* zc__xxh3_update_with's buffering, with every byte also copied to dst and
- * the stripes hashed as they are copied (one pass over the source). */
-void zc__xxh3_update_copy(const zc_xxh3_impl *k, zc_xxh3_state *s, void *dst_, const void *data,
+void zc__xxh3_update_copy(const zc_xxh3_impl *k, zc_xxh3_state *s, void *dst, const void *data,
                           size_t len)
 {
-    const size_t cap = sizeof s->buffer;
-    const uint8_t *p = data;
-    uint8_t *dst = dst_;
-    if (len == 0)
-        return;
-    s->total_len += len;
-    if (s->buffered + len <= cap) {
-        memcpy(dst, p, len);
-        memcpy(s->buffer + s->buffered, dst, len);
-        s->buffered += (uint32_t)len;
-        return;
-    }
-    if (s->buffered) {
-        size_t take = cap - s->buffered;
-        memcpy(dst, p, take);
-        memcpy(s->buffer + s->buffered, dst, take);
-        p += take;
-        dst += take;
-        len -= take; /* still > 0 */
-        consume(k, s->acc, &s->stripes_in_block, s->secret, s->buffer, cap / ZC_XXH3_STRIPE);
-        memcpy(s->last_stripe, s->buffer + cap - ZC_XXH3_STRIPE, ZC_XXH3_STRIPE);
-        s->buffered = 0;
-    }
-    if (len > cap) {
-        size_t n = (len - 1) / ZC_XXH3_STRIPE;
-        consume_copy(k, s->acc, &s->stripes_in_block, s->secret, dst, p, n);
-        p += n * ZC_XXH3_STRIPE;
-        dst += n * ZC_XXH3_STRIPE;
-        len -= n * ZC_XXH3_STRIPE; /* 1 to 64 bytes */
-        memcpy(s->last_stripe, dst - ZC_XXH3_STRIPE, ZC_XXH3_STRIPE);
-    }
-    memcpy(dst, p, len);
-    memcpy(s->buffer, dst, len);
-    s->buffered = (uint32_t)len;
+    update(k, s, dst, data, len);
 }
 
 uint64_t zc_xxh3_digest(const zc_xxh3_state *s)
@@ -425,7 +394,7 @@ uint64_t zc_xxh3_digest(const zc_xxh3_state *s)
     uint32_t in_block = s->stripes_in_block;
     size_t r = s->buffered; /* 1 to 256: at least one byte is always kept */
     memcpy(acc, s->acc, sizeof acc);
-    consume(k, acc, &in_block, s->secret, s->buffer, (r - 1) / ZC_XXH3_STRIPE);
+    consume(k, acc, &in_block, s->secret, NULL, s->buffer, (r - 1) / ZC_XXH3_STRIPE);
     uint8_t last[ZC_XXH3_STRIPE];
     const uint8_t *stripe;
     if (r < ZC_XXH3_STRIPE) { /* the last stripe begins in bytes already hashed */

@@ -39,6 +39,9 @@ char *zc__strdup(const char *s);
 /* At most n bytes of s (stops at a NUL), always terminated. */
 char *zc__strndup(const char *s, size_t n);
 
+/* The value of a hex digit (0-9, a-f, A-F), or -1. */
+int zc__hex_digit(int c);
+
 /* ---- checked arithmetic (zc__mul_u64 and friends are in compiler.h) ---- */
 
 /* Product of shape (all >= 0) times element size, or -1 on overflow. */

@@ -21,18 +21,6 @@
 
 #define SEED_A 0x9e3779b97f4a7c15ULL
 
-/* The same xorshift bytes the known answers were computed over. */
-static void fill(uint8_t *p, size_t n, uint32_t seed)
-{
-    uint32_t x = seed * 2654435761u + 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)x;
-    }
-}
-
 static uint64_t next64(uint64_t *s)
 {
     *s += 0x9E3779B97F4A7C15ULL; /* splitmix64 */
@@ -42,7 +30,7 @@ static uint64_t next64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-/* XXH3-64 of fill(n, 7) with seed, from python-xxhash's xxh3_64_intdigest:
+/* XXH3-64 of fixture_fill(n, 7) with seed, from python-xxhash's xxh3_64_intdigest:
  * one input per length class and the class boundaries. */
 static const struct {
     size_t len;
@@ -78,7 +66,7 @@ TEST(xxh3_known_answers_with_every_kernel)
 {
     uint8_t *data = malloc(KNOWN_MAX_LEN);
     REQUIRE(data != NULL);
-    fill(data, KNOWN_MAX_LEN, 7);
+    fixture_fill(data, KNOWN_MAX_LEN, 7);
     int kernels = 0;
     for (size_t k = 0; k < sizeof kernel_names / sizeof kernel_names[0]; k++) {
         const zc_xxh3_impl *impl = zc__xxh3_kernel_named(kernel_names[k]);
@@ -113,7 +101,7 @@ static void check_kernel_matches_scalar(const char *name)
     uint8_t *data = malloc(max + 64);
     uint8_t *d1 = malloc(max + 64), *d2 = malloc(max + 64);
     REQUIRE(data != NULL && d1 != NULL && d2 != NULL);
-    fill(data, max + 64, 11);
+    fixture_fill(data, max + 64, 11);
     uint64_t rng = 5;
     for (size_t len = 0; len <= 4096; len++) {
         size_t off = len % 17; /* unaligned inputs too */
@@ -144,7 +132,7 @@ static void check_kernel_matches_scalar(const char *name)
     const size_t huge = ZC_XXH3_STREAM_MIN + 4099;
     uint8_t *src = zc__host_alloc(huge + 8), *dst = zc__host_alloc(huge + 8);
     REQUIRE(src != NULL && dst != NULL);
-    fill(src, huge + 8, 13);
+    fixture_fill(src, huge + 8, 13);
     for (size_t shift = 0; shift < 2; shift++) {
         uint64_t want = zc__xxh3_64_with(&zc__xxh3_scalar, src + 5, huge, 0);
         memset(dst, 0, huge + 8);
@@ -189,7 +177,7 @@ TEST(xxh3_streaming_equals_one_shot)
     const size_t max = 70000;
     uint8_t *data = malloc(max), *copy = malloc(max);
     REQUIRE(data != NULL && copy != NULL);
-    fill(data, max, 3);
+    fixture_fill(data, max, 3);
     uint64_t rng = 99;
     for (size_t k = 0; k < sizeof kernel_names / sizeof kernel_names[0]; k++) {
         const zc_xxh3_impl *impl = zc__xxh3_kernel_named(kernel_names[k]);
@@ -245,7 +233,7 @@ TEST(xxh3_streaming_equals_one_shot)
 TEST(xxh64_streaming_equals_one_shot)
 {
     uint8_t data[3000];
-    fill(data, sizeof data, 1);
+    fixture_fill(data, sizeof data, 1);
     for (size_t len = 0; len < sizeof data; len += 37) {
         zc_xxh64_state st;
         zc_xxh64_reset(&st, 5);
@@ -309,7 +297,7 @@ TEST(digest_text_round_trips_and_refuses_malformed_text)
     CHECK(strcmp(zc_digest_algo_name(ZC_DIGEST_XXH64), "xxh64") == 0);
     CHECK(zc_digest_algo_name(ZC_DIGEST_NONE) == NULL && zc_digest_algo_name(7) == NULL);
     uint8_t bytes[100];
-    fill(bytes, sizeof bytes, 2);
+    fixture_fill(bytes, sizeof bytes, 2);
     CHECK_OK(zc_digest_bytes(ZC_DIGEST_XXH3_64, bytes, sizeof bytes, &d));
     CHECK(d == zc_xxh3_64(bytes, sizeof bytes, 0));
     CHECK_OK(zc_digest_bytes(ZC_DIGEST_XXH64, bytes, sizeof bytes, &d));
@@ -401,7 +389,7 @@ TEST(strided_digest_equals_digest_of_canonical_bytes)
     const size_t cap = (size_t)4 << 20;
     uint8_t *base = malloc(cap), *scratch = malloc(cap);
     REQUIRE(base != NULL && scratch != NULL);
-    fill(base, cap, 21);
+    fixture_fill(base, cap, 21);
     view_desc v;
     for (int bits = 8; bits <= 64; bits *= 2) {
         /* contiguous, with and without explicit strides */

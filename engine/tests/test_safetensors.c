@@ -21,18 +21,6 @@
 
 /* ---- helpers ---- */
 
-/* Deterministic bytes for a tensor: different per seed and position. */
-static void fill_bytes(uint8_t *p, uint64_t n, uint32_t seed)
-{
-    uint32_t x = seed * 2654435761u + 1;
-    for (uint64_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)x;
-    }
-}
-
 /* Add a host tensor of the given dtype/shape filled from seed. */
 static int add_tensor(zc_bundle *b, const char *name, int dtype, int32_t ndim, const int64_t *shape,
                       uint32_t seed)
@@ -43,7 +31,7 @@ static int add_tensor(zc_bundle *b, const char *name, int dtype, int32_t ndim, c
     void *host = zc__host_alloc(nbytes);
     if (host == NULL)
         return ZC_E_NOMEM;
-    fill_bytes(host, nbytes, seed);
+    fixture_fill(host, (size_t)nbytes, seed);
     int rc = zc__bundle_adopt_host(b, name, dtype, ndim, shape, host, nbytes, ZC_DIGEST_XXH3_64,
                                    zc_xxh3_64(host, (size_t)nbytes, 0));
     if (rc != ZC_OK)
