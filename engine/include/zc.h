@@ -583,8 +583,9 @@ ZC_API int zc_file_read(zc_file *file, uint32_t index, void *dst, size_t cap, ui
 
 /* Read a whole file into a new bundle (host tier), verifying every recorded
  * digest; each tensor keeps the digest zc_file_read returned, with its
- * algorithm (an "xxh64:" file stays XXH64).  The marker tensor "latent_format_version_0" is skipped; metadata
- * keys of the engine ("zc.*") are not copied.  @return as zc_file_read. */
+ * algorithm (an "xxh64:" file stays XXH64).  The marker tensor
+ * "latent_format_version_0" is skipped; metadata keys of the engine ("zc.*")
+ * are not copied.  @return as zc_file_read. */
 ZC_API int zc_file_load_bundle(zc_file *file, zc_bundle **out);
 
 #ifdef __cplusplus

@@ -363,7 +363,8 @@ static void update(const zc_xxh3_impl *k, zc_xxh3_state *s, uint8_t *dst, const 
         len -= bytes; /* 1 to 64 bytes */
         if (dst)
             dst += bytes;
-        memcpy(s->last_stripe, p - ZC_XXH3_STRIPE, ZC_XXH3_STRIPE);
+        /* from the copy when there is one: the digest is of the bytes stored */
+        memcpy(s->last_stripe, (dst ? dst : p) - ZC_XXH3_STRIPE, ZC_XXH3_STRIPE);
     }
     take_in(s->buffer, &dst, p, len);
     s->buffered = (uint32_t)len;
