@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 @dataclass
 class Certificate:
-    """What one handoff used and did. Digests are the engine's text form (``xxh64:...``) or None."""
+    """What one handoff used and did. Digests are the engine's text form (``xxh3:...``) or None."""
 
     tag: str
     generation: int

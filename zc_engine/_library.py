@@ -68,7 +68,7 @@ class StoreStats(ctypes.Structure):
     _fields_ = [(name, c_uint64) for name in (
         "tags", "slots", "host_bytes", "device_bytes", "retained_bytes", "evictions",
         "spills_written", "spill_errors", "restores", "files_rejected", "pending_spills",
-        "pooled_bytes")]
+        "pooled_bytes", "verify_hashed_bytes", "verify_skipped_bytes")]
 
 
 class TensorInfo(ctypes.Structure):
@@ -84,6 +84,7 @@ class TensorInfo(ctypes.Structure):
         ("nbytes", c_uint64),
         ("digest", c_uint64),
         ("has_digest", c_int),
+        ("digest_algo", c_int),
         ("data", c_void_p),
     ]
 
@@ -97,7 +98,19 @@ class FileTensor(ctypes.Structure):
         ("nbytes", c_uint64),
         ("offset", c_uint64),
         ("has_digest", c_int),
+        ("digest_algo", c_int),
         ("recorded_digest", c_uint64),
+    ]
+
+
+class VerifyReport(ctypes.Structure):
+    """zc_verify_report: bit i of each mask is tensor index i."""
+    _fields_ = [
+        ("hashed", c_uint32),
+        ("unchanged", c_uint32),
+        ("unchecked", c_uint32),
+        ("device", c_uint32),
+        ("hashed_bytes", c_uint64),
     ]
 
 
@@ -107,6 +120,9 @@ _PROTOTYPES = {
     "zc_last_error": (c_char_p, []),
     "zc_status_name": (c_char_p, [c_int]),
     "zc_xxh64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
+    "zc_xxh3_64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
+    "zc_xxh3_kernel": (c_char_p, []),
+    "zc_digest_tensor": (c_int, [c_void_p, POINTER(c_uint64)]),
     "zc_tag_check": (c_int, [c_char_p]),
     "zc_bundle_create": (c_int, [POINTER(c_void_p)]),
     "zc_bundle_free": (None, [c_void_p]),
@@ -136,6 +152,7 @@ _PROTOTYPES = {
     "zc_view_meta_at": (c_int, [c_void_p, c_uint32, POINTER(c_char_p), POINTER(c_char_p)]),
     "zc_view_export_dlpack": (c_int, [c_void_p, c_uint32, c_int, POINTER(c_void_p)]),
     "zc_view_verify": (c_int, [c_void_p]),
+    "zc_view_verify_ex": (c_int, [c_void_p, c_uint32, POINTER(VerifyReport)]),
     "zc_view_save": (c_int, [c_void_p, c_char_p]),
     "zc_view_serialize": (c_int, [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     "zc_view_release": (None, [c_void_p]),

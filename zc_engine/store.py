@@ -27,7 +27,7 @@ import torch
 
 from . import dlpack
 from .errors import CorruptFile, NotFound
-from ._library import StoreConfig, StoreStats, TensorInfo, check, encode, lib
+from ._library import StoreConfig, StoreStats, TensorInfo, VerifyReport, check, encode, lib
 
 DEFAULT_DEPTH = 4
 PUT_SPILL = 1
@@ -40,6 +40,15 @@ BOOKKEEPING_PREFIXES = (".zc-gen-", ".zc-owner-", ".zc-lock")
 DLPACK_CODES = [2, 2, 4, 2, 10, 12, 0, 0, 0, 0, 1, 6]
 DTYPE_NAMES = ["F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2", "I8", "I16", "I32", "I64",
                "U8", "BOOL"]
+# zc_digest_algo codes and their text prefixes.
+DIGEST_XXH64 = 1
+DIGEST_XXH3 = 2
+DIGEST_ALGO_NAMES = {DIGEST_XXH64: "xxh64", DIGEST_XXH3: "xxh3"}
+VERIFY_REHASH = 1
+# The dtypes the engine stores, which zc_digest_tensor reads in place.
+_ENGINE_DTYPES = frozenset({torch.float32, torch.float16, torch.bfloat16, torch.float64,
+                            torch.float8_e4m3fn, torch.float8_e5m2, torch.int8, torch.int16,
+                            torch.int32, torch.int64, torch.uint8, torch.bool})
 
 
 def is_bookkeeping_file(name: str) -> bool:
@@ -48,25 +57,49 @@ def is_bookkeeping_file(name: str) -> bool:
     return name.startswith(BOOKKEEPING_PREFIXES)
 
 
-def format_digest(value: int) -> str:
-    """The engine's text form of a digest: ``xxh64:`` and 16 hex digits."""
-    return f"xxh64:{value:016x}"
+def format_digest(value: int, algo: int = DIGEST_XXH3) -> str:
+    """The engine's text form of a digest: the algorithm's name (``xxh3`` for every digest
+    the engine makes, ``xxh64`` for one restored from a file of engine 0.2 or earlier), a
+    colon and 16 hex digits."""
+    return f"{DIGEST_ALGO_NAMES[algo]}:{value:016x}"
 
 
 def digest_bytes(data: bytes | memoryview) -> str:
-    """XXH64 (seed 0) of raw bytes, computed by the engine."""
+    """XXH3-64 (seed 0) of raw bytes, computed by the engine."""
     buf = (ctypes.c_char * len(data)).from_buffer_copy(data) if len(data) else None
-    return format_digest(lib.zc_xxh64(buf, len(data), 0))
+    return format_digest(lib.zc_xxh3_64(buf, len(data), 0))
 
 
 def digest_tensor(tensor: torch.Tensor) -> str:
-    """XXH64 of a tensor's canonical contiguous bytes (copied to the host if needed)."""
+    """XXH3-64 of a tensor's canonical contiguous bytes: what the store records for it.
+
+    A host tensor is read in place through its strides (no contiguous copy); a device
+    tensor is first copied to the host. Dtypes the engine does not store are made
+    contiguous and hashed as bytes."""
     host = tensor.detach()
     if host.device.type != "cpu":
         host = host.to("cpu")
+    if host.dtype in _ENGINE_DTYPES:
+        value = ctypes.c_uint64()
+        with dlpack.borrowed_dltensor(host) as dl:
+            check(lib.zc_digest_tensor(dl, ctypes.byref(value)))
+        return format_digest(value.value)
     host = host.contiguous()
-    return format_digest(lib.zc_xxh64(host.data_ptr() if host.numel() else None,
-                                      host.numel() * host.element_size(), 0))
+    return format_digest(lib.zc_xxh3_64(host.data_ptr() if host.numel() else None,
+                                        host.numel() * host.element_size(), 0))
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What ``LatentStore.verify`` did: the tensors it re-hashed (their bytes matched), the
+    ones it skipped because no writer was possible since their digest was last checked, and
+    the device-tier ones whose device memory it cannot check (their host copy, if any, is in
+    one of the first two lists)."""
+
+    hashed: tuple[str, ...]
+    unchanged: tuple[str, ...]
+    device: tuple[str, ...]
+    hashed_bytes: int
 
 
 @dataclass
@@ -263,7 +296,7 @@ class LatentStore:
         """
         with self._view(tag, generation) as view:
             if verify:
-                check(lib.zc_view_verify(view))
+                self._verify_view(view, 0)
             return self._bundle_from_view(view)
 
     def generations(self, tag: str) -> list[int]:
@@ -313,7 +346,7 @@ class LatentStore:
             infos[name] = StoredTensorInfo(
                 name=name, dtype=DTYPE_NAMES[ti.dtype], shape=tuple(ti.shape[: ti.ndim]),
                 nbytes=ti.nbytes, tier=TIER_NAMES[ti.tier],
-                digest=format_digest(ti.digest) if ti.has_digest else None)
+                digest=format_digest(ti.digest, ti.digest_algo) if ti.has_digest else None)
         return infos
 
     @classmethod
@@ -334,10 +367,30 @@ class LatentStore:
                             generation=lib.zc_view_generation(view), tensors=tensors, meta=meta,
                             info=infos)
 
-    def verify(self, tag: str, generation: int = 0) -> None:
-        """Re-digest the stored host bytes; raises CorruptFile if any changed."""
+    def verify(self, tag: str, generation: int = 0, *, rehash: bool = False) -> VerifyResult:
+        """Check the stored host bytes against their digests; raises CorruptFile if any changed.
+
+        A tensor is re-hashed only when a writer could have changed it since its digest was
+        last checked (a tensor ``get`` returned, or another export, is alive or was released
+        since); ``rehash`` re-hashes everything. The result says which were hashed."""
         with self._view(tag, generation) as view:
-            check(lib.zc_view_verify(view))
+            return self._verify_view(view, VERIFY_REHASH if rehash else 0)
+
+    @staticmethod
+    def _verify_view(view: int, flags: int) -> VerifyResult:
+        report = VerifyReport()
+        check(lib.zc_view_verify_ex(view, flags, ctypes.byref(report)))
+        names = []
+        ti = TensorInfo()
+        for index in range(lib.zc_view_count(view)):
+            check(lib.zc_view_tensor(view, index, ctypes.byref(ti)))
+            names.append(ti.name.decode("utf-8"))
+
+        def having(mask: int) -> tuple[str, ...]:
+            return tuple(n for i, n in enumerate(names) if mask >> i & 1)
+
+        return VerifyResult(hashed=having(report.hashed), unchanged=having(report.unchanged),
+                            device=having(report.device), hashed_bytes=report.hashed_bytes)
 
     def save(self, tag: str, path: str | Path, generation: int = 0) -> None:
         """Write a stored bundle as a safetensors/.latent file (crash-safe, synchronous)."""

@@ -4,7 +4,7 @@
             put copies AND digests, both are part of its cost)
   E2        LatentStore.get (zero-copy torch views) ≤ 50 µs at every size, flat: the largest
             per-size median ≤ 1.5 × the smallest (4 KiB … 256 MiB)
-  E3        the digest (zc_xxh64) ≥ 0.5 × memcpy bandwidth, one core, out of cache
+  E3        the digest (zc_xxh3_64) ≥ 0.5 × memcpy bandwidth, one core, out of cache
   E4a, E4b  spill write ≥ 0.7 × `dd conv=fsync`; restore with digest verification ≥ 0.7 × `dd`
             read, page cache dropped before each side when the kernel lets us (E4c: warm, info)
   E5        10,000 put/get/release cycles at depth 4: RSS grows by ≤ one slot
@@ -53,7 +53,7 @@ LATENT_SHAPE = (1, 16, 21, 90, 160)   # Wan 2.1 720p, 81 frames: 19,353,600 byte
 IMAGE_SHAPE = (1, 16, 128, 128)       # FLUX 1024²: 1,048,576 bytes as float32 (1 MiB)
 GET_SIZES = (("4 KiB", (1024,)), ("1 MiB", IMAGE_SHAPE), ("19.4 MB", LATENT_SHAPE), ("256 MiB", (64 * MiB,)))
 # The store's digest function in libzc. If the store moves to another digest (XXH3), E3 must time that one.
-DIGEST = "zc_xxh64"
+DIGEST = "zc_xxh3_64"  # the engine's digest (XXH64 is kept only for files of engine 0.2)
 CHILD_TIMEOUT_S = {"full": 900, "quick": 300, "smoke": 180}
 PUT_GOAL, GET_GOAL_S, FLAT_GOAL, DIGEST_GOAL, DISK_GOAL = 1.3, 50e-6, 1.5, 0.5, 0.7
 
@@ -345,11 +345,11 @@ def breakdown_bandwidth(figs: dict) -> list[str]:
     names = {"memcpy": f"memcpy, {big}", "digest": f"{DIGEST}, {big}",
              "memcpy_in_cache": f"memcpy, {small} buffer, warm (just copied)",
              "digest_in_cache": f"{DIGEST}, {small} buffer, warm",
-             "digest_xxhash_ref": f"python-xxhash xxh64 (reference implementation), {big}",
+             "digest_xxhash_ref": f"python-xxhash xxh3_64 (reference implementation), {big}",
              "read_numpy_sum": f"read-only (numpy uint64 sum), {big}"}
     table = [[label, fmt_bw(b[k]["median"])] for k, label in names.items() if k in b]
     if d.get("digest_equals_reference") is not None:
-        table.append([f"{DIGEST} == the xxhash package's xxh64", d["digest_equals_reference"]])
+        table.append([f"{DIGEST} == the xxhash package's xxh3_64", d["digest_equals_reference"]])
     return ["Bandwidths on one core (medians):", "", md_table(["measurement", "bandwidth"], table), ""]
 
 
@@ -641,7 +641,7 @@ def digest_vs_memcpy(nbytes: int, small: int, reps: int, cpu: int) -> dict:
                 "digest_in_cache": lambda: digest(s_src.data_ptr(), small, 0)}
         if xxhash is not None:
             src_np = src.numpy()
-            warm["digest_xxhash_ref"] = lambda: xxhash.xxh64_intdigest(memoryview(src_np))
+            warm["digest_xxhash_ref"] = lambda: xxhash.xxh3_64_intdigest(memoryview(src_np))
             warm["read_numpy_sum"] = lambda: np.add.reduce(src_np.view(np.uint64))
 
         def warm_the_cache(name: str) -> None:
@@ -650,7 +650,7 @@ def digest_vs_memcpy(nbytes: int, small: int, reps: int, cpu: int) -> dict:
         t.update(interleaved(warm, reps, before=warm_the_cache))
         same = None
         if xxhash is not None:
-            same = xxhash.xxh64_intdigest(memoryview(src_np)) == digest(src.data_ptr(), nbytes, 0)
+            same = xxhash.xxh3_64_intdigest(memoryview(src_np)) == digest(src.data_ptr(), nbytes, 0)
     in_cache = ("memcpy_in_cache", "digest_in_cache")
     bandwidth = {k: summary([(small if k in in_cache else nbytes) / s for s in v]) for k, v in t.items()}
     return {"bytes": nbytes, "in_cache_bytes": small, "bandwidth_Bps": bandwidth,

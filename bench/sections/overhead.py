@@ -563,7 +563,7 @@ def details_for(results: list[dict], via_nodes: bool) -> str:
                       f"{fmt_time(r['ours_plus_spill'])}",
                       f"{fmt_time(median(r['file']))} (min {fmt_time(min(r['file']))})",
                       f"{fmt_time(median(r['memcpy']))}", vae_cells])
-    ours_text = ("ZeroCopyLatentStore.execute (copy + digest into the resident store, background "
+    ours_text = ("ZeroCopyLatentStore.execute (copy + XXH3 digest into the resident store, background "
                  "spill to disk started) + ZeroCopyLatentHandoff.execute (verified get: the whole stored "
                  "latent is re-hashed and compared to its digest, tail taken, the family's adapter builds "
                  "the next shot's latent and conditioning, certificate) — the nodes' own code, called as "

@@ -201,7 +201,7 @@ def run(ctx: Context) -> Section:
         md_table(["cycles", "RSS"], [[f"{c:,}", fmt_bytes(v)] for c, v in soaked["rss"]]),
         "",
         "What was timed: `LatentStore.put` of a float32 tensor (allocation from the store's buffer "
-        "pool, copy fused with the XXH64 digest), `get` (zero-copy torch views), `verify` (re-hash "
+        "pool, copy fused with the XXH3 digest), `get` (zero-copy torch views), `verify` (re-hash "
         "and compare) — one torch thread; one slot at a time (depth 1, dropped after each "
         "repetition, untimed). Sizes past the buffer pool's 256 MiB cap get fresh memory on every "
         "put and pay its first-touch page faults (buffers of 32 MiB and more ask for transparent huge "

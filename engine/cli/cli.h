@@ -79,8 +79,8 @@ const char *cli_engine_message(int status);
  * until its next failing call). */
 void cli_engine_message_copy(int status, char *buf, size_t cap);
 
-/* "xxh64:" + 16 lowercase hex digits into out. */
-void cli_digest_format(uint64_t digest, char out[32]);
+/* "xxh3:" or "xxh64:" + 16 lowercase hex digits into out (zc_digest_format). */
+void cli_digest_format(int algo, uint64_t digest, char out[ZC_DIGEST_TEXT_SIZE]);
 
 /* Write s with bytes that would break a line-oriented output escaped:
  * control bytes and DEL as \xNN, backslash as \\.  Other bytes (UTF-8
@@ -114,7 +114,8 @@ typedef enum {
 typedef struct {
     zc_file_tensor info;
     void *data;            /* malloc'd copy of the bytes (info.nbytes, at least 1 allocated) */
-    uint64_t computed;     /* XXH64 (seed 0) of data, computed by the tool */
+    uint64_t computed;     /* digest of data with computed_algo, computed by the tool */
+    int computed_algo;     /* the recorded digest's algorithm, else XXH3-64 */
     int digest_state;      /* cli_digest_state */
     char error[768];       /* why the bytes could not be read ("" on success) */
 } cli_tensor;

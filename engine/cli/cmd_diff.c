@@ -73,9 +73,9 @@ static int load_side(const diff_side *side, uint32_t index, const char *name, cl
         return -1;
     }
     if (t->digest_state == CLI_DIGEST_MISMATCH) {
-        char recorded[32], computed[32];
-        cli_digest_format(t->info.recorded_digest, recorded);
-        cli_digest_format(t->computed, computed);
+        char recorded[ZC_DIGEST_TEXT_SIZE], computed[ZC_DIGEST_TEXT_SIZE];
+        cli_digest_format(t->info.digest_algo, t->info.recorded_digest, recorded);
+        cli_digest_format(t->computed_algo, t->computed, computed);
         cli_error("warning: %s: tensor %s: bytes do not match the recorded digest (recorded %s, "
                   "computed %s); comparing the bytes as stored", side->path, name, recorded,
                   computed);

@@ -51,11 +51,11 @@ static const char *dtype_text(int dtype)
 
 static void text_tensor(const cli_tensor *t, int loaded)
 {
-    char recorded[32] = "-", computed[32] = "-";
+    char recorded[ZC_DIGEST_TEXT_SIZE] = "-", computed[ZC_DIGEST_TEXT_SIZE] = "-";
     if (t->info.has_digest)
-        cli_digest_format(t->info.recorded_digest, recorded);
+        cli_digest_format(t->info.digest_algo, t->info.recorded_digest, recorded);
     if (loaded)
-        cli_digest_format(t->computed, computed);
+        cli_digest_format(t->computed_algo, t->computed, computed);
     fputs("tensor ", stdout);
     cli_put_text(stdout, t->info.name != NULL ? t->info.name : "?");
     printf(" dtype=%s shape=", dtype_text(t->info.dtype));
@@ -116,15 +116,15 @@ static void text_summary(const inspect_counts *c)
 
 /* ---- JSON ---- */
 
-static void json_digest(const char *key, int present, uint64_t digest)
+static void json_digest(const char *key, int present, int algo, uint64_t digest)
 {
-    char text[32];
+    char text[ZC_DIGEST_TEXT_SIZE];
     printf(",\"%s\":", key);
     if (!present) {
         fputs("null", stdout);
         return;
     }
-    cli_digest_format(digest, text);
+    cli_digest_format(algo, digest, text);
     cli_put_json_string(stdout, text);
 }
 
@@ -137,8 +137,9 @@ static void json_tensor(const cli_tensor *t, int loaded)
     fputs(",\"shape\":", stdout);
     cli_put_shape(stdout, t->info.ndim, t->info.shape);
     printf(",\"bytes\":%" PRIu64 ",\"offset\":%" PRIu64, t->info.nbytes, t->info.offset);
-    json_digest("recorded_digest", t->info.has_digest, t->info.recorded_digest);
-    json_digest("computed_digest", loaded, t->computed);
+    json_digest("recorded_digest", t->info.has_digest, t->info.digest_algo,
+                t->info.recorded_digest);
+    json_digest("computed_digest", loaded, t->computed_algo, t->computed);
     fputs(",\"status\":", stdout);
     cli_put_json_string(stdout, status_word(t, loaded));
     if (!loaded) {

@@ -118,22 +118,42 @@ static void put_meta_field(const zc_file *f, const char *label, const char *key)
     cli_put_text(stdout, value != NULL && value[0] != '\0' ? value : "-");
 }
 
+/* The algorithms of the recorded digests, e.g. "xxh3" or "xxh3+xxh64". */
+static void put_algorithms(const int seen[3])
+{
+    static const int order[] = {ZC_DIGEST_XXH3_64, ZC_DIGEST_XXH64};
+    const char *sep = "";
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        if (seen[order[i]]) {
+            printf("%s%s", sep, zc_digest_algo_name(order[i]));
+            sep = "+";
+        }
+    }
+}
+
 static void put_digest_status(const zc_file *f)
 {
     uint32_t data = 0, with = 0;
+    int seen[3] = {0, 0, 0};
     for (uint32_t i = 0; i < zc_file_count(f); i++) {
         zc_file_tensor t;
         if (zc_file_tensor_at(f, i, &t) != ZC_OK || cli_is_empty_marker(&t))
             continue;
         data++;
         with += t.has_digest ? 1u : 0u;
+        if (t.has_digest && t.digest_algo > 0 && t.digest_algo < 3)
+            seen[t.digest_algo] = 1;
     }
-    if (with == 0)
+    if (with == 0) {
         fputs("  no digests", stdout);
-    else if (with == data)
-        fputs("  digests recorded", stdout);
+        return;
+    }
+    if (with == data)
+        fputs("  digests recorded (", stdout);
     else
-        printf("  digests partial (%" PRIu32 " of %" PRIu32 ")", with, data);
+        printf("  digests partial (%" PRIu32 " of %" PRIu32 ", ", with, data);
+    put_algorithms(seen);
+    fputs(")", stdout);
 }
 
 static void print_opened(const zc_file *f, const char *path)

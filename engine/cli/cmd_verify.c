@@ -52,9 +52,9 @@ static void note_tensor(verify_result *r, const cli_tensor *t, int loaded)
         cli_text_append(&r->problems, t->error);
         cli_error("%s", t->error);
     } else if (t->digest_state == CLI_DIGEST_MISMATCH) {
-        char recorded[32], computed[32];
-        cli_digest_format(t->info.recorded_digest, recorded);
-        cli_digest_format(t->computed, computed);
+        char recorded[ZC_DIGEST_TEXT_SIZE], computed[ZC_DIGEST_TEXT_SIZE];
+        cli_digest_format(t->info.digest_algo, t->info.recorded_digest, recorded);
+        cli_digest_format(t->computed_algo, t->computed, computed);
         r->checked++;
         add_problem_prefix(r, name);
         zc__jb_printf(&r->problems, " digest mismatch (recorded %s, computed %s)", recorded,

@@ -32,9 +32,11 @@ static const char help_main[] =
     "  2  usage error, or standard output cannot be written (diff and ls: also\n"
     "     any error that stops the command)\n"
     "\n"
-    "Errors are printed on stderr as \"zc: MESSAGE\".  Digests are XXH64 (seed 0)\n"
-    "of a tensor's bytes, recorded in the file's metadata as\n"
-    "\"zc.digest.NAME\": \"xxh64:<16 hex digits>\".\n";
+    "Errors are printed on stderr as \"zc: MESSAGE\".  Digests are XXH3-64 (seed\n"
+    "0) of a tensor's bytes, recorded in the file's metadata as\n"
+    "\"zc.digest.NAME\": \"xxh3:<16 hex digits>\"; files written by engine 0.2\n"
+    "and earlier record XXH64 as \"xxh64:<16 hex digits>\", which every command\n"
+    "reads and checks the same way.\n";
 
 static const char help_ls[] =
     "usage: zc ls DIR\n"
@@ -50,8 +52,9 @@ static const char help_ls[] =
     "              the zc.tag and zc.generation metadata, \"-\" when absent\n"
     "  tensors     number of tensors\n"
     "  bytes       bytes of tensor data; size: bytes of the file\n"
-    "  DIGESTS     \"digests recorded\" (every tensor has one), \"no digests\", or\n"
-    "              \"digests partial (K of N)\".  Digests are not verified here:\n"
+    "  DIGESTS     \"digests recorded (ALGO)\" (every tensor has one), \"no\n"
+    "              digests\", or \"digests partial (K of N, ALGO)\"; ALGO is xxh3,\n"
+    "              xxh64 or xxh3+xxh64.  Digests are not verified here:\n"
     "              use 'zc verify'.  ComfyUI's empty latent_format_version_0\n"
     "              marker needs no digest and is not counted.\n"
     "\n"
@@ -69,7 +72,8 @@ static const char help_inspect[] =
     "usage: zc inspect [--json] [--full] FILE\n"
     "\n"
     "Print every tensor of FILE and every metadata entry.  Each tensor is read\n"
-    "and its XXH64 digest computed:\n"
+    "and its digest computed (with the recorded digest's algorithm, XXH3-64 when\n"
+    "none is recorded):\n"
     "\n"
     "  file: PATH (N bytes)\n"
     "  tensors: N (N data bytes)\n"

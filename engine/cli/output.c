@@ -31,9 +31,10 @@ void cli_engine_message_copy(int status, char *buf, size_t cap)
     snprintf(buf, cap, "%s", cli_engine_message(status));
 }
 
-void cli_digest_format(uint64_t digest, char out[32])
+void cli_digest_format(int algo, uint64_t digest, char out[ZC_DIGEST_TEXT_SIZE])
 {
-    snprintf(out, 32, "xxh64:%016" PRIx64, digest);
+    if (zc_digest_format(algo, digest, out, ZC_DIGEST_TEXT_SIZE) != ZC_OK)
+        snprintf(out, ZC_DIGEST_TEXT_SIZE, "?:%016" PRIx64, digest);
 }
 
 const char *cli_plural(uint64_t n)

@@ -8,7 +8,10 @@
  * already validated against the file) and computes their digest: if it
  * differs from the recorded one the tensor is reported as a digest
  * mismatch, with both digests, else the reader's error stands.  The
- * digest the tool reports is always its own XXH64 of the bytes it holds.
+ * digest the tool reports is always of the bytes it holds, with the
+ * algorithm the file records for the tensor (XXH3-64 when it records none):
+ * the one zc_file_read computed while reading, or the tool's own after a
+ * re-read.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,8 +68,8 @@ static int recover_mismatch(const char *path, cli_tensor *t)
 {
     if (!t->info.has_digest || read_stored_bytes(path, t->info.offset, t->data, t->info.nbytes) != 0)
         return -1;
-    t->computed = zc_xxh64(t->data, (size_t)t->info.nbytes, 0);
-    if (t->computed == t->info.recorded_digest)
+    if (zc_digest_bytes(t->computed_algo, t->data, (size_t)t->info.nbytes, &t->computed) != ZC_OK ||
+        t->computed == t->info.recorded_digest)
         return -1; /* the digest is fine: the reader's error is about something else */
     t->digest_state = CLI_DIGEST_MISMATCH;
     return 0;
@@ -100,9 +103,9 @@ int cli_tensor_load(zc_file *file, const char *path, uint32_t index, cli_tensor 
                  (unsigned long long)t->info.nbytes);
         return -1;
     }
-    rc = zc_file_read(file, index, t->data, (size_t)t->info.nbytes, NULL);
+    t->computed_algo = t->info.has_digest ? t->info.digest_algo : ZC_DIGEST_DEFAULT;
+    rc = zc_file_read(file, index, t->data, (size_t)t->info.nbytes, &t->computed);
     if (rc == ZC_OK) {
-        t->computed = zc_xxh64(t->data, (size_t)t->info.nbytes, 0);
         set_digest_state(t);
         return 0;
     }

@@ -239,6 +239,11 @@ def metadata():
     case("digest_mismatch", image(meta, bytes(data)), "reads back as xxh64:")
     meta["__metadata__"] = {"zc.digest.x": "xxh64:%016x" % 0x0123456789abcdef}
     case("digest_mismatch_all_zero", image(meta, bytes(16)), "but the file records xxh64:0123456789abcdef")
+    # The same refusals with the XXH3 digests the engine writes now.
+    meta["__metadata__"] = {"zc.digest.x": "xxh3:0123456789abcde"}
+    case("bad_digest_xxh3_short", image(meta, f32(4)), 'is "xxh3:0123456789abcde"')
+    meta["__metadata__"] = {"zc.digest.x": "xxh3:%016x" % xxhash.xxh3_64(f32(4), seed=0).intdigest()}
+    case("digest_mismatch_xxh3", image(meta, bytes(data)), "reads back as xxh3:")
 
 
 def main():

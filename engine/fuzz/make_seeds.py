@@ -28,8 +28,11 @@ def ramp(shape, dtype):
     return t.to(dtype)
 
 
-def digest(t):
+def digest(t, algo="xxh64"):
+    """The text form of a digest: XXH3-64 as the engine writes now, XXH64 as engine 0.2 did."""
     raw = t.contiguous().view(torch.uint8).numpy().tobytes() if t.numel() else b""
+    if algo == "xxh3":
+        return "xxh3:%016x" % xxhash.xxh3_64(raw, seed=0).intdigest()
     return "xxh64:%016x" % xxhash.xxh64(raw, seed=0).intdigest()
 
 
@@ -63,8 +66,9 @@ def comfy_latent():
     write("comfy_latent.latent", canonical(save(tensors, metadata=meta)))
 
 
-def engine_spill():
-    # The layout the engine writes: zc.* keys and one digest per tensor.
+def engine_spill(algo="xxh64", name="engine_spill.latent"):
+    # The layout the engine writes: zc.* keys and one digest per tensor.  The
+    # first seed is an engine-0.2 file (XXH64), the second one of now (XXH3).
     tensors = {
         "latent_tensor": ramp((1, 16, 4, 6, 6), torch.bfloat16),
         "latent_format_version_0": torch.tensor([]),
@@ -75,8 +79,8 @@ def engine_spill():
             "zc.generation": "7"}
     for k, t in tensors.items():
         if k != "latent_format_version_0":
-            meta["zc.digest." + k] = digest(t)
-    write("engine_spill.latent", canonical(save(tensors, metadata=meta)))
+            meta["zc.digest." + k] = digest(t, algo)
+    write(name, canonical(save(tensors, metadata=meta)))
 
 
 def all_dtypes():
@@ -124,6 +128,7 @@ def main():
     torch.manual_seed(0)
     comfy_latent()
     engine_spill()
+    engine_spill("xxh3", "engine_spill_xxh3.latent")
     all_dtypes()
     ranks()
     empty()

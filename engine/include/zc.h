@@ -6,7 +6,7 @@
  * device tier (tensors held by reference through their DLPack managed tensor;
  * the engine never reads or writes device memory), a disk tier (crash-safe
  * safetensors spill files, compatible with ComfyUI's .latent files), 64-bit
- * digests that certify bit-identity, and a hardened safetensors reader.
+ * digests (XXH3-64) that certify bit-identity, and a hardened safetensors reader.
  *
  * Conventions
  * - Every function that can fail returns an int: ZC_OK (0) or a negative
@@ -74,7 +74,8 @@ extern "C" {
 #define ZC_FILE_FORMAT_VALUE "zerocopy-continuity/1"
 #define ZC_FILE_META_TAG "zc.tag"
 #define ZC_FILE_META_GENERATION "zc.generation"  /* decimal */
-#define ZC_FILE_META_DIGEST_PREFIX "zc.digest."  /* + tensor name: "xxh64:<16 hex>" */
+#define ZC_FILE_META_DIGEST_PREFIX "zc.digest."  /* + tensor name: "xxh3:<16 hex>" (or
+                                                  "xxh64:" in files of 0.2 and earlier) */
 #define ZC_FILE_LATENT_TENSOR "latent_tensor"    /* ComfyUI's SaveLatent/LoadLatent key */
 #define ZC_FILE_LATENT_MARKER "latent_format_version_0" /* ComfyUI's empty F32 marker */
 
@@ -140,10 +141,92 @@ ZC_API int zc_dtype_from_name(const char *name, int *dtype);
 ZC_API int zc_dtype_from_dlpack(zc_dl_dtype dl, int *dtype);
 
 /* ------------------------------------------------------------------------ */
-/* Digest: XXH64 (seed 0) over a tensor's canonical contiguous bytes.         */
+/* Digests                                                                    */
+/*                                                                            */
+/* A digest is a 64-bit hash over a tensor's canonical bytes (contiguous,     */
+/* row-major, little-endian as stored), seed 0, that names its algorithm.     */
+/* The engine computes XXH3-64 for everything it stores or writes; files of   */
+/* earlier versions carry XXH64 digests, which it still reads, verifies and   */
+/* restores (and then keeps as XXH64: a digest is never silently re-based).   */
+/* As text: "xxh3:" or "xxh64:" and 16 lowercase hex digits, e.g. in a file's */
+/* "zc.digest.<name>" metadata.  Both are written from the xxHash             */
+/* specification and agree with the reference implementation.                 */
 /* ------------------------------------------------------------------------ */
 
-/* One-shot XXH64 of len bytes at data (data may be NULL when len is 0). */
+typedef enum {
+    ZC_DIGEST_NONE = 0,    /* no digest (a device tensor without a host copy) */
+    ZC_DIGEST_XXH64 = 1,   /* XXH64: files written by engine 0.2 and earlier */
+    ZC_DIGEST_XXH3_64 = 2  /* XXH3-64: what the engine computes now */
+} zc_digest_algo;
+
+/* The algorithm new digests use. */
+#define ZC_DIGEST_DEFAULT ZC_DIGEST_XXH3_64
+
+/* The text prefix of an algorithm without its colon ("xxh3", "xxh64"); NULL
+ * for ZC_DIGEST_NONE or an unknown code. */
+ZC_API const char *zc_digest_algo_name(int algo);
+
+/* A digest as text, "<name>:<16 hex>", into out (cap >= ZC_DIGEST_TEXT_SIZE).
+ * @return ZC_OK, or ZC_E_INVALID for an unknown algorithm or a short buffer. */
+#define ZC_DIGEST_TEXT_SIZE 24
+ZC_API int zc_digest_format(int algo, uint64_t digest, char *out, size_t cap);
+
+/* Parse "xxh3:<16 hex>" or "xxh64:<16 hex>" (hex digits in either case).
+ * The text may be untrusted.  @return ZC_OK with *algo and *digest, or
+ * ZC_E_INVALID (the message quotes the text and says what is expected). */
+ZC_API int zc_digest_parse(const char *text, int *algo, uint64_t *digest);
+
+/* The digest of len bytes at data (NULL allowed when len is 0) with an
+ * algorithm and seed 0.  @return ZC_OK or ZC_E_INVALID (unknown algorithm). */
+ZC_API int zc_digest_bytes(int algo, const void *data, size_t len, uint64_t *digest);
+
+/* The XXH3-64 digest of a host tensor's canonical contiguous bytes, walking
+ * its strides in place: no copy of the tensor is made (gathered elements of
+ * a strided innermost dimension pass through a small fixed buffer on the
+ * stack).  Equals the digest zc_bundle_add_copy records for the same tensor.
+ * t is borrowed for the call; its device must be CPU, CUDA-host or
+ * ROCm-host memory.  Strides may be 0 (broadcast views) but not negative.
+ * @return ZC_OK and *digest; ZC_E_INVALID (NULL, rank, dtype, negative size
+ * or stride, non-host device, NULL data with bytes); ZC_E_LIMIT (size
+ * overflow). */
+ZC_API int zc_digest_tensor(const zc_dl_tensor *t, uint64_t *digest);
+
+/* One-shot XXH3-64 of len bytes at data (data may be NULL when len is 0).
+ * seed 0 is what digests use; other seeds follow the specification (for
+ * inputs over 240 bytes, a secret derived from the seed). */
+ZC_API uint64_t zc_xxh3_64(const void *data, size_t len, uint64_t seed);
+
+/* Streaming XXH3-64: reset, update any number of times with any lengths,
+ * digest (which does not change the state, so it may be called again after
+ * more updates).  The result equals zc_xxh3_64 of the concatenated input.
+ * The struct is public so callers can keep it on the stack; treat its
+ * fields as private. */
+typedef struct {
+    uint64_t acc[8];
+    uint8_t secret[192];
+    uint8_t buffer[256];         /* input not yet hashed */
+    uint8_t last_stripe[64];     /* the 64 input bytes before buffer[0] */
+    uint64_t total_len;
+    uint64_t seed;
+    uint32_t buffered;
+    uint32_t stripes_in_block;
+} zc_xxh3_state;
+
+ZC_API void zc_xxh3_reset(zc_xxh3_state *state, uint64_t seed);
+ZC_API void zc_xxh3_update(zc_xxh3_state *state, const void *data, size_t len);
+ZC_API uint64_t zc_xxh3_digest(const zc_xxh3_state *state);
+
+/* The name of the XXH3 stripe kernel this process uses: "avx2", "sse2" or
+ * "scalar".  It is chosen once, at the first digest: the fastest one the CPU
+ * and the build support, or the one the environment variable
+ * ZC_DIGEST_KERNEL names ("scalar", "sse2", "avx2") if the CPU runs it (any
+ * other value is ignored; this function then says what runs).  Every kernel
+ * gives the same digests; the variable exists to test them and to rule a
+ * SIMD path out when diagnosing. */
+ZC_API const char *zc_xxh3_kernel(void);
+
+/* One-shot XXH64 of len bytes at data (data may be NULL when len is 0);
+ * kept to verify files with "xxh64:" digests. */
 ZC_API uint64_t zc_xxh64(const void *data, size_t len, uint64_t seed);
 
 /* Streaming XXH64.  The struct is public so callers can keep it on the
@@ -384,6 +467,8 @@ typedef struct {
     uint64_t files_rejected;     /* files renamed aside as corrupt or foreign */
     uint64_t pending_spills;
     uint64_t pooled_bytes;       /* freed host buffers kept for reuse by later puts */
+    uint64_t verify_hashed_bytes;  /* bytes zc_view_verify re-hashed (since the store opened) */
+    uint64_t verify_skipped_bytes; /* bytes it did not need to: no writer possible */
 } zc_store_stats;
 
 /* Snapshot of the store's counters. */
@@ -443,9 +528,12 @@ typedef struct {
     int32_t device_id;
     int tier;                      /* zc_tier */
     uint64_t nbytes;               /* canonical contiguous size */
-    uint64_t digest;               /* XXH64 of the canonical bytes */
+    uint64_t digest;               /* of the canonical bytes, with digest_algo */
     int has_digest;                /* 0 for a device tensor stored without a host copy */
-    void *data;                    /* host: contiguous bytes; device: device address */
+    int digest_algo;               /* zc_digest_algo: XXH3-64, or XXH64 for a tensor restored
+                                      from an older file; ZC_DIGEST_NONE without a digest */
+    void *data;                    /* host: contiguous bytes (read-only: see zc_view_verify);
+                                      device: device address */
 } zc_tensor_info;
 
 ZC_API const char *zc_view_tag(const zc_view *view);
@@ -472,12 +560,54 @@ ZC_API const char *zc_view_meta(const zc_view *view, const char *key);
  * released and the slot evicted.  versioned selects the struct.  Host-tier
  * tensors are exported writable (flags 0) because torch refuses read-only
  * imports; writing through them changes the stored bytes (and breaks their
- * digest), so consumers must treat them as read-only.
+ * digest), so consumers must treat them as read-only.  Each such export is
+ * a possible writer until its deleter runs (see zc_view_verify).
  * @return ZC_OK, ZC_E_NOT_FOUND, ZC_E_NOMEM. */
 ZC_API int zc_view_export_dlpack(const zc_view *view, uint32_t index, int versioned, void **managed);
 
-/* Recompute the digests of host-tier tensors and compare.  @return ZC_OK or
- * ZC_E_CORRUPT naming the first tensor whose bytes changed. */
+/* Verification: is a slot's host memory still the bytes its digests name?
+ *
+ * The guarantee: when zc_view_verify returns ZC_OK, every host-tier tensor
+ * of the slot is covered by a digest check made at or after the last moment
+ * anything could have written its bytes.  The only writers the engine hands
+ * out are writable DLPack exports of host-tier tensors; so a tensor is
+ * re-hashed when an export of it is live, or was deleted after its digest
+ * was last checked, and otherwise skipped ("unchanged since checked, no
+ * writer possible").  A digest is checked when it is computed (put, where
+ * the copy and the digest are one pass, or restore from a file) and by
+ * every verify that re-hashes and matches.  What this cannot see, by
+ * contract: writes through zc_tensor_info.data (read-only) or through an
+ * export after its deleter ran (use after release), and memory corruption
+ * outside the API; ZC_VERIFY_REHASH re-hashes everything regardless.
+ *
+ * Device-tier tensors (held by reference) are the producer's memory, which
+ * the engine never reads: nothing here proves anything about them.  What
+ * is checked is their host copy (when given), which is never exported and
+ * so never re-hashed unless ZC_VERIFY_REHASH; a caller that needs the
+ * device bytes unchanged must hold a private device clone that nothing
+ * else can write (the Python bridge's defensive_clone). */
+
+#define ZC_VERIFY_REHASH 1u /* re-hash every digested tensor, writer possible or not */
+
+/* What a verification did, tensor by tensor (bit i = tensor index i). */
+typedef struct {
+    uint32_t hashed;       /* host bytes re-hashed, and they matched */
+    uint32_t unchanged;    /* not re-hashed: no writer possible since the last check */
+    uint32_t unchecked;    /* no digest (a device tensor without a host copy) */
+    uint32_t device;       /* held by reference: device bytes not covered (see above) */
+    uint64_t hashed_bytes; /* bytes re-hashed by this call */
+} zc_verify_report;
+
+/* Verify a slot's host bytes against their digests, re-hashing only the
+ * tensors a writer could have changed (all of them with ZC_VERIFY_REHASH).
+ * report (optional) says which were hashed and which skipped; the store's
+ * verify_hashed_bytes / verify_skipped_bytes statistics add them up.
+ * @return ZC_OK; ZC_E_INVALID (NULL view, unknown flag); ZC_E_CORRUPT naming
+ * the first tensor whose bytes changed, with both digests (report then
+ * holds the tensors checked before it). */
+ZC_API int zc_view_verify_ex(const zc_view *view, uint32_t flags, zc_verify_report *report);
+
+/* zc_view_verify_ex(view, 0, NULL). */
 ZC_API int zc_view_verify(const zc_view *view);
 
 /* Write the slot as a safetensors file at path, crash-safe (temporary file,
@@ -518,6 +648,7 @@ typedef struct {
     uint64_t nbytes;
     uint64_t offset;               /* from the start of the file */
     int has_digest;                /* the file's metadata records one */
+    int digest_algo;               /* zc_digest_algo of recorded_digest; ZC_DIGEST_NONE without */
     uint64_t recorded_digest;
 } zc_file_tensor;
 
@@ -538,14 +669,18 @@ ZC_API uint32_t zc_file_meta_count(const zc_file *file);
 ZC_API int zc_file_meta_at(const zc_file *file, uint32_t index, const char **key, const char **value);
 ZC_API const char *zc_file_meta(const zc_file *file, const char *key);
 
-/* Read tensor index into dst (cap >= nbytes) and return its digest in
- * *digest (optional).  @return ZC_OK, ZC_E_LIMIT (cap), ZC_E_IO, ZC_E_CORRUPT
+/* Read tensor index into dst (cap >= nbytes), digesting it as it is read,
+ * and return the digest in *digest (optional): computed with the algorithm
+ * of the recorded digest (zc_file_tensor.digest_algo), or XXH3-64 when the
+ * file records none.  @return ZC_OK, ZC_E_LIMIT (cap), ZC_E_IO, ZC_E_CORRUPT
  * (short read, or a recorded digest that does not match). */
 ZC_API int zc_file_read(zc_file *file, uint32_t index, void *dst, size_t cap, uint64_t *digest);
 
 /* Read a whole file into a new bundle (host tier), verifying every recorded
- * digest.  The marker tensor "latent_format_version_0" is skipped; metadata
- * keys of the engine ("zc.*") are not copied.  @return as zc_file_read. */
+ * digest; each tensor keeps the digest zc_file_read returned, with its
+ * algorithm (an "xxh64:" file stays XXH64).  The marker tensor
+ * "latent_format_version_0" is skipped; metadata keys of the engine ("zc.*")
+ * are not copied.  @return as zc_file_read. */
 ZC_API int zc_file_load_bundle(zc_file *file, zc_bundle **out);
 
 #ifdef __cplusplus

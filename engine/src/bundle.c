@@ -105,7 +105,7 @@ static int find_tensor(const zc_bundle *b, const char *name)
 }
 
 /* Validate a DLPack tensor description and fill t's shape/dtype/strides. */
-static int describe(zc_tensor *t, const char *name, const zc_dl_tensor *src)
+int zc__tensor_describe(zc_tensor *t, const char *name, const zc_dl_tensor *src)
 {
     int rc;
     if (src == NULL)
@@ -150,7 +150,7 @@ static int describe(zc_tensor *t, const char *name, const zc_dl_tensor *src)
     return ZC_OK;
 }
 
-static int is_host_device(int32_t device_type)
+int zc__is_host_device(int32_t device_type)
 {
     return device_type == ZC_DL_CPU || device_type == ZC_DL_CUDA_HOST ||
            device_type == ZC_DL_ROCM_HOST;
@@ -176,7 +176,7 @@ static int check_slot(const zc_bundle *b, const char *name)
 static int copy_in(zc_tensor *t, const char *name, const zc_dl_tensor *src, const zc_tensor *shape_of,
                    zc_bufpool *pool)
 {
-    if (!is_host_device(src->device.device_type))
+    if (!zc__is_host_device(src->device.device_type))
         return zc__fail(ZC_E_INVALID,
                         "tensor \"%s\" is on DLPack device type %d; a host copy needs CPU memory "
                         "(move it with tensor.cpu() or add it by reference)", name,
@@ -199,6 +199,7 @@ static int copy_in(zc_tensor *t, const char *name, const zc_dl_tensor *src, cons
     t->digest = zc__copy_and_digest(t->host, base, t->ndim, t->shape, t->byte_strides,
                                     zc_dtype_size(t->dtype), t->nbytes);
     t->has_digest = 1;
+    t->digest_algo = ZC_DIGEST_XXH3_64;
     return ZC_OK;
 }
 
@@ -218,7 +219,7 @@ int zc_bundle_add_copy(zc_bundle *b, const char *name, const zc_dl_tensor *src)
         return rc;
     zc_tensor t;
     memset(&t, 0, sizeof t);
-    if ((rc = describe(&t, name, src)) != ZC_OK ||
+    if ((rc = zc__tensor_describe(&t, name, src)) != ZC_OK ||
         (rc = copy_in(&t, name, src, NULL, b->pool)) != ZC_OK)
         return rc;
     t.pool = b->pool;
@@ -253,7 +254,7 @@ int zc_bundle_add_reference(zc_bundle *b, const char *name, void *managed, int v
                                        : &((zc_dl_managed *)managed)->dl_tensor;
     zc_tensor t;
     memset(&t, 0, sizeof t);
-    if ((rc = describe(&t, name, dl)) != ZC_OK)
+    if ((rc = zc__tensor_describe(&t, name, dl)) != ZC_OK)
         goto fail;
     if (t.nbytes > 0 && dl->data == NULL) {
         rc = zc__fail(ZC_E_INVALID, "tensor \"%s\" has %llu bytes but a NULL data pointer", name,
@@ -263,7 +264,7 @@ int zc_bundle_add_reference(zc_bundle *b, const char *name, void *managed, int v
     if (host_copy) {
         zc_tensor shadow;
         memset(&shadow, 0, sizeof shadow);
-        if ((rc = describe(&shadow, name, host_copy)) != ZC_OK ||
+        if ((rc = zc__tensor_describe(&shadow, name, host_copy)) != ZC_OK ||
             (rc = copy_in(&shadow, name, host_copy, &t, b->pool)) != ZC_OK) {
             zc__bufpool_give(b->pool, shadow.host, shadow.nbytes);
             goto fail;
@@ -273,6 +274,7 @@ int zc_bundle_add_reference(zc_bundle *b, const char *name, void *managed, int v
         t.host = shadow.host;
         t.digest = shadow.digest;
         t.has_digest = 1;
+        t.digest_algo = shadow.digest_algo;
     }
     snprintf(t.name, sizeof t.name, "%s", name);
     t.tier = ZC_TIER_DEVICE;
@@ -350,14 +352,16 @@ int zc__bundle_set_meta_internal(zc_bundle *b, const char *key, const char *valu
 }
 
 int zc__bundle_adopt_host(zc_bundle *b, const char *name, int dtype, int32_t ndim,
-                          const int64_t *shape, void *host, uint64_t nbytes, uint64_t digest)
+                          const int64_t *shape, void *host, uint64_t nbytes, int digest_algo,
+                          uint64_t digest)
 {
     int rc = check_slot(b, name);
     if (rc != ZC_OK)
         return rc;
-    if (zc_dtype_size(dtype) == 0 || ndim < 0 || ndim > ZC_MAX_RANK)
-        return zc__fail(ZC_E_INVALID, "tensor \"%s\": bad dtype %d or rank %d", name, dtype,
-                        (int)ndim);
+    if (zc_dtype_size(dtype) == 0 || ndim < 0 || ndim > ZC_MAX_RANK ||
+        zc_digest_algo_name(digest_algo) == NULL)
+        return zc__fail(ZC_E_INVALID, "tensor \"%s\": bad dtype %d, rank %d or digest algorithm %d",
+                        name, dtype, (int)ndim, digest_algo);
     zc_tensor t;
     memset(&t, 0, sizeof t);
     snprintf(t.name, sizeof t.name, "%s", name);
@@ -375,6 +379,7 @@ int zc__bundle_adopt_host(zc_bundle *b, const char *name, int dtype, int32_t ndi
     t.host = host;
     t.digest = digest;
     t.has_digest = 1;
+    t.digest_algo = digest_algo;
     set_contiguous_strides(&t);
     b->tensors[b->count++] = t;
     return ZC_OK;

@@ -73,4 +73,58 @@ static inline int zc__mul_nonneg_i64(int64_t a, int64_t b, int64_t *out)
 #endif
 }
 
+/* Byte swaps (XXH3 mixes with them). */
+static inline uint32_t zc__bswap32(uint32_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_bswap32(x);
+#else
+    return (x >> 24) | ((x >> 8) & 0xFF00u) | ((x << 8) & 0xFF0000u) | (x << 24);
+#endif
+}
+
+static inline uint64_t zc__bswap64(uint64_t x)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_bswap64(x);
+#else
+    return ((uint64_t)zc__bswap32((uint32_t)x) << 32) | zc__bswap32((uint32_t)(x >> 32));
+#endif
+}
+
+/* The 128-bit product of two 64-bit values folded to 64 bits (low half xor
+ * high half), as XXH3 uses it.  GCC and Clang on 64-bit targets have a
+ * 128-bit integer type; elsewhere the 32-bit-halves version of
+ * xxh3_internal.h is used (the tests check both agree). */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__SIZEOF_INT128__)
+#define ZC_HAVE_INT128 1
+__extension__ typedef unsigned __int128 zc__u128;
+static inline uint64_t zc__mul128_fold64(uint64_t a, uint64_t b)
+{
+    zc__u128 p = (zc__u128)a * b;
+    return (uint64_t)p ^ (uint64_t)(p >> 64);
+}
+#else
+#define ZC_HAVE_INT128 0
+#endif
+
+/* SIMD digest kernels (xxh3_x86.c): x86-64 with GCC or Clang (mingw-w64
+ * included), which compile AVX2 code per function (target attribute) and
+ * tell at run time whether the CPU and OS support it.  SSE2 is part of
+ * x86-64 itself.  Other compilers and architectures get the portable
+ * kernel only: an MSVC spelling (__cpuid, no target attribute needed)
+ * would be easy but could not be tested here, and NEON on aarch64 is not
+ * written for the same reason (no aarch64 machine to run it on). */
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
+#define ZC_X86_KERNELS 1
+#define ZC_TARGET_AVX2 __attribute__((target("avx2")))
+static inline int zc__cpu_has_avx2(void)
+{
+    __builtin_cpu_init(); /* needed when called before constructors ran; cheap */
+    return __builtin_cpu_supports("avx2") != 0;
+}
+#else
+#define ZC_X86_KERNELS 0
+#endif
+
 #endif /* ZC_COMPILER_H */

@@ -23,8 +23,8 @@ static void describe_tensor(zc_jsonbuf *jb, const zc_tensor *t)
                   (unsigned long long)t->nbytes, tier_name(t->tier), (int)t->device_type,
                   (int)t->device_id, t->host ? "true" : "false");
     if (t->has_digest) {
-        char d[32];
-        zc__digest_format(t->digest, d);
+        char d[ZC_DIGEST_TEXT_SIZE];
+        zc__digest_text(t->digest_algo, t->digest, d);
         zc__jb_string(jb, d);
     } else {
         zc__jb_raw(jb, "null");

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "xxh3_internal.h"
 
 #define ZC_HUGE_BUFFER ((size_t)32 << 20)
 
@@ -32,49 +33,30 @@ void zc__host_free(void *p)
     zc_os_free_aligned(p);
 }
 
-static int is_contiguous(int32_t ndim, const int64_t *shape, const int64_t *byte_strides,
-                         size_t elem_size)
+static void hash_in_place(void *ctx, const uint8_t *bytes, size_t n)
 {
-    int64_t expected = (int64_t)elem_size;
-    for (int32_t i = ndim - 1; i >= 0; i--) {
-        if (shape[i] == 0)
-            return 1;
-        if (shape[i] != 1 && byte_strides[i] != expected)
-            return 0;
-        expected *= shape[i];
-    }
-    return 1;
+    zc_xxh3_update(ctx, bytes, n);
 }
 
-/* Recursive walk over all but the innermost dimension (rank <= 8). */
-static uint8_t *copy_strided(uint8_t *dst, const uint8_t *src, int32_t dim, int32_t ndim,
-                             const int64_t *shape, const int64_t *byte_strides, size_t elem_size)
+static void copy_and_hash(void *ctx, uint8_t *dst, const uint8_t *src, size_t n)
 {
-    if (dim == ndim - 1) {
-        if (byte_strides[dim] == (int64_t)elem_size) {
-            size_t n = (size_t)shape[dim] * elem_size;
-            memcpy(dst, src, n);
-            return dst + n;
-        }
-        for (int64_t i = 0; i < shape[dim]; i++) {
-            memcpy(dst, src + i * byte_strides[dim], elem_size);
-            dst += elem_size;
-        }
-        return dst;
-    }
-    for (int64_t i = 0; i < shape[dim]; i++)
-        dst = copy_strided(dst, src + i * byte_strides[dim], dim + 1, ndim, shape, byte_strides,
-                           elem_size);
-    return dst;
+    zc__xxh3_update_copy(zc__xxh3_active(), ctx, dst, src, n);
 }
 
 uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
                              const int64_t *byte_strides, size_t elem_size, uint64_t nbytes)
 {
     if (nbytes == 0)
-        return zc_xxh64(NULL, 0, 0);
-    if (ndim == 0 || is_contiguous(ndim, shape, byte_strides, elem_size))
-        return zc__xxh64_copy(dst, src, (size_t)nbytes); /* one pass: copy and digest */
-    copy_strided(dst, src, 0, ndim, shape, byte_strides, elem_size);
-    return zc_xxh64(dst, (size_t)nbytes, 0);
+        return zc_xxh3_64(NULL, 0, 0);
+    zc_strided st;
+    zc__strided_init(&st, ndim, shape, byte_strides, elem_size);
+    if (zc__strided_is_contiguous(&st)) /* one pass: each stripe loaded once, stored, hashed */
+        return zc__xxh3_copy_with(zc__xxh3_active(), dst, src, (size_t)nbytes);
+    /* Strided: contiguous runs copied and hashed in one pass; gathered
+     * elements written to dst piece by piece, each piece hashed while in cache. */
+    zc_xxh3_state h;
+    zc_xxh3_reset(&h, 0);
+    zc_walk_sink sink = {hash_in_place, copy_and_hash, &h};
+    zc__strided_walk(&st, src, dst, &sink);
+    return zc_xxh3_digest(&h);
 }

@@ -14,7 +14,6 @@
 #include "zc.h"
 
 #define ZC_HOST_ALIGN 64u
-#define ZC_DIGEST_PREFIX "xxh64:"
 #define ZC_META_DIGEST_PREFIX ZC_FILE_META_DIGEST_PREFIX
 #define ZC_META_FORMAT ZC_FILE_META_FORMAT
 #define ZC_FORMAT_VALUE ZC_FILE_FORMAT_VALUE
@@ -54,6 +53,9 @@ char *zc__strdup(const char *s);
 /* At most n bytes of s (stops at a NUL), always terminated. */
 char *zc__strndup(const char *s, size_t n);
 
+/* The value of a hex digit (0-9, a-f, A-F), or -1. */
+int zc__hex_digit(int c);
+
 /* ---- checked arithmetic (zc__mul_u64 and friends are in compiler.h) ---- */
 
 /* Product of shape (all >= 0) times element size, or -1 on overflow. */
@@ -65,7 +67,7 @@ void *zc__host_alloc(uint64_t nbytes);   /* ZC_HOST_ALIGN-aligned, never NULL fo
 void zc__host_free(void *p);
 
 /* Copy a (possibly strided, byte strides) tensor into contiguous dst and
- * return the XXH64 of the copied bytes. */
+ * return the XXH3-64 of the copied bytes, in one pass over the source. */
 uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const int64_t *shape,
                              const int64_t *byte_strides, size_t elem_size, uint64_t nbytes);
 
@@ -100,6 +102,7 @@ typedef struct zc_tensor {
     void *ref_data;      /* first element of the referenced tensor */
     uint64_t digest;
     int has_digest;
+    int digest_algo;     /* zc_digest_algo of digest; ZC_DIGEST_NONE without one */
     zc_bufpool *pool;    /* where host goes back when released (a reference), or NULL */
 } zc_tensor;
 
@@ -131,7 +134,16 @@ int zc__bundle_set_meta_internal(zc_bundle *b, const char *key, const char *valu
 
 /* Add a tensor whose contiguous host bytes the bundle takes over (restore). */
 int zc__bundle_adopt_host(zc_bundle *b, const char *name, int dtype, int32_t ndim,
-                          const int64_t *shape, void *host, uint64_t nbytes, uint64_t digest);
+                          const int64_t *shape, void *host, uint64_t nbytes, int digest_algo,
+                          uint64_t digest);
+
+/* Validate a DLPack tensor description (rank, shape, strides, dtype, size
+ * overflow) into t's dtype, ndim, shape, byte_strides, nbytes and device;
+ * name is for messages.  @return ZC_OK, ZC_E_INVALID or ZC_E_LIMIT. */
+int zc__tensor_describe(zc_tensor *t, const char *name, const zc_dl_tensor *src);
+
+/* Whether a DLPack device type is host-readable memory. */
+int zc__is_host_device(int32_t device_type);
 
 uint64_t zc__bundle_bytes(const zc_bundle *b, int tier);
 
@@ -169,17 +181,61 @@ int zc__safetensors_serialize(const zc_bundle *b, const zc_meta_entry *extra,
  * message naming the directory.  @return ZC_OK or ZC_E_IO. */
 int zc__fsync_parent_dir(const char *path);
 
-/* ---- digest (digest.c) ---- */
+/* ---- digests (digest_algo.c, digest_xxh3.c, digest_xxh64.c) ---- */
 
-/* Copy len bytes from src to dst and return their XXH64 (seed 0), in one
- * pass: each word is loaded once, stored and hashed. */
-uint64_t zc__xxh64_copy(void *dst, const void *src, size_t len);
+/* zc_digest_format into a buffer of ZC_DIGEST_TEXT_SIZE, for messages:
+ * never fails ("?:<hex>" for an unknown algorithm). */
+void zc__digest_text(int algo, uint64_t digest, char out[ZC_DIGEST_TEXT_SIZE]);
 
-/* ---- digests as text ---- */
+/* Streaming digest with either algorithm (anything but ZC_DIGEST_XXH64
+ * means XXH3-64), seed 0. */
+typedef struct {
+    int algo;
+    union {
+        zc_xxh3_state xxh3;
+        zc_xxh64_state xxh64;
+    } u;
+} zc_digest_stream;
+void zc__digest_stream_init(zc_digest_stream *s, int algo);
+void zc__digest_stream_update(zc_digest_stream *s, const void *data, size_t len);
+uint64_t zc__digest_stream_final(const zc_digest_stream *s);
 
-/* "xxh64:%016x" into out (at least 23 bytes). */
-void zc__digest_format(uint64_t digest, char out[32]);
-/* Parse "xxh64:<16 hex>".  @return 0 or -1. */
-int zc__digest_parse(const char *s, uint64_t *out);
+/* ---- strided tensors (strided.c) ---- */
+
+/* The contiguous runs of a strided tensor in row-major order: dimensions of
+ * size 1 dropped, dimensions that are contiguous with their inner neighbour
+ * merged, so that a view whose rows are contiguous yields few long runs. */
+typedef struct {
+    int32_t ndim;                   /* after merging; 0 means one run */
+    int64_t shape[ZC_MAX_RANK];
+    int64_t byte_strides[ZC_MAX_RANK];
+    size_t elem_size;
+    int inner_contiguous;           /* the innermost dimension is dense */
+} zc_strided;
+
+/* Simplify a tensor's layout (shape all > 0; the caller handles 0 bytes). */
+void zc__strided_init(zc_strided *st, int32_t ndim, const int64_t *shape,
+                      const int64_t *byte_strides, size_t elem_size);
+
+/* Whether the whole tensor is one contiguous run of bytes. */
+int zc__strided_is_contiguous(const zc_strided *st);
+
+/* Where a walk's bytes go, in canonical order: hash(ctx, bytes, n) reads
+ * bytes in place; copy_hash(ctx, dst, src, n), used for contiguous runs
+ * when the walk writes a copy, copies n bytes to dst and hashes them in the
+ * same pass. */
+typedef struct {
+    void (*hash)(void *ctx, const uint8_t *bytes, size_t n);
+    void (*copy_hash)(void *ctx, uint8_t *dst, const uint8_t *src, size_t n);
+    void *ctx;
+} zc_walk_sink;
+
+/* Walk the tensor's canonical bytes into the sink: runs of a dense
+ * innermost dimension straight from the source, gathered elements through a
+ * small buffer otherwise.  dst, when not NULL, receives the canonical bytes
+ * too (a contiguous copy): runs through copy_hash, gathered pieces written
+ * to dst and hashed from there right after, while still in cache. */
+void zc__strided_walk(const zc_strided *st, const uint8_t *src, uint8_t *dst,
+                      const zc_walk_sink *sink);
 
 #endif /* ZC_INTERNAL_H */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "compiler.h"
+#include "internal.h"
 #include "json_reader.h"
 #include "utf8.h"
 #include "zc.h"
@@ -186,17 +187,10 @@ static int hex4(parser *ps, size_t at, uint32_t *out)
     if (ps->len - at < 4)
         return fail_at(ps, at, "\\u escape needs 4 hex digits before the end of text");
     for (size_t k = 0; k < 4; k++) {
-        unsigned char c = ps->s[at + k];
-        uint32_t d;
-        if (c >= '0' && c <= '9')
-            d = c - '0';
-        else if (c >= 'a' && c <= 'f')
-            d = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F')
-            d = c - 'A' + 10;
-        else
+        int d = zc__hex_digit((unsigned char)ps->s[at + k]);
+        if (d < 0)
             return fail_at(ps, at + k, "\\u escape needs 4 hex digits");
-        v = (v << 4) | d;
+        v = (v << 4) | (uint32_t)d;
     }
     *out = v;
     return 0;

@@ -50,6 +50,7 @@ typedef struct {
     uint64_t begin; /* relative to the data section */
     uint64_t end;
     int has_digest;
+    int digest_algo; /* of the recorded digest */
     uint64_t digest;
 } file_tensor;
 
@@ -341,14 +342,16 @@ static int apply_digest(zc_file *f, const char *key, const char *value)
     const char *tname = key + strlen(ZC_META_DIGEST_PREFIX);
     int i = find_tensor(f, tname);
     uint64_t d;
+    int algo;
     if (i < 0)
         return corrupt(f, "metadata \"%s\" records a digest for a tensor the file does not hold; "
                        "the file was edited or is corrupt", quoted(key, q, sizeof q));
-    if (zc__digest_parse(value, &d) != 0)
-        return corrupt(f, "metadata \"%s\" is \"%s\"; expected \"" ZC_DIGEST_PREFIX
-                       "\" and 16 hex digits; the file was edited or is corrupt",
+    if (zc_digest_parse(value, &algo, &d) != ZC_OK)
+        return corrupt(f, "metadata \"%s\" is \"%s\"; expected \"xxh3:\" (or \"xxh64:\") and "
+                       "16 hex digits; the file was edited or is corrupt",
                        quoted(key, q, sizeof q), quoted(value, p, sizeof p));
     f->tensors[i].has_digest = 1;
+    f->tensors[i].digest_algo = algo;
     f->tensors[i].digest = d;
     return ZC_OK;
 }
@@ -619,6 +622,7 @@ int zc_file_tensor_at(const zc_file *f, uint32_t index, zc_file_tensor *out)
     out->nbytes = t->end - t->begin;
     out->offset = f->data_start + t->begin;
     out->has_digest = t->has_digest;
+    out->digest_algo = t->has_digest ? t->digest_algo : ZC_DIGEST_NONE;
     out->recorded_digest = t->digest;
     return ZC_OK;
 }
@@ -688,10 +692,16 @@ static int read_chunk(zc_file *f, const file_tensor *t, uint8_t *dst, uint64_t o
     return ZC_OK;
 }
 
+/* The algorithm a tensor is read with: the one its file records, else the default. */
+static int read_algo(const file_tensor *t)
+{
+    return t->has_digest ? t->digest_algo : ZC_DIGEST_DEFAULT;
+}
+
 int zc_file_read(zc_file *f, uint32_t index, void *dst, size_t cap, uint64_t *digest)
 {
-    char q[80], want[32], got[32];
-    zc_xxh64_state st;
+    char q[80], want[ZC_DIGEST_TEXT_SIZE], got[ZC_DIGEST_TEXT_SIZE];
+    zc_digest_stream st;
     int rc;
     if (f == NULL)
         return zc__fail(ZC_E_INVALID, "zc_file_read: file is NULL");
@@ -713,19 +723,19 @@ int zc_file_read(zc_file *f, uint32_t index, void *dst, size_t cap, uint64_t *di
         zc_os_file_advise(f->os, f->data_start + t->begin, nbytes, ZC_OS_ADVISE_WILLNEED);
     /* Digest each chunk right after reading it, while it is still in cache:
      * a second pass over a large tensor would run at memory bandwidth. */
-    zc_xxh64_reset(&st, 0);
+    zc__digest_stream_init(&st, read_algo(t));
     for (uint64_t off = 0; off < nbytes; off += READ_CHUNK) {
         size_t n = nbytes - off < READ_CHUNK ? (size_t)(nbytes - off) : READ_CHUNK;
         if ((rc = read_chunk(f, t, (uint8_t *)dst + off, off, n)) != ZC_OK)
             return rc;
-        zc_xxh64_update(&st, (uint8_t *)dst + off, n);
+        zc__digest_stream_update(&st, (uint8_t *)dst + off, n);
     }
-    uint64_t d = zc_xxh64_digest(&st);
+    uint64_t d = zc__digest_stream_final(&st);
     if (digest)
         *digest = d;
     if (t->has_digest && d != t->digest) {
-        zc__digest_format(t->digest, want);
-        zc__digest_format(d, got);
+        zc__digest_text(t->digest_algo, t->digest, want);
+        zc__digest_text(t->digest_algo, d, got);
         return corrupt(f, "tensor \"%s\" reads back as %s but the file records %s; its bytes "
                        "changed after it was written (disk corruption or an edit), so restore it "
                        "from a good copy", quoted(t->name, q, sizeof q), got, want);
@@ -750,7 +760,8 @@ static int load_tensor(zc_file *f, uint32_t i, zc_bundle *b)
         zc__host_free(host);
         return rc;
     }
-    rc = zc__bundle_adopt_host(b, t->name, t->dtype, t->ndim, t->shape, host, nbytes, d);
+    rc = zc__bundle_adopt_host(b, t->name, t->dtype, t->ndim, t->shape, host, nbytes,
+                               read_algo(t), d);
     if (rc != ZC_OK) {
         zc__host_free(host);
         zc__fail_context("%s", f->label);

@@ -149,11 +149,12 @@ static int emit_metadata(zc_jsonbuf *jb, const zc_bundle *b, const zc_meta_entry
     }
     for (uint32_t i = 0; i < b->count && i < ZC_MAX_TENSORS; i++) {
         const zc_tensor *t = &b->tensors[i];
-        char key[sizeof ZC_META_DIGEST_PREFIX + ZC_MAX_NAME_LEN], value[32];
+        char key[sizeof ZC_META_DIGEST_PREFIX + ZC_MAX_NAME_LEN], value[ZC_DIGEST_TEXT_SIZE];
         if (!t->has_digest)
             continue;
         snprintf(key, sizeof key, ZC_META_DIGEST_PREFIX "%s", t->name);
-        zc__digest_format(t->digest, value);
+        if ((rc = zc_digest_format(t->digest_algo, t->digest, value, sizeof value)) != ZC_OK)
+            return rc;
         if ((rc = emit_meta(jb, &first, key, value)) != ZC_OK)
             return rc;
     }

@@ -18,6 +18,11 @@ zc_slot *zc__slot_new(zc_core *core, zc_bundle *bundle, const char *tag)
     atomic_init(&s->refs, 1);
     atomic_init(&s->readers, 0);
     atomic_init(&s->retained, 0);
+    for (uint32_t i = 0; i < ZC_MAX_TENSORS; i++) {
+        atomic_init(&s->watch[i].live, 0);
+        atomic_init(&s->watch[i].released, 0);
+        atomic_init(&s->watch[i].checked, 0); /* the digest was made from the bytes themselves */
+    }
     s->bundle = bundle;
     s->core = core;
     atomic_fetch_add(&core->refs, 1);

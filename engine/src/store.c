@@ -150,6 +150,8 @@ int zc_store_open(const zc_store_config *config, zc_store **out)
         pool_limit = c.host_budget_bytes / 4;
     s->pool = zc__bufpool_new(pool_limit);
     atomic_init(&s->core->retained_bytes, 0);
+    atomic_init(&s->core->verify_hashed_bytes, 0);
+    atomic_init(&s->core->verify_skipped_bytes, 0);
     int err = zc_os_mutex_init(&s->lock);
     if (err == 0 && (err = zc_os_cond_init(&s->work_ready)) != 0)
         zc_os_mutex_destroy(&s->lock);
@@ -835,6 +837,8 @@ int zc_store_stats_get(zc_store *s, zc_store_stats *out)
                 out->tags++;
     zc_os_mutex_unlock(&s->lock);
     out->retained_bytes = atomic_load(&s->core->retained_bytes);
+    out->verify_hashed_bytes = atomic_load(&s->core->verify_hashed_bytes);
+    out->verify_skipped_bytes = atomic_load(&s->core->verify_skipped_bytes);
     out->pooled_bytes = zc__bufpool_bytes(s->pool);
     return ZC_OK;
 }

@@ -18,7 +18,20 @@
 typedef struct zc_core {
     atomic_int_fast64_t refs;
     atomic_uint_fast64_t retained_bytes;
+    atomic_uint_fast64_t verify_hashed_bytes;
+    atomic_uint_fast64_t verify_skipped_bytes;
 } zc_core;
+
+/* Who could have written one host-tier tensor's bytes (view.c): writable
+ * DLPack exports live now, and how many were deleted before and since its
+ * digest was last checked.  An export is deleted by releasing first, then
+ * leaving live, so a reader that sees live == 0 and then released ==
+ * checked knows no writer existed since the check. */
+typedef struct zc_write_watch {
+    atomic_int_fast64_t live;       /* writable exports handed out, not yet deleted */
+    atomic_uint_fast64_t released;  /* writable exports deleted, ever */
+    atomic_uint_fast64_t checked;   /* released, read before the last matching check began */
+} zc_write_watch;
 
 /* One stored generation of one tag. */
 typedef struct zc_slot {
@@ -35,6 +48,7 @@ typedef struct zc_slot {
     uint64_t device_bytes;
     int from_disk;                 /* restored from a spill file */
     int files_dropped;             /* dropped with ZC_DROP_DISK; under the store lock */
+    zc_write_watch watch[ZC_MAX_TENSORS]; /* per tensor of bundle */
 } zc_slot;
 
 /* One spill file of a tag. */

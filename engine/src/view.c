@@ -70,6 +70,7 @@ int zc_view_tensor(const zc_view *v, uint32_t index, zc_tensor_info *out)
     out->nbytes = t->nbytes;
     out->digest = t->digest;
     out->has_digest = t->has_digest;
+    out->digest_algo = t->has_digest ? t->digest_algo : ZC_DIGEST_NONE;
     out->data = t->tier == ZC_TIER_DEVICE ? t->ref_data : t->host;
     return ZC_OK;
 }
@@ -126,12 +127,18 @@ typedef struct {
     int64_t shape[ZC_MAX_RANK];
     int64_t strides[ZC_MAX_RANK];
     zc_slot *slot;
+    zc_write_watch *watch;  /* the host bytes this export can write, or NULL (device tier) */
 } export_ctx;
 
 static void release_export(export_ctx *ctx)
 {
     zc_slot *slot = ctx->slot;
+    zc_write_watch *w = ctx->watch;
     free(ctx);
+    if (w != NULL) { /* released first, then no longer live: see zc_write_watch */
+        atomic_fetch_add(&w->released, 1);
+        atomic_fetch_sub(&w->live, 1);
+    }
     zc__slot_reader_release(slot);
 }
 
@@ -180,6 +187,10 @@ int zc_view_export_dlpack(const zc_view *v, uint32_t index, int versioned, void 
     dl.byte_offset = 0;
     ctx->slot = v->slot;
     zc__slot_reader_acquire(v->slot);
+    if (t->tier == ZC_TIER_HOST && t->nbytes > 0) { /* a writer from now until its deleter runs */
+        ctx->watch = &v->slot->watch[index];
+        atomic_fetch_add(&ctx->watch->live, 1);
+    }
     if (versioned) {
         ctx->m.versioned.version.major = ZC_DLPACK_MAJOR;
         ctx->m.versioned.version.minor = ZC_DLPACK_MINOR;
@@ -196,28 +207,77 @@ int zc_view_export_dlpack(const zc_view *v, uint32_t index, int versioned, void 
     return ZC_OK;
 }
 
-int zc_view_verify(const zc_view *v)
+/* Whether anything could have written tensor i since its digest was last
+ * checked; *since gets the release count to record if a check now matches. */
+static int writer_possible(zc_write_watch *w, uint64_t *since)
 {
+    int64_t live = atomic_load(&w->live); /* live first: see zc_write_watch */
+    *since = atomic_load(&w->released);
+    return live != 0 || *since != atomic_load(&w->checked);
+}
+
+static uint64_t rehash(const zc_tensor *t)
+{
+    if (t->digest_algo == ZC_DIGEST_XXH64)
+        return zc_xxh64(t->host, (size_t)t->nbytes, 0);
+    return zc_xxh3_64(t->host, (size_t)t->nbytes, 0);
+}
+
+int zc_view_verify_ex(const zc_view *v, uint32_t flags, zc_verify_report *report)
+{
+    zc_verify_report r;
+    memset(&r, 0, sizeof r);
+    if (report)
+        *report = r;
     if (v == NULL)
         return zc__fail(ZC_E_INVALID, "zc_view_verify: view is NULL");
-    const zc_bundle *b = v->slot->bundle;
-    for (uint32_t i = 0; i < b->count; i++) {
+    if (flags & ~ZC_VERIFY_REHASH)
+        return zc__fail(ZC_E_INVALID, "zc_view_verify_ex: flags 0x%x has unknown bits; expected 0 "
+                        "or ZC_VERIFY_REHASH", (unsigned)flags);
+    zc_slot *slot = v->slot;
+    const zc_bundle *b = slot->bundle;
+    uint64_t skipped_bytes = 0;
+    int rc = ZC_OK;
+    for (uint32_t i = 0; i < b->count && rc == ZC_OK; i++) {
         const zc_tensor *t = &b->tensors[i];
-        if (!t->has_digest || t->host == NULL)
+        uint32_t bit = 1u << i;
+        if (t->tier == ZC_TIER_DEVICE)
+            r.device |= bit;
+        if (!t->has_digest || t->host == NULL) {
+            r.unchecked |= bit;
             continue;
-        uint64_t now = zc_xxh64(t->host, (size_t)t->nbytes, 0);
-        if (now != t->digest) {
-            char want[32], got[32];
-            zc__digest_format(t->digest, want);
-            zc__digest_format(now, got);
-            return zc__fail(ZC_E_CORRUPT,
-                            "tag \"%s\" generation %llu: tensor \"%s\" changed since it was "
-                            "stored (digest %s, now %s); something wrote through a view",
-                            v->slot->tag, (unsigned long long)v->slot->generation, t->name, want,
-                            got);
         }
+        uint64_t since;
+        if (!writer_possible(&slot->watch[i], &since) && !(flags & ZC_VERIFY_REHASH)) {
+            r.unchanged |= bit;
+            skipped_bytes += t->nbytes;
+            continue;
+        }
+        uint64_t now = rehash(t);
+        r.hashed_bytes += t->nbytes;
+        if (now == t->digest) {
+            r.hashed |= bit;
+            atomic_store(&slot->watch[i].checked, since);
+            continue;
+        }
+        char want[ZC_DIGEST_TEXT_SIZE], got[ZC_DIGEST_TEXT_SIZE];
+        zc__digest_text(t->digest_algo, t->digest, want);
+        zc__digest_text(t->digest_algo, now, got);
+        rc = zc__fail(ZC_E_CORRUPT,
+                      "tag \"%s\" generation %llu: tensor \"%s\" changed since it was stored "
+                      "(digest %s, now %s); something wrote through a view",
+                      slot->tag, (unsigned long long)slot->generation, t->name, want, got);
     }
-    return ZC_OK;
+    atomic_fetch_add(&slot->core->verify_hashed_bytes, r.hashed_bytes);
+    atomic_fetch_add(&slot->core->verify_skipped_bytes, skipped_bytes);
+    if (report)
+        *report = r;
+    return rc;
+}
+
+int zc_view_verify(const zc_view *v)
+{
+    return zc_view_verify_ex(v, 0, NULL);
 }
 
 int zc_view_save(const zc_view *v, const char *path)

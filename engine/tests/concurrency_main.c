@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "fixtures.h"
@@ -169,4 +170,55 @@ TEST(two_stores_on_one_folder_from_many_threads)
     zc_store_close(b);
     zc_test_rmtree(dir);
     free(dir);
+}
+
+/* Exports made and deleted on some threads while others verify the same
+ * slot: no false alarm, no race on the writer bookkeeping, and once every
+ * export is gone one more verify hashes at most once and then skips. */
+static zc_store *shared_store;
+static atomic_int shared_failures; /* counted here, reported by the main thread */
+
+static void export_verify_worker(void *arg)
+{
+    unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u;
+    for (int i = 0; i < ROUNDS; i++) {
+        seed = seed * 1103515245u + 12345u;
+        zc_view *v;
+        if (zc_store_get(shared_store, "one", 0, &v) != ZC_OK) {
+            atomic_fetch_add(&shared_failures, 1);
+            return;
+        }
+        void *m = NULL;
+        if ((seed >> 16) % 2 == 0 && zc_view_export_dlpack(v, 0, 1, &m) != ZC_OK)
+            m = NULL;
+        if (zc_view_verify(v) != ZC_OK) /* exports, but nobody writes */
+            atomic_fetch_add(&shared_failures, 1);
+        if (m != NULL)
+            ((zc_dl_managed_versioned *)m)->deleter(m);
+        zc_view_release(v);
+    }
+}
+
+TEST(concurrent_exports_and_verifies_of_one_slot)
+{
+    zc_store_config c;
+    zc_store_config_init(&c);
+    REQUIRE_OK(zc_store_open(&c, &shared_store));
+    zc_bundle *b = fixture_bundle(4096, 0.5f);
+    REQUIRE(b != NULL);
+    REQUIRE_OK(zc_store_put(shared_store, "one", b, 0, NULL));
+    zc_os_thread threads[THREADS];
+    for (uintptr_t i = 0; i < THREADS; i++)
+        REQUIRE(zc_os_thread_start(&threads[i], export_verify_worker, (void *)(i + 1)) == 0);
+    for (int i = 0; i < THREADS; i++)
+        zc_os_thread_join(&threads[i]);
+    CHECK(atomic_load(&shared_failures) == 0);
+    zc_view *v;
+    REQUIRE_OK(zc_store_get(shared_store, "one", 0, &v));
+    zc_verify_report r;
+    CHECK_OK(zc_view_verify_ex(v, 0, &r));
+    CHECK_OK(zc_view_verify_ex(v, 0, &r));
+    CHECK(r.hashed == 0 && r.unchanged == 1u);
+    zc_view_release(v);
+    zc_store_close(shared_store);
 }

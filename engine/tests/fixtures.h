@@ -8,6 +8,18 @@
 
 #include "zc.h"
 
+/* Deterministic bytes (xorshift32): different per seed and position. */
+static inline void fixture_fill(uint8_t *p, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (uint8_t)x;
+    }
+}
+
 typedef struct {
     zc_dl_tensor dl;
     int64_t shape[ZC_MAX_RANK];

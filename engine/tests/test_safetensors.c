@@ -21,18 +21,6 @@
 
 /* ---- helpers ---- */
 
-/* Deterministic bytes for a tensor: different per seed and position. */
-static void fill_bytes(uint8_t *p, uint64_t n, uint32_t seed)
-{
-    uint32_t x = seed * 2654435761u + 1;
-    for (uint64_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)x;
-    }
-}
-
 /* Add a host tensor of the given dtype/shape filled from seed. */
 static int add_tensor(zc_bundle *b, const char *name, int dtype, int32_t ndim, const int64_t *shape,
                       uint32_t seed)
@@ -43,9 +31,9 @@ static int add_tensor(zc_bundle *b, const char *name, int dtype, int32_t ndim, c
     void *host = zc__host_alloc(nbytes);
     if (host == NULL)
         return ZC_E_NOMEM;
-    fill_bytes(host, nbytes, seed);
-    int rc = zc__bundle_adopt_host(b, name, dtype, ndim, shape, host, nbytes,
-                                   zc_xxh64(host, (size_t)nbytes, 0));
+    fixture_fill(host, (size_t)nbytes, seed);
+    int rc = zc__bundle_adopt_host(b, name, dtype, ndim, shape, host, nbytes, ZC_DIGEST_XXH3_64,
+                                   zc_xxh3_64(host, (size_t)nbytes, 0));
     if (rc != ZC_OK)
         zc__host_free(host);
     return rc;
@@ -447,7 +435,7 @@ TEST(safetensors_header_is_padded_deterministic_and_metadata_first)
     REQUIRE(hdr != NULL);
     size_t hl = strlen(hdr);
     CHECK(hl % 8 == 0);
-    CHECK(strncmp(hdr, "{\"__metadata__\":{\"k\":\"v\",\"zc.tag\":\"shot\",\"zc.digest.t\":\"xxh64:", 62) == 0);
+    CHECK(strncmp(hdr, "{\"__metadata__\":{\"k\":\"v\",\"zc.tag\":\"shot\",\"zc.digest.t\":\"xxh3:", 61) == 0);
     size_t end = hl;
     while (end > 0 && hdr[end - 1] == ' ')
         end--;
@@ -741,7 +729,7 @@ TEST(safetensors_digest_mismatch_detected_on_read)
     REQUIRE(buf != NULL);
     CHECK(zc_file_read(f, 0, buf, (size_t)t.nbytes, NULL) == ZC_E_CORRUPT);
     CHECK(strstr(zc_last_error(), "\"latent_tensor\"") != NULL);
-    CHECK(strstr(zc_last_error(), "reads back as xxh64:") != NULL);
+    CHECK(strstr(zc_last_error(), "reads back as xxh3:") != NULL);
     CHECK(zc_file_load_bundle(f, &back) == ZC_E_CORRUPT);
     CHECK(back == NULL);
     free(buf);
@@ -812,7 +800,7 @@ TEST(safetensors_api_arguments)
     CHECK(zc_file_read(f, 0, NULL, 4, NULL) == ZC_E_INVALID);
     CHECK(zc_file_read(f, 1, buf, 4, NULL) == ZC_E_NOT_FOUND);
     CHECK_OK(zc_file_read(f, 0, buf, sizeof buf, &d));
-    CHECK(memcmp(buf, "\x01\x02\x03\x04", 4) == 0 && d == zc_xxh64(buf, 4, 0));
+    CHECK(memcmp(buf, "\x01\x02\x03\x04", 4) == 0 && d == zc_xxh3_64(buf, 4, 0));
     zc_file_close(f);
     zc_file_close(NULL);
     CHECK(zc_file_count(NULL) == 0 && zc_file_meta_count(NULL) == 0);
@@ -952,13 +940,32 @@ TEST(safetensors_seed_corpus_reads)
     }
     zc_os_dir_close(d);
     CHECK(n >= 5);
-    /* The engine-style seed records digests that the reads verified. */
-    zc_file *f = NULL;
-    uint32_t idx;
-    zc_file_tensor t;
-    REQUIRE_OK(zc_file_open(SEED_DIR "/engine_spill.latent", &f));
-    REQUIRE_OK(zc_file_find(f, "latent_tensor", &idx));
-    REQUIRE_OK(zc_file_tensor_at(f, idx, &t));
-    CHECK(t.has_digest && t.dtype == ZC_BF16 && t.ndim == 5);
-    zc_file_close(f);
+    /* The engine-style seeds record digests that the reads verified: XXH64
+     * as engine 0.2 wrote them, XXH3 as the engine writes them now. */
+    static const struct {
+        const char *path;
+        int algo;
+    } seeds[] = {{SEED_DIR "/engine_spill.latent", ZC_DIGEST_XXH64},
+                 {SEED_DIR "/engine_spill_xxh3.latent", ZC_DIGEST_XXH3_64}};
+    for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+        zc_file *f = NULL;
+        uint32_t idx;
+        zc_file_tensor t;
+        REQUIRE_OK(zc_file_open(seeds[s].path, &f));
+        REQUIRE_OK(zc_file_find(f, "latent_tensor", &idx));
+        REQUIRE_OK(zc_file_tensor_at(f, idx, &t));
+        CHECK(t.has_digest && t.digest_algo == seeds[s].algo && t.dtype == ZC_BF16 && t.ndim == 5);
+        void *buf = malloc((size_t)t.nbytes);
+        uint64_t got = 0;
+        REQUIRE(buf != NULL);
+        CHECK_OK(zc_file_read(f, idx, buf, (size_t)t.nbytes, &got));
+        CHECK(got == t.recorded_digest);
+        zc_bundle *b = NULL;
+        CHECK_OK(zc_file_load_bundle(f, &b));
+        for (uint32_t k = 0; b != NULL && k < b->count; k++)
+            CHECK(b->tensors[k].has_digest && b->tensors[k].digest_algo == seeds[s].algo);
+        zc_bundle_free(b);
+        free(buf);
+        zc_file_close(f);
+    }
 }

@@ -74,7 +74,7 @@ TEST(put_get_roundtrip_is_bit_identical_with_digest)
     CHECK(((uintptr_t)ti.data % 64) == 0);
     CHECK(((float *)ti.data)[0] == -3.0f && ((float *)ti.data)[23] == 8.5f);
     data[0] = -3.0f;
-    CHECK(ti.digest == zc_xxh64(data, sizeof data, 0));
+    CHECK(ti.digest == zc_xxh3_64(data, sizeof data, 0));
     CHECK(strcmp(zc_view_meta(v, "family"), "wan21") == 0);
     CHECK(zc_view_meta(v, "missing") == NULL);
     CHECK(zc_view_generation(v) == 1 && strcmp(zc_view_tag(v), "shot") == 0);
@@ -116,7 +116,7 @@ TEST(strided_copy_is_made_contiguous)
         for (int c = 0; c < 4; c++)
             expect[r * 4 + c] = base[c * 3 + r];
     CHECK(memcmp(ti.data, expect, sizeof expect) == 0);
-    CHECK(ti.digest == zc_xxh64(expect, sizeof expect, 0));
+    CHECK(ti.digest == zc_xxh3_64(expect, sizeof expect, 0));
     REQUIRE_OK(zc_view_tensor(v, 1, &ti));
     float bexp[6] = {0, 1, 2, 0, 1, 2};
     CHECK(memcmp(ti.data, bexp, sizeof bexp) == 0);
@@ -171,7 +171,7 @@ TEST(every_dtype_and_rank_zero_and_empty)
     REQUIRE_OK(zc_view_tensor(v, 12, &ti));
     CHECK(ti.ndim == 0 && ti.nbytes == 4 && memcmp(ti.data, bytes, 4) == 0);
     REQUIRE_OK(zc_view_tensor(v, 13, &ti));
-    CHECK(ti.nbytes == 0 && ti.digest == zc_xxh64(NULL, 0, 0));
+    CHECK(ti.nbytes == 0 && ti.digest == zc_xxh3_64(NULL, 0, 0));
     CHECK(zc_view_tensor(v, 14, &ti) == ZC_E_NOT_FOUND);
     zc_view_release(v);
     zc_store_close(s);
@@ -384,7 +384,7 @@ TEST(reference_tensors_call_their_deleter_exactly_once)
     zc_view *v2;
     REQUIRE_OK(zc_store_get(s, "ref", 0, &v2));
     zc_view_tensor(v2, 0, &ti);
-    CHECK(ti.has_digest && ti.digest == zc_xxh64(host, sizeof host, 0));
+    CHECK(ti.has_digest && ti.digest == zc_xxh3_64(host, sizeof host, 0));
     zc_view_release(v2);
     zc_store_close(s);
     CHECK(deleted == 6); /* generation 4 went; generation 3 is still viewed */
@@ -476,7 +476,7 @@ TEST(describe_json_lists_tags)
     CHECK(strstr(buf, "\"tag\":\"described\"") != NULL);
     CHECK(strstr(buf, "\"dtype\":\"F32\",\"shape\":[4]") != NULL);
     CHECK(strstr(buf, "quote \\\" backslash \\\\ newline \\n") != NULL);
-    CHECK(strstr(buf, "\"digest\":\"xxh64:") != NULL);
+    CHECK(strstr(buf, "\"digest\":\"xxh3:") != NULL);
     free(buf);
     zc_store_close(s);
 }
@@ -525,7 +525,7 @@ TEST(store_bundles_recycle_buffers_of_evicted_slots)
         zc_view_tensor(v, 0, &ti);
         seen[round] = ti.data;
         CHECK(memcmp(ti.data, data, sizeof data) == 0);
-        CHECK(ti.digest == zc_xxh64(data, sizeof data, 0));
+        CHECK(ti.digest == zc_xxh3_64(data, sizeof data, 0));
         zc_view_release(v);
     }
     /* Depth 1: each put evicts the previous slot, whose buffer the next put reuses. */

@@ -344,7 +344,7 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
     )
     received = browser.execute_script("return window.__zerocopy.received")
     assert all(h["tag"] == TAG and h["state"] == "ready" for h in handoffs), handoffs
-    assert all(h["digest"].startswith("xxh64:") for h in handoffs), handoffs
+    assert all(h["digest"].startswith("xxh3:") for h in handoffs), handoffs
     # the nodes send their events: each badge shows its own node's shot and the handoff's verdict
     assert {"zerocopy.store", "zerocopy.handoff"} <= set(received), received
     assert sorted(h["generation"] for h in handoffs) == ["1", "2"], handoffs
@@ -377,7 +377,7 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
     _wait(
         browser,
         f"const d = document.querySelector('.zc-row[data-tag={TAG}] .zc-detail');"
-        "return d && d.textContent.includes('generation 3') && d.textContent.includes('xxh64:');",
+        "return d && d.textContent.includes('generation 3') && d.textContent.includes('xxh3:');",
         10,
         "the inspect view",
     )
@@ -405,7 +405,7 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
         "const node = app.graph._nodes.find(n => n.comfyClass === 'ZeroCopyLatentHandoff');"
         "api.dispatchCustomEvent('zerocopy.handoff', {node: String(node.id), tag: arguments[0],"
         " generation: 2,"
-        " bit_identical: false, shape: [1,16,3,8,8], tier: 'host', digest: 'xxh64:0123456789abcdef'});"
+        " bit_identical: false, shape: [1,16,3,8,8], tier: 'host', digest: 'xxh3:0123456789abcdef'});"
         "window.__zcProbe = node; return String(node.id);",
         TAG,
     )

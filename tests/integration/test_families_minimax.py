@@ -83,7 +83,7 @@ def test_h3_av_chain_keyframe_and_aligned_tails(comfy, captures, pack, tiny_mini
     assert not torch.equal(out_video[:, :, 2:], h_video[:, :, 2:])
     info = comfy.output(run, hand, 3)
     assert "family minimax_h3, adapter minimax_h3_keyframe, tail_frames 2" in info
-    assert "tail_frames 1 -> 2" in info and "audio stored digest xxh64:" in info
+    assert "tail_frames 1 -> 2" in info and "audio stored digest xxh3:" in info
     assert "bit-identical: yes" in info and "first 5 pixel frames" in info
     assert ("clip keyframe" if clip_keyframes() else "one-frame keyframe") in info
 

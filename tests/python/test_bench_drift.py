@@ -141,7 +141,7 @@ def test_store_chain_is_bit_identical_with_equal_digests_across_restarts(tmp_pat
     assert chain.latent_mse == [0.0] * 4
     assert chain.bit_identical == [True] * 4
     assert chain.through_disk == [False, True, False, True]
-    assert chain.reference_digest.startswith("xxh64:")
+    assert chain.reference_digest.startswith("xxh3:")
     assert chain.stored_digest == [chain.reference_digest] * 4
     assert chain.tensor_digest == [chain.reference_digest] * 4
     json.dumps(chain.to_json())

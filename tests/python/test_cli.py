@@ -82,15 +82,22 @@ def canonical_bytes(t):
 
 
 def digest(t):
+    return "xxh3:" + xxhash.xxh3_64(canonical_bytes(t), seed=0).hexdigest()
+
+
+def legacy_digest(t):
+    """The digest engine 0.2 recorded: XXH64."""
     return "xxh64:" + xxhash.xxh64(canonical_bytes(t), seed=0).hexdigest()
 
 
-def save_zc(path, tensors, tag="shot_a", generation=1, extra=None, skip_digest=()):
-    """A file the way the store writes it: our digests and zc.* metadata."""
+def save_zc(path, tensors, tag="shot_a", generation=1, extra=None, skip_digest=(),
+            digest_of=digest):
+    """A file the way the store writes it: our digests and zc.* metadata (with
+    digest_of=legacy_digest, the way engine 0.2 wrote it)."""
     meta = {"zc.format": FORMAT, "zc.tag": tag, "zc.generation": str(generation)}
     for name, t in tensors.items():
         if name not in skip_digest and name != MARKER:
-            meta["zc.digest." + name] = digest(t)
+            meta["zc.digest." + name] = digest_of(t)
     meta.update(extra or {})
     st_torch.save_file(tensors, str(path), metadata=meta)
     return path
@@ -287,7 +294,7 @@ def test_ls_lists_files_with_tag_generation_and_digest_status(tmp_path, latent):
     size = (tmp_path / "shot_a-000003.latent").stat().st_size
     assert ours == (
         f"shot_a-000003.latent  latent  tag=shot_a  generation=3  tensors=1  "
-        f"bytes={latent.numel() * 4}  size={size}  digests recorded"
+        f"bytes={latent.numel() * 4}  size={size}  digests recorded (xxh3)"
     )
     comfy = by_name["ComfyUI_00001_.latent"]
     assert "  latent  tag=-  generation=-  tensors=2  " in comfy
@@ -295,7 +302,7 @@ def test_ls_lists_files_with_tag_generation_and_digest_status(tmp_path, latent):
     assert "  safetensors  " in by_name["model.safetensors"]
     assert by_name["model.safetensors"].endswith("no digests")
     assert "  rejected  tag=old  generation=1  " in by_name["old-000001.latent.rejected"]
-    assert by_name["partial.safetensors"].endswith("digests partial (1 of 2)")
+    assert by_name["partial.safetensors"].endswith("digests partial (1 of 2, xxh3)")
     assert re.match(r"broken\.latent  latent  error: .*\S", by_name["broken.latent"])
 
 
@@ -392,7 +399,7 @@ def test_inspect_tampered_reports_mismatch(good, latent):
     flip_byte(good, begin + 5)
     tampered = bytearray(canonical_bytes(latent * 0.5))
     tampered[5] ^= 1
-    computed = "xxh64:" + xxhash.xxh64(bytes(tampered)).hexdigest()
+    computed = "xxh3:" + xxhash.xxh3_64(bytes(tampered)).hexdigest()
 
     proc = run("inspect", good, expect=1)
     assert re.search(
@@ -487,6 +494,42 @@ def test_verify_mixed_batch_reports_every_file(tmp_path, good, latent):
     assert lines[1].startswith(f"NO-DIGEST {comfy}")
     assert lines[2].startswith(f"FAIL {missing}: cannot open: ")
     assert proc.stderr.startswith("zc: ") and "missing.latent" in proc.stderr
+
+
+def test_legacy_xxh64_files_are_shown_and_checked_like_new_ones(tmp_path, latent):
+    old = save_zc(tmp_path / "old-000001.latent", {"latent_tensor": latent, "noise": latent * 0.5},
+                  "old", 1, digest_of=legacy_digest)
+    new = save_zc(tmp_path / "new-000002.latent", {"latent_tensor": latent, "noise": latent * 0.5},
+                  "new", 2)
+    mixed = tmp_path / "mixed-000003.latent"  # one digest of each kind
+    st_torch.save_file({"a": latent, "b": latent + 1}, str(mixed),
+                       metadata={"zc.format": FORMAT, "zc.digest.a": digest(latent),
+                                 "zc.digest.b": legacy_digest(latent + 1)})
+    assert run("verify", old, new, mixed, expect=0).stdout.splitlines() == [
+        f"OK {old} (2 tensors, all digests match)",
+        f"OK {new} (2 tensors, all digests match)",
+        f"OK {mixed} (2 tensors, all digests match)",
+    ]
+    lines = dict(line.split("  ", 1) for line in run("ls", tmp_path, expect=0).stdout.splitlines())
+    assert lines["old-000001.latent"].endswith("digests recorded (xxh64)")
+    assert lines["new-000002.latent"].endswith("digests recorded (xxh3)")
+    assert lines["mixed-000003.latent"].endswith("digests recorded (xxh3+xxh64)")
+    text = run("inspect", old, expect=0).stdout
+    d = legacy_digest(latent)
+    assert f"recorded={d} computed={d} match" in text
+    doc = json.loads(run("inspect", "--json", old, expect=0).stdout)
+    noise = {t["name"]: t for t in doc["tensors"]}["noise"]
+    assert noise["recorded_digest"] == noise["computed_digest"] == legacy_digest(latent * 0.5)
+    # the same tensors under either algorithm are the same bytes
+    run("diff", old, new, expect=0)
+    # a flipped bit in an old file is found with XXH64
+    begin, end = tensor_span(old, "noise")
+    flip_byte(old, begin + 3)
+    tampered = bytearray(canonical_bytes(latent * 0.5))
+    tampered[3] ^= 1
+    line = run("verify", old, expect=1).stdout.strip()
+    assert line == (f"FAIL {old}: tensor noise digest mismatch (recorded {legacy_digest(latent * 0.5)}, "
+                    f"computed xxh64:{xxhash.xxh64(bytes(tampered)).hexdigest()})")
 
 
 def test_verify_dash_dash_and_dash_names(tmp_path, latent, monkeypatch):

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from zc_continuity import Certificate
 
-DIGEST = "xxh64:0123456789abcdef"
-OTHER = "xxh64:fedcba9876543210"
+DIGEST = "xxh3:0123456789abcdef"
+OTHER = "xxh3:fedcba9876543210"
 
 
 def make(**changes):

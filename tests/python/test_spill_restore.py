@@ -42,7 +42,7 @@ def test_spill_file_is_a_comfyui_latent_the_safetensors_package_reads(spill_dir)
         meta = f.metadata()
     assert meta["family"] == "wan21" and meta["zc.tag"] == "shot_a" and meta["zc.generation"] == "1"
     assert meta["zc.format"] == "zerocopy-continuity/1"
-    assert meta["zc.digest.latent_tensor"] == "xxh64:" + xxhash.xxh64(latent.numpy().tobytes()).hexdigest()
+    assert meta["zc.digest.latent_tensor"] == "xxh3:" + xxhash.xxh3_64(latent.numpy().tobytes()).hexdigest()
     header_len = struct.unpack("<Q", path.read_bytes()[:8])[0]
     assert header_len % 8 == 0
     json.loads(path.read_bytes()[8:8 + header_len])
@@ -96,7 +96,7 @@ def test_corrupt_file_is_renamed_aside_and_others_survive(spill_dir):
         with pytest.raises(CorruptFile) as err:
             store.get("bad")
         message = str(err.value)
-        assert "latent_tensor" in message and "records xxh64:" in message and ".rejected" in message
+        assert "latent_tensor" in message and "records xxh3:" in message and ".rejected" in message
         assert store.get("good").generation == 1
         assert store.stats()["files_rejected"] == 1
     names = spill_files(spill_dir)

@@ -58,7 +58,7 @@ def test_store_event_carries_the_slot(server):
 
 def test_handoff_event_carries_the_certificate(server):
     runtime.store().put("film", {"latent_tensor": torch.zeros(1, 16, 2, 4, 4)}, {"family": "wan21"})
-    cert = Certificate(tag="film", generation=1, stored_digest="xxh64:1", used_digest="xxh64:1",
+    cert = Certificate(tag="film", generation=1, stored_digest="xxh3:1", used_digest="xxh3:1",
                        adapter="wan_i2v", family="wan21", tail_frames=1, notes=["long note"])
     assert ui_events.notify_handoff(cert, latent_shape=(1, 16, 3, 8, 8))
     event, data, _ = server.sent[-1]

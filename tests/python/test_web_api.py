@@ -104,7 +104,7 @@ def test_list_is_empty_then_shows_every_buffer(api):
     assert film["shape"] == [1, 16, 3, 8, 12] and film["dtype"] == "F32" and film["tier"] == "host"
     assert film["bytes"] == 2 * latent.numel() * 4
     assert film["digest"] == api.store.get("film").info["latent_tensor"].digest
-    assert film["digest_short"] == film["digest"][: len("xxh64:") + 8]
+    assert film["digest_short"] == film["digest"][: len("xxh3:") + 8]
     assert film["age_s"] >= 0 and film["family"] == "wan21"
     assert [s["generation"] for s in film["slots"]] == [2, 1]
     assert "spill_dir" not in json.dumps(body) and str(api.store.spill_dir) not in json.dumps(body)
@@ -117,7 +117,7 @@ def test_inspect_one_buffer_has_every_slot_tensor_and_meta(api):
     assert status == 200 and body["tag"] == "shot_a"
     slot = body["slots"][0]
     assert slot["meta"]["latent_format"] == "Wan21" and slot["meta"]["created_unix"] == "1.0"
-    assert slot["tensors"][0]["name"] == "latent_tensor" and slot["tensors"][0]["digest"].startswith("xxh64:")
+    assert slot["tensors"][0]["name"] == "latent_tensor" and slot["tensors"][0]["digest"].startswith("xxh3:")
     # the API routes are also reachable through ComfyUI's /api mirror in a real server (browser test)
 
 

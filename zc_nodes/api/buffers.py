@@ -17,7 +17,7 @@ LIST_META_KEYS = ("family", "latent_format", "model", "model_variant", "pixel_fr
 
 
 def short_digest(digest: str | None) -> str | None:
-    """``xxh64:1234abcd`` (8 hex digits), for badges; None stays None."""
+    """``xxh3:1234abcd`` (8 hex digits), for badges; None stays None."""
     if not digest:
         return None
     algo, _, hexdigits = digest.partition(":")

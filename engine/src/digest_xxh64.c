@@ -1,10 +1,11 @@
 /*
- * digest.c — XXH64, written from the xxHash specification (XXH64 section of
- * doc/xxhash_spec.md: primes, stripe rounds, merge, tail and avalanche).
- * Little-endian reads; the engine targets little-endian hosts only
- * (checked at build time below).
+ * digest_xxh64.c — XXH64, written from the xxHash specification (XXH64
+ * section of doc/xxhash_spec.md: primes, stripe rounds, merge, tail and
+ * avalanche).  New digests are XXH3 (digest_xxh3.c); XXH64 stays to verify
+ * and restore files written by engine 0.2 and earlier.  Little-endian
+ * reads; the engine targets little-endian hosts only (checked at build
+ * time below).
  */
-#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -61,30 +62,6 @@ static size_t stripes(uint64_t acc[4], const uint8_t *p, size_t len)
         a1 = round64(a1, read64(p + done + 8));
         a2 = round64(a2, read64(p + done + 16));
         a3 = round64(a3, read64(p + done + 24));
-        done += 32;
-    }
-    acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
-    return done;
-}
-
-/* Stripes of src copied to dst while they are hashed: one pass over memory,
- * each word loaded once, stored and hashed.  Returns the bytes consumed. */
-static size_t stripes_copy(uint64_t acc[4], uint8_t *restrict dst, const uint8_t *restrict src,
-                           size_t len)
-{
-    uint64_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
-    size_t done = 0;
-    while (len - done >= 32) {
-        uint64_t l0 = read64(src + done), l1 = read64(src + done + 8);
-        uint64_t l2 = read64(src + done + 16), l3 = read64(src + done + 24);
-        memcpy(dst + done, &l0, 8);
-        memcpy(dst + done + 8, &l1, 8);
-        memcpy(dst + done + 16, &l2, 8);
-        memcpy(dst + done + 24, &l3, 8);
-        a0 = round64(a0, l0);
-        a1 = round64(a1, l1);
-        a2 = round64(a2, l2);
-        a3 = round64(a3, l3);
         done += 32;
     }
     acc[0] = a0; acc[1] = a1; acc[2] = a2; acc[3] = a3;
@@ -179,47 +156,4 @@ uint64_t zc_xxh64(const void *data, size_t len, uint64_t seed)
     zc_xxh64_reset(&s, seed);
     size_t done = stripes(s.acc, p, len);
     return finish(s.acc, 1, seed, len, p + done, len - done);
-}
-
-uint64_t zc__xxh64_copy(void *dst, const void *src, size_t len)
-{
-    const uint8_t *p = src;
-    uint8_t *d = dst;
-    if (len < 32) {
-        uint64_t none[4] = {0, 0, 0, 0};
-        memcpy(d, p, len);
-        return finish(none, 0, 0, len, d, len);
-    }
-    zc_xxh64_state s;
-    zc_xxh64_reset(&s, 0);
-    size_t done = stripes_copy(s.acc, d, p, len);
-    memcpy(d + done, p + done, len - done);
-    return finish(s.acc, 1, 0, len, d + done, len - done);
-}
-
-void zc__digest_format(uint64_t digest, char out[32])
-{
-    snprintf(out, 32, ZC_DIGEST_PREFIX "%016llx", (unsigned long long)digest);
-}
-
-int zc__digest_parse(const char *s, uint64_t *out)
-{
-    size_t plen = strlen(ZC_DIGEST_PREFIX);
-    if (s == NULL || strncmp(s, ZC_DIGEST_PREFIX, plen) != 0 || strlen(s) != plen + 16)
-        return -1;
-    uint64_t v = 0;
-    for (const char *c = s + plen; *c; c++) {
-        int d;
-        if (*c >= '0' && *c <= '9')
-            d = *c - '0';
-        else if (*c >= 'a' && *c <= 'f')
-            d = *c - 'a' + 10;
-        else if (*c >= 'A' && *c <= 'F')
-            d = *c - 'A' + 10;
-        else
-            return -1;
-        v = (v << 4) | (uint64_t)d;
-    }
-    *out = v;
-    return 0;
 }

@@ -1,0 +1,211 @@
+/*
+ * xxh3_x86.c — the XXH3 stripe kernels for x86-64: SSE2 (part of x86-64
+ * itself, so always usable) and AVX2 (compiled per function with the
+ * target attribute and used only when the CPU reports it, see
+ * xxh3_kernels.c).  Each does exactly what the portable kernel does, lane
+ * for lane; the tests compare them with it on every length class.
+ *
+ * One stripe is 64 bytes = eight 64-bit lanes: 4 SSE2 or 2 AVX2 registers.
+ * For lane i: key = data ^ secret; acc[i] += lo32(key) * hi32(key) (the
+ * unsigned 32x32->64 multiply, mul_epu32); acc[i ^ 1] += data (a swap of
+ * the two 64-bit halves of each 128-bit lane).  The scramble multiplies by
+ * a 32-bit prime, done as two 32x32 products.
+ */
+#include "internal.h"
+#include "xxh3_internal.h"
+
+#if ZC_X86_KERNELS
+
+#include <immintrin.h>
+
+/* ---- SSE2 ---- */
+
+static inline void sse2_stripe(__m128i a[4], uint8_t *dst, const uint8_t *in,
+                               const uint8_t *secret, int stream)
+{
+    for (int j = 0; j < 4; j++) {
+        __m128i d = _mm_loadu_si128((const __m128i *)(const void *)(in + 16 * j));
+        if (dst != NULL && stream)
+            _mm_stream_si128((__m128i *)(void *)(dst + 16 * j), d);
+        else if (dst != NULL)
+            _mm_storeu_si128((__m128i *)(void *)(dst + 16 * j), d);
+        __m128i k = _mm_xor_si128(d, _mm_loadu_si128((const __m128i *)(const void *)(secret + 16 * j)));
+        __m128i prod = _mm_mul_epu32(k, _mm_srli_epi64(k, 32));
+        __m128i swapped = _mm_shuffle_epi32(d, _MM_SHUFFLE(1, 0, 3, 2));
+        a[j] = _mm_add_epi64(a[j], _mm_add_epi64(prod, swapped));
+    }
+}
+
+static inline void sse2_scramble(__m128i a[4], const uint8_t *secret)
+{
+    const __m128i prime = _mm_set1_epi32((int)ZC_XXH_PRIME32_1);
+    for (int j = 0; j < 4; j++) {
+        __m128i x = _mm_xor_si128(a[j], _mm_srli_epi64(a[j], 47));
+        x = _mm_xor_si128(x, _mm_loadu_si128((const __m128i *)(const void *)(secret + 16 * j)));
+        __m128i lo = _mm_mul_epu32(x, prime);
+        __m128i hi = _mm_mul_epu32(_mm_srli_epi64(x, 32), prime);
+        a[j] = _mm_add_epi64(lo, _mm_slli_epi64(hi, 32));
+    }
+}
+
+static inline void sse2_load(__m128i a[4], const uint64_t *acc)
+{
+    for (int j = 0; j < 4; j++)
+        a[j] = _mm_loadu_si128((const __m128i *)(const void *)(acc + 2 * j));
+}
+
+static inline void sse2_save(uint64_t *acc, const __m128i a[4])
+{
+    for (int j = 0; j < 4; j++)
+        _mm_storeu_si128((__m128i *)(void *)(acc + 2 * j), a[j]);
+}
+
+static inline void sse2_run(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nblocks,
+                            size_t nstripes, const uint8_t *secret, int stream)
+{
+    __m128i a[4];
+    sse2_load(a, acc);
+    for (size_t b = 0; b < nblocks; b++) {
+        for (size_t s = 0; s < ZC_XXH3_STRIPES_PER_BLOCK; s++)
+            sse2_stripe(a, dst ? dst + s * ZC_XXH3_STRIPE : NULL, in + s * ZC_XXH3_STRIPE,
+                        secret + 8 * s, stream);
+        sse2_scramble(a, secret + ZC_XXH3_SCRAMBLE_OFFSET);
+        in += ZC_XXH3_BLOCK;
+        if (dst)
+            dst += ZC_XXH3_BLOCK;
+    }
+    for (size_t s = 0; s < nstripes; s++)
+        sse2_stripe(a, dst ? dst + s * ZC_XXH3_STRIPE : NULL, in + s * ZC_XXH3_STRIPE,
+                    secret + 8 * s, stream);
+    sse2_save(acc, a);
+    if (stream)
+        _mm_sfence(); /* streaming stores are weakly ordered: done before we return */
+}
+
+static void blocks_sse2(uint64_t *acc, const uint8_t *in, size_t nblocks, const uint8_t *secret)
+{
+    sse2_run(acc, NULL, in, nblocks, 0, secret, 0);
+}
+
+static void stripes_sse2(uint64_t *acc, const uint8_t *in, size_t nstripes, const uint8_t *secret)
+{
+    sse2_run(acc, NULL, in, 0, nstripes, secret, 0);
+}
+
+static void blocks_copy_sse2(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nblocks,
+                             const uint8_t *secret)
+{
+    sse2_run(acc, dst, in, nblocks, 0, secret, 0);
+}
+
+static void blocks_stream_sse2(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nblocks,
+                               const uint8_t *secret)
+{
+    sse2_run(acc, dst, in, nblocks, 0, secret, 1);
+}
+
+static void stripes_copy_sse2(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nstripes,
+                              const uint8_t *secret)
+{
+    sse2_run(acc, dst, in, 0, nstripes, secret, 0);
+}
+
+const zc_xxh3_impl zc__xxh3_sse2 = {
+    "sse2", blocks_sse2, stripes_sse2, blocks_copy_sse2, stripes_copy_sse2, blocks_stream_sse2,
+};
+
+/* ---- AVX2 ---- */
+
+ZC_TARGET_AVX2 static inline void avx2_stripe(__m256i a[2], uint8_t *dst, const uint8_t *in,
+                                              const uint8_t *secret, int stream)
+{
+    for (int j = 0; j < 2; j++) {
+        __m256i d = _mm256_loadu_si256((const __m256i *)(const void *)(in + 32 * j));
+        if (dst != NULL && stream)
+            _mm256_stream_si256((__m256i *)(void *)(dst + 32 * j), d);
+        else if (dst != NULL)
+            _mm256_storeu_si256((__m256i *)(void *)(dst + 32 * j), d);
+        __m256i k = _mm256_xor_si256(
+            d, _mm256_loadu_si256((const __m256i *)(const void *)(secret + 32 * j)));
+        __m256i prod = _mm256_mul_epu32(k, _mm256_srli_epi64(k, 32));
+        __m256i swapped = _mm256_shuffle_epi32(d, _MM_SHUFFLE(1, 0, 3, 2));
+        a[j] = _mm256_add_epi64(a[j], _mm256_add_epi64(prod, swapped));
+    }
+}
+
+ZC_TARGET_AVX2 static inline void avx2_scramble(__m256i a[2], const uint8_t *secret)
+{
+    const __m256i prime = _mm256_set1_epi32((int)ZC_XXH_PRIME32_1);
+    for (int j = 0; j < 2; j++) {
+        __m256i x = _mm256_xor_si256(a[j], _mm256_srli_epi64(a[j], 47));
+        x = _mm256_xor_si256(
+            x, _mm256_loadu_si256((const __m256i *)(const void *)(secret + 32 * j)));
+        __m256i lo = _mm256_mul_epu32(x, prime);
+        __m256i hi = _mm256_mul_epu32(_mm256_srli_epi64(x, 32), prime);
+        a[j] = _mm256_add_epi64(lo, _mm256_slli_epi64(hi, 32));
+    }
+}
+
+ZC_TARGET_AVX2 static inline void avx2_run(uint64_t *acc, uint8_t *dst, const uint8_t *in,
+                                           size_t nblocks, size_t nstripes,
+                                           const uint8_t *secret, int stream)
+{
+    __m256i a[2];
+    a[0] = _mm256_loadu_si256((const __m256i *)(const void *)acc);
+    a[1] = _mm256_loadu_si256((const __m256i *)(const void *)(acc + 4));
+    for (size_t b = 0; b < nblocks; b++) {
+        for (size_t s = 0; s < ZC_XXH3_STRIPES_PER_BLOCK; s++)
+            avx2_stripe(a, dst ? dst + s * ZC_XXH3_STRIPE : NULL, in + s * ZC_XXH3_STRIPE,
+                        secret + 8 * s, stream);
+        avx2_scramble(a, secret + ZC_XXH3_SCRAMBLE_OFFSET);
+        in += ZC_XXH3_BLOCK;
+        if (dst)
+            dst += ZC_XXH3_BLOCK;
+    }
+    for (size_t s = 0; s < nstripes; s++)
+        avx2_stripe(a, dst ? dst + s * ZC_XXH3_STRIPE : NULL, in + s * ZC_XXH3_STRIPE,
+                    secret + 8 * s, stream);
+    _mm256_storeu_si256((__m256i *)(void *)acc, a[0]);
+    _mm256_storeu_si256((__m256i *)(void *)(acc + 4), a[1]);
+    if (stream)
+        _mm_sfence();
+}
+
+ZC_TARGET_AVX2 static void blocks_avx2(uint64_t *acc, const uint8_t *in, size_t nblocks,
+                                       const uint8_t *secret)
+{
+    avx2_run(acc, NULL, in, nblocks, 0, secret, 0);
+}
+
+ZC_TARGET_AVX2 static void stripes_avx2(uint64_t *acc, const uint8_t *in, size_t nstripes,
+                                        const uint8_t *secret)
+{
+    avx2_run(acc, NULL, in, 0, nstripes, secret, 0);
+}
+
+ZC_TARGET_AVX2 static void blocks_copy_avx2(uint64_t *acc, uint8_t *dst, const uint8_t *in,
+                                            size_t nblocks, const uint8_t *secret)
+{
+    avx2_run(acc, dst, in, nblocks, 0, secret, 0);
+}
+
+ZC_TARGET_AVX2 static void blocks_stream_avx2(uint64_t *acc, uint8_t *dst, const uint8_t *in,
+                                              size_t nblocks, const uint8_t *secret)
+{
+    avx2_run(acc, dst, in, nblocks, 0, secret, 1);
+}
+
+ZC_TARGET_AVX2 static void stripes_copy_avx2(uint64_t *acc, uint8_t *dst, const uint8_t *in,
+                                             size_t nstripes, const uint8_t *secret)
+{
+    avx2_run(acc, dst, in, 0, nstripes, secret, 0);
+}
+
+const zc_xxh3_impl zc__xxh3_avx2 = {
+    "avx2", blocks_avx2, stripes_avx2, blocks_copy_avx2, stripes_copy_avx2, blocks_stream_avx2,
+};
+
+#else
+/* ISO C forbids an empty translation unit. */
+typedef int zc__xxh3_x86_unused;
+#endif
