@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import torch
 
+from . import alloc
 from ._checks import require_floating, require_int, require_tensor, shape_text
 from .errors import ContinuityError
 from .shapes import overlap_pixel_frames  # noqa: F401  (part of this module's API, see docstring)
@@ -97,7 +98,8 @@ def _per_channel(name: str, value, channels: int, like: torch.Tensor) -> torch.T
 
 def _frame_mask(shape, kept: int, device) -> torch.Tensor:
     """float32 mask, 0.0 on the first ``kept`` frames (keep) and 1.0 after them (generate)."""
-    mask = torch.ones(shape, dtype=torch.float32, device=device)
+    mask = alloc.empty(shape, dtype=torch.float32, device=device)
+    mask.fill_(1.0)
     mask[:, :, :kept] = 0.0
     return mask
 
@@ -125,7 +127,7 @@ def temporal_inpaint(target_shape, tail: torch.Tensor, fill: torch.Tensor) -> In
     batch, channels = target[:2]
     fill = _per_channel("fill", fill, channels, tail)
     k = tail.shape[2]
-    samples = fill.expand(target).clone()
+    samples = alloc.filled(target, fill)
     samples[:, :, :k] = tail
     mask = _frame_mask((batch, 1) + target[2:], k, tail.device)
     return InpaintLatent(samples=samples, noise_mask=mask)
@@ -163,7 +165,7 @@ def wan_i2v_concat(target_shape, tail: torch.Tensor, padding: torch.Tensor) -> W
     batch, channels, frames, height, width = target
     k = tail.shape[2]
     padding = require_floating("padding", require_tensor("padding", padding))
-    image = torch.empty(target, dtype=tail.dtype, device=tail.device)
+    image = alloc.empty(target, dtype=tail.dtype, device=tail.device)
     if padding.ndim == 5 and tuple(padding.shape[1:]) == target[1:] and padding.shape[0] in (1, batch):
         image[:, :, k:] = padding[:, :, k:].to(device=tail.device, dtype=tail.dtype)
     elif padding.numel() == channels:

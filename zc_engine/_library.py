@@ -120,6 +120,7 @@ _PROTOTYPES = {
     "zc_last_error": (c_char_p, []),
     "zc_status_name": (c_char_p, [c_int]),
     "zc_xxh64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
+    "zc_host_prefer_huge_pages": (None, [c_void_p, c_size_t]),
     "zc_xxh3_64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
     "zc_xxh3_kernel": (c_char_p, []),
     "zc_digest_tensor": (c_int, [c_void_p, POINTER(c_uint64)]),

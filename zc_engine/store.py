@@ -64,6 +64,13 @@ def format_digest(value: int, algo: int = DIGEST_XXH3) -> str:
     return f"{DIGEST_ALGO_NAMES[algo]}:{value:016x}"
 
 
+def prefer_huge_pages(tensor: torch.Tensor) -> None:
+    """Back a fresh CPU tensor about to be filled with huge pages where the OS offers them
+    (``zc_host_prefer_huge_pages``: a hint; changes no byte, never fails)."""
+    if tensor.device.type == "cpu" and tensor.numel():
+        lib.zc_host_prefer_huge_pages(tensor.data_ptr(), tensor.numel() * tensor.element_size())
+
+
 def digest_bytes(data: bytes | memoryview) -> str:
     """XXH3-64 (seed 0) of raw bytes, computed by the engine."""
     buf = (ctypes.c_char * len(data)).from_buffer_copy(data) if len(data) else None

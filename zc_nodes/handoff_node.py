@@ -23,9 +23,11 @@ from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, families, lineage, shapes, shot as shot_description, streams
 from ..zc_continuity.certificate import Certificate
 from ..zc_continuity.errors import ContinuityError
-from ..zc_engine import NotFound, digest_tensor
+from ..zc_continuity import alloc
+from ..zc_engine import NotFound, digest_tensor, prefer_huge_pages
 
 MODES = ["zero_copy_latent_only", "blend_with_fallback"]
+alloc.set_first_touch_hint(prefer_huge_pages)  # the next shot's latent is filled fresh every hop
 ADAPTERS = adapters.COMBO
 
 

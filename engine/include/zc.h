@@ -180,6 +180,14 @@ ZC_API int zc_digest_parse(const char *text, int *algo, uint64_t *digest);
  * algorithm and seed 0.  @return ZC_OK or ZC_E_INVALID (unknown algorithm). */
 ZC_API int zc_digest_bytes(int algo, const void *data, size_t len, uint64_t *digest);
 
+/* A hint for host memory the caller has just allocated and is about to fill
+ * for the first time (a new latent of many megabytes): back it with huge
+ * pages where the OS offers them (Linux transparent huge pages), so the first
+ * touch faults in 2 MiB at a time instead of 4 KiB; only the huge pages wholly
+ * inside [p, p + nbytes) are affected.  It never fails and changes no byte: a
+ * no-op on other systems, for NULL, or when the kernel refuses. */
+ZC_API void zc_host_prefer_huge_pages(void *p, size_t nbytes);
+
 /* The XXH3-64 digest of a host tensor's canonical contiguous bytes, walking
  * its strides in place: no copy of the tensor is made (gathered elements of
  * a strided innermost dimension pass through a small fixed buffer on the

@@ -60,3 +60,15 @@ uint64_t zc__copy_and_digest(void *dst, const uint8_t *src, int32_t ndim, const 
     zc__strided_walk(&st, src, dst, &sink);
     return zc_xxh3_digest(&h);
 }
+
+void zc_host_prefer_huge_pages(void *p, size_t nbytes)
+{
+    size_t huge = zc_os_huge_page_size();
+    if (p == NULL || huge == 0)
+        return;
+    /* madvise wants aligned ranges: the huge pages wholly inside [p, p + nbytes) */
+    uintptr_t start = ((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1);
+    uintptr_t end = ((uintptr_t)p + nbytes) & ~(uintptr_t)(huge - 1);
+    if (end > start)
+        zc_os_advise_huge_pages((void *)start, (size_t)(end - start));
+}

@@ -409,3 +409,20 @@ TEST(platform_path_separators)
     zc_test_rmtree(dir);
     free(dir);
 }
+
+TEST(prefer_huge_pages_is_a_hint_that_changes_no_byte)
+{
+    size_t n = (size_t)9 << 20;
+    unsigned char *p = zc_os_alloc_aligned(n, 64);
+    REQUIRE(p != NULL);
+    for (size_t i = 0; i < n; i += 4096)
+        p[i] = (unsigned char)(i >> 12);
+    zc_host_prefer_huge_pages(p + 3, n - 5); /* unaligned ends: only whole huge pages inside */
+    zc_host_prefer_huge_pages(NULL, n);
+    zc_host_prefer_huge_pages(p, 0);
+    int same = 1;
+    for (size_t i = 0; i < n; i += 4096)
+        same &= p[i] == (unsigned char)(i >> 12);
+    CHECK(same);
+    zc_os_free_aligned(p);
+}
