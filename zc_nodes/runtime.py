@@ -4,7 +4,8 @@ ComfyUI clones V3 node classes per call, so state cannot live on the class:
 it lives here, created on first use. The spill directory survives restarts:
 ``$ZEROCOPY_SPILL_DIR`` or ``<ComfyUI user dir>/zerocopy_continuity/spill``.
 Budgets: ``$ZEROCOPY_HOST_BUDGET_MB`` (default: a quarter of RAM, at most
-16 GiB) and ``$ZEROCOPY_DEPTH`` (slots kept per tag, default 4). Nothing here
+16 GiB), ``$ZEROCOPY_DEVICE_BUDGET_MB`` (default: an eighth of the GPU, at most
+8 GiB) and ``$ZEROCOPY_DEPTH`` (slots kept per tag, default 4). Nothing here
 is POSIX-only: RAM comes from psutil (which ComfyUI depends on) on every OS.
 """
 
@@ -61,17 +62,38 @@ def default_host_budget() -> int:
     return min(total // 4, 16 << 30)
 
 
+def default_device_budget() -> int:
+    """Device-tier bytes the store may hold (shots kept on a GPU, the ``--gpu-only`` path):
+    ``$ZEROCOPY_DEVICE_BUDGET_MB``, else an eighth of the first CUDA device's memory, at most
+    8 GiB; 0 (no limit) where there is no CUDA device, since nothing is held on one then."""
+    env = os.environ.get("ZEROCOPY_DEVICE_BUDGET_MB")
+    if env:
+        return int(env) * (1 << 20)
+    try:
+        import torch
+        if not torch.cuda.is_available():
+            return 0
+        total = torch.cuda.get_device_properties(0).total_memory
+    except Exception:  # noqa: BLE001 - no device information: no limit rather than a wrong one
+        return 0
+    return min(total // 8, 8 << 30)
+
+
 def store():
-    """The shared LatentStore (created, and its spill directory indexed, on first use)."""
+    """The shared LatentStore (created, and its spill directory indexed, on first use). The
+    store gives memory back when ComfyUI needs it (memory_release)."""
     global _store
     with _lock:
         if _store is None:
             from ..zc_engine import LatentStore
+            from . import memory_release
             spill = default_spill_dir()
             _store = LatentStore(depth=int(os.environ.get("ZEROCOPY_DEPTH", "4")),
-                                 host_budget_bytes=default_host_budget(), spill_dir=spill)
-            log.info("latent store ready: spill directory %s, %d tags on disk", spill,
-                     len(_store.tags()))
+                                 host_budget_bytes=default_host_budget(),
+                                 device_budget_bytes=default_device_budget(), spill_dir=spill)
+            hooked = memory_release.install(lambda: _store)  # None after reset(): nothing to release
+            log.info("latent store ready: spill directory %s, %d tags on disk%s", spill,
+                     len(_store.tags()), f"; gives memory back through {', '.join(hooked)}" if hooked else "")
         return _store
 
 

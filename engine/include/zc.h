@@ -438,6 +438,16 @@ ZC_API int zc_store_generations(zc_store *store, const char *tag, uint64_t *out,
  * @return ZC_OK, ZC_E_NOT_FOUND or ZC_E_NOMEM. */
 ZC_API int zc_store_drop(zc_store *store, const char *tag, uint32_t flags);
 
+/* Give memory of one tier back, for a host or a device that runs short (the
+ * pack calls it when ComfyUI frees memory): first the host buffers kept for
+ * recycling (ZC_TIER_HOST), then, least recently used first, slots that can
+ * leave without loss: their spill file is complete and no view holds them.
+ * A later zc_store_get restores such a slot from its file (verified).  Stops
+ * once want bytes went; a store without a disk tier only frees its pool.
+ * @return ZC_OK and *released (the bytes freed, possibly fewer than want);
+ * ZC_E_INVALID (NULL, tier not host or device); ZC_E_NOMEM. */
+ZC_API int zc_store_release(zc_store *store, int tier, uint64_t want, uint64_t *released);
+
 /* Block until every queued spill is on disk.  @return ZC_OK, or the first
  * spill error since the last flush (its message names the file). */
 ZC_API int zc_store_flush(zc_store *store);

@@ -114,3 +114,24 @@ uint64_t zc__bufpool_bytes(zc_bufpool *pool)
     zc_os_mutex_unlock(&pool->lock);
     return bytes;
 }
+
+uint64_t zc__bufpool_trim(zc_bufpool *pool, uint64_t want)
+{
+    if (pool == NULL || want == 0)
+        return 0;
+    void *freed[POOL_BUFFERS];
+    uint32_t n = 0;
+    uint64_t bytes = 0;
+    zc_os_mutex_lock(&pool->lock);
+    while (pool->count > 0 && bytes < want) { /* the oldest first: the least likely asked for */
+        freed[n++] = pool->buffers[0].p;
+        bytes += pool->buffers[0].nbytes;
+        pool->bytes -= pool->buffers[0].nbytes;
+        pool->count--;
+        memmove(&pool->buffers[0], &pool->buffers[1], pool->count * sizeof pool->buffers[0]);
+    }
+    zc_os_mutex_unlock(&pool->lock);
+    for (uint32_t i = 0; i < n; i++) /* unmapping outside the lock */
+        zc__host_free(freed[i]);
+    return bytes;
+}

@@ -83,6 +83,9 @@ void *zc__bufpool_take(zc_bufpool *pool, uint64_t nbytes);
 /* Keep a buffer for reuse if the pool has room, else free it (pool may be NULL). */
 void zc__bufpool_give(zc_bufpool *pool, void *p, uint64_t nbytes);
 uint64_t zc__bufpool_bytes(zc_bufpool *pool);
+/* Free pooled buffers, oldest first, until at least want bytes went (or none is left).
+ * @return the bytes freed. */
+uint64_t zc__bufpool_trim(zc_bufpool *pool, uint64_t want);
 
 /* ---- bundles (bundle.c) ---- */
 

@@ -144,10 +144,13 @@ int zc_store_open(const zc_store_config *config, zc_store **out)
         return zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
     }
     atomic_init(&s->core->refs, 1);
-    /* Keep up to a quarter of the host budget (at most 256 MiB) of freed buffers. */
-    uint64_t pool_limit = 256u << 20;
-    if (c.host_budget_bytes && c.host_budget_bytes / 4 < pool_limit)
-        pool_limit = c.host_budget_bytes / 4;
+    /* Keep freed buffers for recycling (a film puts one size shot after shot; a fresh buffer
+     * costs its page faults): up to a quarter of the host budget, at most 2 GiB, or 1 GiB
+     * without a budget.  zc_store_release gives them back when the host runs short. */
+    uint64_t pool_limit = (uint64_t)1 << 30;
+    if (c.host_budget_bytes)
+        pool_limit = c.host_budget_bytes / 4 < ((uint64_t)2 << 30) ? c.host_budget_bytes / 4
+                                                                    : ((uint64_t)2 << 30);
     s->pool = zc__bufpool_new(pool_limit);
     atomic_init(&s->core->retained_bytes, 0);
     atomic_init(&s->core->verify_hashed_bytes, 0);
@@ -231,7 +234,7 @@ int zc_store_bundle_create(zc_store *s, zc_bundle **out)
 
 /* Remove ring[index] from e, keeping order.  Returns the slot (the ring's
  * reference now belongs to the caller). */
-static zc_slot *ring_take(zc_store *s, zc_tag_entry *e, uint32_t index)
+zc_slot *zc__ring_take(zc_store *s, zc_tag_entry *e, uint32_t index)
 {
     zc_slot *slot = e->ring[index];
     memmove(&e->ring[index], &e->ring[index + 1], sizeof *e->ring * (e->count - index - 1));
@@ -268,7 +271,7 @@ int zc_store_set_depth(zc_store *s, const char *tag, uint32_t depth)
     }
     e->ring = ring;
     while (e->count > depth)
-        dropped[ndropped++] = ring_take(s, e, 0);
+        dropped[ndropped++] = zc__ring_take(s, e, 0);
     e->depth = depth;
     zc_os_mutex_unlock(&s->lock);
     for (uint32_t i = 0; i < ndropped; i++)
@@ -463,12 +466,12 @@ static int commit(zc_store *s, const char *tag, zc_slot *slot, uint32_t flags, u
     uint32_t nreleased = 0;
     zc_slot **evicted = nvictims ? malloc(sizeof *evicted * (size_t)nvictims) : NULL;
     if (ring_victim)
-        released[nreleased++] = ring_take(s, e, 0);
+        released[nreleased++] = zc__ring_take(s, e, 0);
     for (int i = 0; i < nvictims; i++) {
         zc_tag_entry *ve = victims[i].entry;
         for (uint32_t k = 0; k < ve->count; k++) {
             if (ve->ring[k] == victims[i].slot) {
-                zc_slot *gone = ring_take(s, ve, k);
+                zc_slot *gone = zc__ring_take(s, ve, k);
                 s->stats.evictions++;
                 if (evicted)
                     evicted[i] = gone;
@@ -798,7 +801,7 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
         return zc__fail(ZC_E_NOMEM, "out of host memory dropping tag \"%s\"", tag);
     }
     for (uint32_t i = 0; i < n; i++) {
-        gone[i] = ring_take(s, e, 0);
+        gone[i] = zc__ring_take(s, e, 0);
         if (flags & ZC_DROP_DISK)
             gone[i]->files_dropped = 1; /* a spill still queued for it must not leave a file */
     }

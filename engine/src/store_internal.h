@@ -139,6 +139,9 @@ int zc__spill_restore(zc_store *store, const char *tag, uint64_t generation, zc_
 int zc__disk_add(zc_tag_entry *entry, uint64_t generation, int mine);
 void zc__disk_remove(zc_tag_entry *entry, uint64_t generation);
 int zc__disk_has(const zc_tag_entry *entry, uint64_t generation);
+/* Remove ring[index] from entry, keeping order (lock held); the ring's reference on the
+ * slot now belongs to the caller, who unrefs it outside the lock. */
+zc_slot *zc__ring_take(zc_store *store, zc_tag_entry *entry, uint32_t index);
 /* Rename tag's bad spill file at path aside (never deletes it). */
 void zc__spill_reject(zc_store *store, const char *tag, const char *path);
 /* 1 if tag@generation has a spill file, or one renamed aside, in the folder. */

@@ -43,26 +43,30 @@ def stored(owner, name: str):
     return getattr(owner, name, None)
 
 
-def is_ours(obj) -> bool:
-    """True if obj is one of our wrappers or wraps one (through __wrapped__)."""
+def is_ours(obj, marker: str = MARK) -> bool:
+    """True if obj is one of our wrappers (marked ``marker``) or wraps one (through __wrapped__)."""
     seen = 0
     while obj is not None and seen < 32:
-        if getattr(obj, MARK, False):
+        if getattr(obj, marker, False):
             return True
         obj = getattr(obj, "__wrapped__", None)
         seen += 1
     return False
 
 
-def mark(wrapper, original):
+def mark(wrapper, original, marker: str = MARK):
     """Make wrapper look like original (name, docs, __wrapped__) and mark it as ours."""
     functools.update_wrapper(wrapper, original)
-    setattr(wrapper, MARK, True)
+    setattr(wrapper, marker, True)
     return wrapper
 
 
 class HookSet:
-    def __init__(self):
+    """The hooks of one feature. ``marker`` names the feature's wrappers, so two features of
+    the pack (the residency lock, the store's memory release) may wrap the same function."""
+
+    def __init__(self, marker: str = MARK):
+        self.marker = marker
         self._hooks: dict[tuple[int, str], InstalledHook] = {}
 
     def __len__(self) -> int:
@@ -78,7 +82,7 @@ class HookSet:
         if key in self._hooks:
             return False
         original = stored(owner, name)
-        if original is None or not callable(original) or is_ours(original):
+        if original is None or not callable(original) or is_ours(original, self.marker):
             return False
         wrapper = make(original)
         setattr(owner, name, wrapper)
