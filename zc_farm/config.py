@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 ENV_URL = "ZEROCOPY_REDIS_URL"
 ENV_PASSWORD = "ZEROCOPY_REDIS_PASSWORD"
@@ -58,7 +58,9 @@ def redact_url(url: str) -> str:
     if query:
         pairs = [(k, "***" if k.lower() == "password" else v) for k, v in parse_qsl(query, keep_blank_values=True)]
         query = urlencode(pairs, safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    # by hand: urlunsplit drops the "//" of unix:///path
+    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+            + (f"#{parts.fragment}" if parts.fragment else ""))
 
 
 def default_worker_id() -> str:

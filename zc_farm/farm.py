@@ -93,7 +93,6 @@ class Farm:
         is unreachable), then publish it in the background. Returns the generation."""
         meta = dict(meta or {})
         meta[identity.WORKER_KEY] = self.config.worker_id
-        self.touch(tag)
         for _ in range(MAX_PUT_ATTEMPTS):
             try:
                 generation = self.allocate(tag, self.local_last(tag))
@@ -102,6 +101,7 @@ class Farm:
                 generation = self.store.put(tag, tensors, meta, spill=spill)
                 self.count("numbered_locally")
                 self.publisher.enqueue_shot(tag, generation, CLAIM)
+                self.touch(tag)  # after the shot's own task: a catch-up leaves queued shots alone
                 return generation
             meta[identity.NUMBERED_KEY] = identity.NUMBERED_FARM
             try:
@@ -110,6 +110,7 @@ class Farm:
                 continue
             self.count("allocated")
             self.publisher.enqueue_shot(tag, generation, ALLOCATED)
+            self.touch(tag)
             return generation
         raise GenerationExists(f"tag {tag!r}: {MAX_PUT_ATTEMPTS} farm generations in a row were taken in "
                                "the local spill folder meanwhile; is another process storing with a farm "

@@ -58,10 +58,10 @@ def publish_shot(farm, tag: str, generation: int, mode: str) -> str:
     (the caller retries later)."""
     try:
         bundle = farm.store.get(tag, generation)
-    except NotFound:
+        data = farm.store.export_shot(tag, generation)
+    except NotFound:  # the local store let it go (or it was dropped) before its turn came
         return "gone"
     ident = identity.of_bundle(bundle)
-    data = farm.store.export_shot(tag, generation)
     record = make_record(farm, bundle, ident, data)
     status, _ = farm.connection.call(f"the publish of tag {tag!r} generation {generation}",
                                      lambda: _send(farm, record, data, mode))

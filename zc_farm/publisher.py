@@ -5,8 +5,11 @@ Its tasks, first in first out: a shot to publish (after every put), or a tag to 
 first time this process uses a tag: its farm-made shots newer than the farm's newest, e.g. made
 before a restart while Redis was unreachable). While Redis is unreachable the task at the head
 waits and is tried again every ``retry_s``; nothing is dropped for it. A task that fails for
-another reason (Redis refusing a command, a shot dropped locally meanwhile) is logged and left:
-the shot stays in the local store.
+another reason (Redis refusing a command) is logged and left: the shot stays in the local store.
+A shot is read from the local store when its turn comes: one that ``keep`` newer queued shots of
+its tag would push out of Redis at once is skipped (only farm-numbered ones: a claim's order
+matters), and one the local store has let go meanwhile (shots stored faster than they are
+published; the ring keeps ``depth``) is counted as ``gone``.
 """
 
 from __future__ import annotations
@@ -80,7 +83,14 @@ class Publisher:
     def _do(self, task) -> None:
         if task[0] == SHOT:
             _, tag, generation, mode = task
-            publish.publish_shot(self.farm, tag, generation, mode)
+            if mode == publish.ALLOCATED and self._newer_queued(tag, generation) >= self.farm.config.keep:
+                self.farm.count("skipped")  # the newer ones queued would trim it from Redis at once
+                return
+            outcome = publish.publish_shot(self.farm, tag, generation, mode)
+            if outcome == "gone":
+                self.farm.count("gone")
+                log.logger.debug("farm: tag %r generation %d left the local store before it could be "
+                                 "published (newer shots of the tag came faster)", tag, generation)
             return
         tag = task[1]
         found = publish.catch_up(self.farm, tag)
@@ -92,6 +102,10 @@ class Publisher:
         if found:
             log.info("farm: tag %r: publishing %d shot(s) of this worker that Redis lacks: generations %s",
                      tag, len(found), ", ".join(str(g) for g, _ in found))
+
+    def _newer_queued(self, tag: str, generation: int) -> int:
+        with self._cond:
+            return sum(1 for t in self._tasks if t[0] == SHOT and t[1] == tag and t[2] > generation)
 
     def close(self, timeout: float = 5.0) -> int:
         """Stop after at most ``timeout`` seconds of publishing what is queued; returns how many
