@@ -8,6 +8,7 @@ after the marker ANSWER (ComfyUI writes its own lines there too).
     {"op": "first", "seed": 3}   a first shot: KSampler -> Store
     {"op": "next", "seed": 11}   Handoff (the tag's newest, wherever it was stored) -> KSampler -> Store
     {"op": "load"}               a Load graph, the same one every time
+    {"op": "farm", "url": U}     the farm link's status and listing (after configure(U) when given)
     {"op": "quit"}
 
 Each shot's answer comes once the worker has published it (the next worker may rely on it).
@@ -108,8 +109,14 @@ def main() -> None:
                 worker.farm_link.close()
                 print(ANSWER + json.dumps({"bye": True}), flush=True)
                 return
-            answer = worker.load() if command["op"] == "load" else worker.shot(command["seed"],
-                                                                               command["op"] == "first")
+            if command["op"] == "farm":
+                link = worker.farm_link
+                answer = link.configure(command["url"]) if "url" in command else link.status()
+                answer["tags"] = link.listing()
+            elif command["op"] == "load":
+                answer = worker.load()
+            else:
+                answer = worker.shot(command["seed"], command["op"] == "first")
         except Exception as exc:  # noqa: BLE001 - the test shows it
             answer = {"error": f"{type(exc).__name__}: {exc}"}
         print(ANSWER + json.dumps(answer), flush=True)

@@ -127,5 +127,10 @@ def test_two_workers_alternate_twenty_shots_bit_identical(farm_workers):
     assert kept == list(range(SHOTS - 7, SHOTS + 1))  # ZEROCOPY_REDIS_KEEP's default, 8
     workers_of = {int(g): client.hget(f"zc:tag:farm_film:shot:{g}", "worker").decode() for g in kept}
     assert workers_of == {g: ("host-a:101" if g % 2 else "host-b:202") for g in kept}
-    # nothing but Redis shared: each worker's spill folder holds its own files only
-    assert a.base / "spill" != b.base / "spill"
+    # the farm link as the REST API and the sidebar see it
+    status = b.send(op="farm")
+    assert (status["enabled"], status["source"], status["worker"], status["connected"], status["pending"]) == \
+        (True, "environment", "host-b:202", True, 0)
+    assert status["counts"]["fetched"] == SHOTS // 2 and status["counts"]["allocated"] == SHOTS // 2
+    assert [(t["tag"], t["generation"], t["worker"]) for t in status["tags"]] == [("farm_film", SHOTS, "host-b:202")]
+    assert b.send(op="farm", url="")["source"] == "environment"  # the settings panel's empty value
