@@ -16,8 +16,9 @@ import math
 import torch
 from comfy_api.latest import io
 
-from . import (adapters, comfy_adapter, family_resolution, farm_link, handoff_tail, log,
-               pixel_bridge, prompt_cache, runtime, ui_events)
+from . import (adapters, comfy_adapter, family_resolution, handoff_tail, log, pixel_bridge,
+               prompt_cache, runtime, ui_events)
+from . import farm_link
 from .sockets import ContinuityToken
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, families, lineage, shapes, shot as shot_description, streams
