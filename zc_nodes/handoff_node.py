@@ -18,9 +18,9 @@ from comfy_api.latest import io
 
 from . import (adapters, comfy_adapter, family_resolution, handoff_tail, log, pixel_bridge,
                prompt_cache, runtime, ui_events)
-from . import farm_link
 from .sockets import ContinuityToken
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
+from . import farm_link
 from ..zc_continuity import bundle_layout, families, lineage, shapes, shot as shot_description, streams
 from ..zc_continuity.certificate import Certificate
 from ..zc_continuity.errors import ContinuityError
