@@ -2,12 +2,16 @@
 //
 // - A live badge and a tail-frame thumbnail on every ZeroCopyLatentStore and
 //   ZeroCopyLatentHandoff node; the residency state on ZeroCopyVRAMPin nodes.
-// - A "ZeroCopy" sidebar tab listing every buffer, with inspect and clear.
+// - A "ZeroCopy" sidebar tab listing every buffer, with inspect and clear, and the farm tier's
+//   state (GET /zerocopy/farm): its worker, its Redis, and the farm's shots this worker lacks.
+// - A setting, ZeroCopy > Farm > Redis URL, sent to POST /zerocopy/farm (empty: the server's
+//   ZEROCOPY_REDIS_URL, or no farm). The server never sends the password back.
 //
 // Nothing polls. The view changes on ComfyUI's websocket events: the pack's own
 // zerocopy.store / zerocopy.handoff / zerocopy.residency / zerocopy.buffers
-// messages, and execution_success / execution_error / execution_interrupted /
-// reconnected, after which the buffer list is fetched once (GET /zerocopy/buffers).
+// messages (zerocopy.buffers with reason "farm" when another worker of the farm stored a
+// shot), and execution_success / execution_error / execution_interrupted / reconnected, after
+// which the buffer list is fetched once (GET /zerocopy/buffers, and GET /zerocopy/farm).
 // Data comes only from the pack's JSON API; every value shown is set as text.
 
 import { app } from "../../scripts/app.js";
@@ -18,6 +22,7 @@ const HANDOFF = "ZeroCopyLatentHandoff";
 const PIN = "ZeroCopyVRAMPin";
 const BADGED = new Set([STORE, HANDOFF, PIN]);
 const SIDEBAR_ID = "zerocopy-buffers";
+const FARM_URL_SETTING = "ZeroCopy.Farm.RedisURL";
 const THUMB_SIZE = 128;
 const META_CHARS = 96; // longer metadata values are cut in the panel (the full value is the tooltip)
 
@@ -27,6 +32,8 @@ const state = {
   nodeEvents: new Map(), // execution node id -> last zerocopy.store / zerocopy.handoff payload
   residency: null, // last residency report or zerocopy.residency payload
   residencyEvents: new Map(), // node id -> last zerocopy.residency payload
+  farm: null, // GET /zerocopy/farm: enabled, worker, url (password hidden), connected, tags, ...
+  farmError: null, // why the farm setting or status could not be applied or read
   error: null, // last API error text, shown in the panel
   refreshes: 0, // completed listings (read by the browser test)
   received: [], // names of pack events received (read by the browser test)
@@ -305,6 +312,11 @@ function refresh() {
         state.buffers = new Map(doc.buffers.map((b) => [b.tag, b]));
         state.listedAt = Date.now();
         state.error = null;
+        try {
+          state.farm = await apiJSON("/zerocopy/farm");
+        } catch (error) {
+          state.farm = null; // a server without the farm route: no farm line
+        }
         if ([...graphNodes()].some(([, n]) => nodeClass(n) === PIN)) {
           state.residency = await apiJSON("/zerocopy/residency");
         }
@@ -332,6 +344,42 @@ function onNodeEvent(kind) {
     }
     refresh();
   };
+}
+
+// ---------------------------------------------------------------- farm tier
+
+// The Redis URL from ComfyUI's settings panel; "" hands the choice back to the server's
+// ZEROCOPY_REDIS_URL. Called by the settings store at start and on every change.
+async function applyFarmURL(value) {
+  try {
+    state.farm = { ...(await apiJSON("/zerocopy/farm", {
+      method: "POST",
+      body: JSON.stringify({ url: String(value ?? "").trim() }),
+      headers: { "Content-Type": "application/json" },
+    })) };
+    state.farmError = null;
+  } catch (error) {
+    state.farmError = String(error?.message ?? error);
+  }
+  panel.render();
+}
+
+function farmLines() {
+  const farm = state.farm;
+  if (!farm) return [];
+  if (!farm.enabled) {
+    return [el("div", { class: "zc-farm", text: `Farm: off (${farm.reason ?? "no Redis URL"})` })];
+  }
+  const link = farm.connected === false ? `unreachable: ${farm.last_error ?? ""}` : "connected";
+  const lines = [
+    el("div", { class: "zc-farm", title: farm.url ?? "", text: `Farm: worker ${farm.worker} · ${farm.url} · ${link}${farm.pending ? ` · ${farm.pending} to publish` : ""}` }),
+  ];
+  for (const shot of farm.tags ?? []) {
+    const local = state.buffers.get(shot.tag);
+    if (local && (local.newest_generation ?? 0) >= shot.generation) continue; // this worker has it
+    lines.push(el("div", { class: "zc-farm-tag", dataset: { tag: shot.tag }, text: `${shot.tag}: gen ${shot.generation} on the farm from ${shot.worker} (${shapeText(shot.shape)} · ${bytesText(shot.bytes)}); a Handoff here fetches it` }));
+  }
+  return lines;
 }
 
 // ---------------------------------------------------------------- sidebar panel
@@ -422,7 +470,9 @@ const panel = {
     const rows = buffers.map((b) => this.row(b));
     const empty = buffers.length ? null : el("div", { class: "zc-panel-empty", text: state.listedAt ? "No buffers yet. Queue a workflow with a ZeroCopy Latent Store." : "Loading…" });
     const error = state.error ? el("div", { class: "zc-panel-error", text: state.error }) : null;
-    root.replaceChildren(...[header, error, empty, el("div", { class: "zc-rows" }, ...rows)].filter(Boolean));
+    const farmError = state.farmError ? el("div", { class: "zc-panel-error", text: `Farm setting: ${state.farmError}` }) : null;
+    const farm = el("div", { class: "zc-farm-lines" }, ...farmLines());
+    root.replaceChildren(...[header, error, farmError, farm, empty, el("div", { class: "zc-rows" }, ...rows)].filter(Boolean));
   },
 
   row(b) {
@@ -517,12 +567,29 @@ const STYLE = `
 .zc-meta { opacity: .75; }
 .zc-panel-error { color: #ff8b84; }
 .zc-panel-empty { opacity: .7; }
+.zc-farm { opacity: .85; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; word-break: break-all; }
+.zc-farm-tag { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; color: #8ab4f8; word-break: break-all; }
 `;
 
 // ---------------------------------------------------------------- registration
 
 app.registerExtension({
   name: "ZeroCopy.Continuity",
+
+  settings: [
+    {
+      id: FARM_URL_SETTING,
+      category: ["ZeroCopy", "Farm", "Redis URL"],
+      name: "Farm: Redis URL",
+      tooltip:
+        "redis://host:6379/0 (rediss:// for TLS) shared by every ComfyUI worker of the farm; empty: the server's " +
+        "ZEROCOPY_REDIS_URL, or no farm. Kept in plain text in your ComfyUI settings: prefer a URL without the " +
+        "password and ZEROCOPY_REDIS_PASSWORD on the server.",
+      type: "text",
+      defaultValue: "",
+      onChange: (value) => applyFarmURL(value),
+    },
+  ],
 
   async setup() {
     document.head.append(el("style", { id: "zerocopy-style", text: STYLE }));

@@ -20,6 +20,7 @@ from . import (adapters, comfy_adapter, cpu_threads, family_resolution, handoff_
                pixel_bridge, prompt_cache, runtime, ui_events)
 from .sockets import ContinuityToken
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
+from . import farm_link
 from ..zc_continuity import bundle_layout, families, lineage, shapes, shot as shot_description, streams
 from ..zc_continuity.certificate import Certificate
 from ..zc_continuity.errors import ContinuityError
@@ -45,7 +46,7 @@ def store_state() -> str:
     """A fingerprint of every tag's newest generation: what a Handoff with a linked tag (unknown
     when ComfyUI asks fingerprints) re-runs on."""
     entries = sorted((t["tag"], t["last_generation"]) for t in runtime.store().describe()["tags"])
-    return "store:" + ";".join(f"{tag}@{gen}" for tag, gen in entries)
+    return "store:" + ";".join(f"{tag}@{gen}" for tag, gen in entries) + farm_link.linked_state()
 
 
 class ZeroCopyLatentHandoff(io.ComfyNode):
@@ -156,8 +157,11 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             if buffer_tag is None:
                 return store_state()
             entry = runtime.store().describe_tag(buffer_tag)  # restores nothing from disk
+            farm = farm_link.newer_published(buffer_tag, entry["last_generation"] if entry else 0)
         except Exception:
             return math.nan
+        if farm is not None:  # another worker stored a newer shot: this node runs (and fetches it)
+            return f"{farm[0]}:{generation}:{farm[1]}"
         if entry is None:
             return "empty"
         newest = entry["last_generation"]
@@ -182,6 +186,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         store = runtime.store()
         skipped = []
         try:
+            farm_link.pull(buffer_tag, generation)  # a newer shot another worker stored, if any
             # verified: the stored bytes are still the ones that were digested
             if generation:
                 shot = store.get(buffer_tag, generation, verify=True)
@@ -198,6 +203,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         if skipped:
             fallback_notes.append(f"used generation {shot.generation}, the newest that verifies")
             log.warning("tag %r: %s", buffer_tag, "; ".join(fallback_notes))
+        fallback_notes += farm_link.origin_notes(shot.meta)  # the worker another shot came from
         settings = handoff_tail.TailSettings(
             width=width, height=height, length=length, tail_frames=tail_frames, mode=continuity_mode,
             ratio=blend_ratio, image=fallback_first_frame, vae=vae, color_anchor=bool(color_anchor),
@@ -263,7 +269,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         meta = dict(described.meta, kind="start_image")
         if described.spec is None:  # the family came from the VAE or the text encoder
             meta.update(shot_description.metadata_for(spec))
-        return runtime.store().put(tag, described.tensors, meta, spill=True)
+        return farm_link.put(runtime.store(), tag, described.tensors, meta)
 
     @staticmethod
     def fresh_audio(spec, batch: int, length: int):

@@ -17,7 +17,7 @@ import math
 
 from comfy_api.latest import io
 
-from . import comfy_adapter, family_resolution, log, runtime
+from . import comfy_adapter, family_resolution, farm_link, log, runtime
 from .handoff_node import store_state
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, load
@@ -102,8 +102,11 @@ class ZeroCopyLatentLoad(io.ComfyNode):
             if buffer_tag is None:
                 return store_state()
             entry = runtime.store().describe_tag(buffer_tag)
+            farm = farm_link.newer_published(buffer_tag, entry["last_generation"] if entry else 0)
         except Exception:
             return math.nan
+        if farm is not None and shot != "first":  # another worker stored a newer shot
+            return f"{farm[0]}:{shot}:{generation}:{farm[1]}"
         if entry is None:
             return "empty"
         kept = sorted({s["generation"] for s in entry["slots"]} | set(entry["disk_generations"]))
@@ -122,6 +125,8 @@ class ZeroCopyLatentLoad(io.ComfyNode):
             raise ValueError(f"shot {shot!r} is not one of {', '.join(SHOTS)}")
         store = runtime.store()
         try:
+            if shot != "first":  # another worker's newer shot (or the generation asked for)
+                farm_link.pull(buffer_tag, generation if shot == "generation" else 0)
             stored, notes = pick(store, buffer_tag, shot, generation)
         except NotFound as exc:
             raise ContinuityError(f"{exc}; run a ZeroCopyLatentStore with tag {buffer_tag!r} first, or "
@@ -141,7 +146,7 @@ class ZeroCopyLatentLoad(io.ComfyNode):
         if frames:
             lines += [f"{name} digest of what is handed out: {digest_tensor(t)}" for name, t in zip(names, cut)]
         lines.append("bit-identical: yes (the stored bytes, as views; no copy)")
-        lines += [f"note: {n}" for n in notes]
+        lines += [f"note: {n}" for n in notes + farm_link.origin_notes(stored.meta)]
         info = "\n".join(lines)
         log.info(info.replace("\n", " | "))
         return io.NodeOutput({"samples": comfy_adapter.nested(cut)}, info)

@@ -127,8 +127,10 @@ def reset(spill_dir: str | os.PathLike | None = None) -> None:
     """Close the shared store (flushing spills); the next use opens a fresh one.
 
     With spill_dir, the next store uses that directory (tests, and users who
-    move their spill directory at runtime)."""
+    move their spill directory at runtime). The farm link goes first: it publishes from the store."""
     global _store
+    from . import farm_link
+    farm_link.close()
     with _lock:
         if _store is not None:
             _store.close()

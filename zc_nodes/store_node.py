@@ -16,7 +16,7 @@ import math
 
 from comfy_api.latest import io
 
-from . import color_anchor, comfy_adapter, log, prompt_graph, runtime, ui_events
+from . import color_anchor, comfy_adapter, farm_link, log, prompt_graph, runtime, ui_events
 from .sockets import ContinuityToken
 from ..zc_continuity import lineage, ltx, shot as shot_description
 from ..zc_continuity.bundle_layout import VIDEO_KEY
@@ -124,7 +124,7 @@ class ZeroCopyLatentStore(io.ComfyNode):
             raise ValueError(f"ZeroCopyLatentStore: {exc}") from None
         store = runtime.store()
         meta = dict(shot.meta, **color_anchor.anchor_for_new_shot(store, buffer_tag, shot.video))
-        generation = store.put(buffer_tag, shot.tensors, meta, spill=True)
+        generation = farm_link.put(store, buffer_tag, shot.tensors, meta)  # farm-numbered when configured
         digest = store.tensor_info(buffer_tag, generation)[1][VIDEO_KEY].digest
         runtime.remember_store(node_id(cls), buffer_tag)
         shapes = [list(t.shape) for t in shot.tensors.values()]

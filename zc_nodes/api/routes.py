@@ -9,6 +9,11 @@
     DELETE /zerocopy/buffers/{tag}[?disk=true]     drop a tag (disk=true also deletes its spill files)
     POST   /zerocopy/drop  {"tags": [...], "disk": false} | {"all": true, "disk": false}
     GET    /zerocopy/residency                     the VRAM residency / allocator report
+    GET    /zerocopy/farm                          the farm tier: on or off (and why), Redis URL
+                                                   (password hidden), worker, connection, pending
+                                                   publishes, and the newest shot of each farm tag
+    POST   /zerocopy/farm  {"url": "redis://..."}  use this Redis URL ("": ZEROCOPY_REDIS_URL or
+                                                   off); what ComfyUI's settings panel sends
 
 ComfyUI also serves every route under /api/ (what the frontend's fetchApi uses).
 Every answer is JSON except the PNG; every error is JSON
@@ -64,12 +69,14 @@ class Services:
     store: returns the shared LatentStore. projection_for(meta, channels): the
     RgbProjection for a stored latent, or None. residency_report(): the
     residency/allocator report dict. notify(event, data): tells connected
-    browsers that buffers changed (may be None)."""
+    browsers that buffers changed (may be None). farm: the farm link (status(),
+    listing(), configure(url)), or None (the farm routes answer 503)."""
 
     store: Callable[[], object]
     projection_for: Callable[[dict, int], preview.RgbProjection | None]
     residency_report: Callable[[], dict]
     notify: Callable[[str, dict], None] | None = None
+    farm: object | None = None
 
 
 def _json(data: dict, status: int = 200, **headers) -> web.Response:
@@ -254,6 +261,31 @@ def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
         report = await asyncio.get_running_loop().run_in_executor(None, services.residency_report)
         return _json({"version": API_VERSION, **report})
 
+    async def farm(request: web.Request) -> web.Response:
+        check_query(request.query, ())
+        link = services.farm
+        if link is None:
+            raise ApiError(503, "farm_unavailable", "this server has no farm tier")
+        loop = asyncio.get_running_loop()
+        if request.method == "POST":
+            data = parse_json_object(await _read_body(request), ("url",))
+            url = data.get("url", "")
+            if not isinstance(url, str):
+                raise ApiError(400, "invalid_parameter", f"'url' must be a string, not {type(url).__name__}")
+            try:
+                doc = await loop.run_in_executor(None, link.configure, url)
+            except ValueError as exc:  # FarmConfigError: names the value (password hidden) and the fix
+                raise ApiError(400, "invalid_parameter", str(exc)) from None
+        else:
+            doc = await loop.run_in_executor(None, link.status)
+        doc = dict(doc, tags=[])
+        if doc.get("enabled"):
+            try:
+                doc["tags"] = await loop.run_in_executor(None, link.listing)
+            except RuntimeError as exc:  # FarmUnavailable: Redis unreachable now
+                doc["listing_error"] = str(exc)
+        return _json({"version": API_VERSION, **doc})
+
     async def unknown(request: web.Request) -> web.Response:
         raise ApiError(
             404, "not_found", f"no ZeroCopy route {request.path!r}; the routes are listed in docs/web-api.md"
@@ -266,6 +298,7 @@ def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
         ("*", f"{PREFIX}/buffers/{{tag}}/preview.png", _guarded(("GET",), preview_png)),
         ("*", f"{PREFIX}/drop", _guarded(("POST",), drop)),
         ("*", f"{PREFIX}/residency", _guarded(("GET",), residency)),
+        ("*", f"{PREFIX}/farm", _guarded(("GET", "POST"), farm)),
         ("*", f"{PREFIX}/{{tail:.*}}", _guarded(any_method, unknown)),
     ]
 
