@@ -16,6 +16,8 @@ Sections, in order (each also runs alone with --only):
   residency  per-shot model reloads over 10 shots with and without ZeroCopyVRAMPin (CPU)
   scale      store cost against latent size (1 MiB -> 1 GiB) and number of tags (1 -> 10,000),
              resident memory over a soak
+  farm       a Wan 2.1 720p shot through Redis on loopback against the local path, and 4 workers'
+             aggregate store throughput (a real redis-server; NOT MEASURED without one)
   gpu        every GPU row, from the JSON tools/gpu/run_all.py wrote (--gpu-json, default
              DIR/gpu.json); NOT MEASURED, with the reason, where there is none
 
@@ -48,7 +50,7 @@ if str(REPO) not in sys.path:
 
 from bench.common import FAIL, PASS, Context, Row, Section, cpu_load, git_commit, host, md_table  # noqa: E402
 
-SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "gpu")
+SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "farm", "gpu")
 TIME_GOAL = {"full": 600, "quick": 120, "smoke": None}
 
 

@@ -19,6 +19,7 @@ from typing import Iterator
 
 import torch
 
+from . import device
 from ._library import DLManagedTensor, DLManagedTensorVersioned, DLTensor, check, lib
 
 VERSIONED = b"dltensor_versioned"
@@ -173,6 +174,13 @@ class _SlotExport:
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         out = ctypes.c_void_p()
         check(lib.zc_view_export_dlpack(self._view, self._index, int(versioned), ctypes.byref(out)))
+        if self._device[0] != 1:  # a device tensor: the consumer's stream waits until it is complete
+            try:
+                described = _dltensor_at(out.value, versioned)
+                device.wait_ready((described.data or 0) + described.byte_offset, stream)
+            except BaseException:
+                _call_deleter(out.value, versioned)
+                raise
         described = _dltensor_at(out.value, versioned).dtype
         if _needs_byte_view(_CODE_TO_DTYPE.get(described.code)):
             described.code = 1  # kDLUInt: torch reads the bytes, view_tensor restores the type

@@ -25,7 +25,7 @@ from typing import Mapping
 
 import torch
 
-from . import dlpack
+from . import device, dlpack
 from .errors import CorruptFile, NotFound
 from ._library import StoreConfig, StoreStats, TensorInfo, VerifyReport, check, encode, lib
 
@@ -197,15 +197,16 @@ class LatentStore:
 
     # -- writing ---------------------------------------------------------
     def put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None = None,
-            *, spill: bool = False, host_copy: bool | None = None, defensive_clone: bool = False,
+            *, spill: bool = False, host_copy: bool | None = None, defensive_clone: bool = True,
             may_evict_newest: bool = False, generation: int | None = None) -> int:
         """Store tensors under tag as its next generation; returns the generation.
 
-        Host tensors are copied. Tensors on other devices are held by
-        reference; ``defensive_clone`` first clones them on their device (so
-        later in-place writes by the caller cannot change what was stored);
-        ``host_copy`` (default: when spilling) also keeps a host copy, which
-        gives the tensor a digest and lets it spill.
+        Host tensors are copied. Tensors on other devices are held by reference to a private
+        clone made on their device (``device.hold``: later in-place writes by the caller, or by
+        a node the original goes on to, cannot change what was stored; ``defensive_clone=False``
+        holds the caller's own tensor, for a caller that guarantees no writer). ``host_copy``
+        (default: when spilling) also keeps a host copy of the clone, which gives the tensor a
+        digest and lets it spill.
 
         ``generation`` stores it as that generation instead (e.g. one a farm-wide
         allocator handed out): raises GenerationExists if the tag holds it in memory or
@@ -257,20 +258,23 @@ class LatentStore:
             with dlpack.borrowed_dltensor(tensor) as dl:
                 check(lib.zc_bundle_add_copy(bundle, encode(name, "tensor name"), dl))
             return
-        held = tensor.detach().clone() if clone else tensor.detach()
-        LatentStore._add_reference(bundle, name, held, host_copy)
+        LatentStore._add_reference(bundle, name, device.hold(tensor, clone=clone), host_copy)
 
     @staticmethod
     def _add_reference(bundle: int, name: str, tensor: torch.Tensor, host_copy: bool) -> None:
-        """Hand tensor's memory to the bundle by reference (and a host copy if asked)."""
+        """Hand tensor's memory to the bundle by reference (and a host copy if asked).
+
+        Everything that can raise happens before the capsule is consumed, and nothing between
+        consuming it and the engine call that takes it over: the managed tensor cannot leak."""
         name_b = encode(name, "tensor name")
-        shadow = tensor.detach().to("cpu", copy=True) if host_copy else None
-        managed, versioned = dlpack.consume(tensor)
-        if shadow is None:
-            check(lib.zc_bundle_add_reference(bundle, name_b, managed, int(versioned), None))
-            return
-        with dlpack.borrowed_dltensor(shadow) as dl:
+        shadow = device.host_copy(tensor) if host_copy else None
+        with contextlib.ExitStack() as stack:
+            dl = stack.enter_context(dlpack.borrowed_dltensor(shadow)) if shadow is not None else None
+            with device.on_device(tensor):
+                managed, versioned = dlpack.consume(tensor)
             check(lib.zc_bundle_add_reference(bundle, name_b, managed, int(versioned), dl))
+        if shadow is not None:
+            device.give_back(shadow)  # the engine copied it: the pinned buffer can serve the next put
 
     def put_by_reference(self, tag: str, tensors: Mapping[str, torch.Tensor],
                          meta: Mapping[str, str] | None = None, *, host_copy: bool = False) -> int:

@@ -11,6 +11,7 @@ is POSIX-only: RAM comes from psutil (which ComfyUI depends on) on every OS.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from pathlib import Path
@@ -92,9 +93,24 @@ def store():
                                  host_budget_bytes=default_host_budget(),
                                  device_budget_bytes=default_device_budget(), spill_dir=spill)
             hooked = memory_release.install(lambda: _store)  # None after reset(): nothing to release
+            if not _exit_hook:
+                atexit.register(_flush_at_exit)  # queued spills reach the disk when Python exits
+                _exit_hook.append(True)
             log.info("latent store ready: spill directory %s, %d tags on disk%s", spill,
                      len(_store.tags()), f"; gives memory back through {', '.join(hooked)}" if hooked else "")
         return _store
+
+
+_exit_hook: list = []
+
+
+def _flush_at_exit() -> None:
+    """Close the shared store at interpreter exit: its writer thread finishes the queued spills
+    first (a shot stored just before ComfyUI quits is on disk for the next start)."""
+    try:
+        reset()
+    except Exception as exc:  # noqa: BLE001 - exiting anyway; say what could not be written
+        log.error("the latent store could not finish its spills at exit: %s", exc)
 
 
 def _remember(table: dict, key, value) -> None:

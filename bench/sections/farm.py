@@ -12,7 +12,7 @@ the reason, without redis-server or redis-py):
   F3  4 worker processes storing 720p shots at once (each its own tag, one shot after another, each
       published before the next) against the same 4 storing locally (each spilled before the
       next): shots per second in all
-A section module (``run(ctx) -> Section``) for bench/run.py; not registered there yet.
+A section module (``run(ctx) -> Section``) of bench/run.py.
 """
 
 from __future__ import annotations

@@ -189,6 +189,43 @@ static void adopt_found_files(zc_store *s)
                 e->disk[i].mine = 1;
 }
 
+static int holds_references(const zc_slot *slot)
+{
+    for (uint32_t i = 0; slot->bundle && i < slot->bundle->count; i++)
+        if (slot->bundle->tensors[i].ref != NULL)
+            return 1;
+    return 0;
+}
+
+/* The writer's reference on a spilled slot.  If it is the last one and the slot holds tensors
+ * by reference, freeing it would run their producers' deleters (torch's, which may need the
+ * interpreter) on this thread: the release waits for a caller's thread instead.  refs == 1
+ * means no one else can take a reference any more (the slot left its ring, no view holds it). */
+static void release_from_writer(zc_store *s, zc_slot *slot)
+{
+    if (atomic_load(&slot->refs) == 1 && holds_references(slot)) {
+        zc_os_mutex_lock(&s->lock);
+        slot->next_deferred = s->deferred;
+        s->deferred = slot;
+        zc_os_mutex_unlock(&s->lock);
+        return;
+    }
+    zc__slot_unref(slot);
+}
+
+void zc__release_deferred(zc_store *s)
+{
+    zc_os_mutex_lock(&s->lock);
+    zc_slot *list = s->deferred;
+    s->deferred = NULL;
+    zc_os_mutex_unlock(&s->lock);
+    while (list) {
+        zc_slot *next = list->next_deferred;
+        zc__slot_unref(list);
+        list = next;
+    }
+}
+
 static void writer_main(void *arg);
 
 int zc__spill_open(zc_store *s)
@@ -354,7 +391,7 @@ static void writer_main(void *arg)
         }
         if (rc == ZC_OK)
             zc__spill_announce(s, slot->tag);
-        zc__slot_unref(slot);
+        release_from_writer(s, slot);
         free(job);
 
         zc_os_mutex_lock(&s->lock);
@@ -387,6 +424,7 @@ int zc_store_flush(zc_store *s)
     s->flush_status = ZC_OK;
     s->flush_message[0] = '\0';
     zc_os_mutex_unlock(&s->lock);
+    zc__release_deferred(s);
     if (rc != ZC_OK)
         return zc__fail(rc, "%s", msg);
     return ZC_OK;

@@ -202,6 +202,7 @@ void zc_store_close(zc_store *s)
     s->closing = 1;
     zc_os_mutex_unlock(&s->lock);
     zc__spill_close(s);
+    zc__release_deferred(s); /* the writer has stopped: its deferred releases run here */
     for (size_t i = 0; i < s->bucket_count; i++) {
         zc_tag_entry *e = s->buckets[i];
         while (e) {
@@ -586,6 +587,8 @@ static int put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uint6
 
 int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uint64_t *generation)
 {
+    if (s != NULL)
+        zc__release_deferred(s);
     return put(s, tag, b, flags, 0, generation);
 }
 
@@ -596,6 +599,8 @@ int zc_store_put_generation(zc_store *s, const char *tag, zc_bundle *b, uint32_t
         return zc__fail(ZC_E_INVALID, "generation %llu for tag \"%s\" is out of range; expected "
                         "1 to %llu", (unsigned long long)generation, tag ? tag : "(null)",
                         (unsigned long long)ZC_MAX_GENERATION);
+    if (s != NULL)
+        zc__release_deferred(s);
     return put(s, tag, b, flags, generation, NULL);
 }
 
@@ -728,6 +733,7 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
     *out = NULL;
     if ((rc = zc_tag_check(tag)) != ZC_OK)
         return rc;
+    zc__release_deferred(s);
     /* What other processes spilled since the last look.  A counter that
      * cannot be read leaves the store with what it knows. */
     if (generation == 0)
@@ -782,6 +788,7 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
         return zc__fail(ZC_E_INVALID, "store is NULL");
     if ((rc = zc_tag_check(tag)) != ZC_OK)
         return rc;
+    zc__release_deferred(s);
     if ((flags & ZC_DROP_DISK) && s->spill_dir) {
         zc__worker_wait(s); /* pending writes must land before their files go (errors stay for flush) */
         (void)zc__spill_refresh(s, tag); /* and other processes' files go too */

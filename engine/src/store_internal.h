@@ -49,6 +49,7 @@ typedef struct zc_slot {
     int from_disk;                 /* restored from a spill file */
     int files_dropped;             /* dropped with ZC_DROP_DISK; under the store lock */
     zc_write_watch watch[ZC_MAX_TENSORS]; /* per tensor of bundle */
+    struct zc_slot *next_deferred; /* in zc_store.deferred: its last release waits for a caller */
 } zc_slot;
 
 /* One spill file of a tag. */
@@ -98,6 +99,9 @@ struct zc_store {
     zc_spill_job *queue_head;
     zc_spill_job *queue_tail;
     int writer_busy;
+    zc_slot *deferred;             /* slots whose last reference the writer thread let go of
+                                      while they hold tensors by reference: their producers'
+                                      deleters (torch's) run on a caller's thread instead */
     int flush_status;              /* first spill error since the last flush */
     char flush_message[1024];
 
@@ -110,6 +114,9 @@ struct zc_store {
 struct zc_view {
     zc_slot *slot;
 };
+
+/* Run the releases the writer thread deferred (lock NOT held): call on callers' threads. */
+void zc__release_deferred(zc_store *store);
 
 /* slot.c */
 zc_slot *zc__slot_new(zc_core *core, zc_bundle *bundle, const char *tag);

@@ -33,6 +33,7 @@ int zc_store_release(zc_store *s, int tier, uint64_t want, uint64_t *released)
         return zc__fail(ZC_E_INVALID, "zc_store_release: tier %d is neither ZC_TIER_HOST nor "
                         "ZC_TIER_DEVICE", tier);
     *released = 0;
+    zc__release_deferred(s);
     if (want == 0)
         return ZC_OK;
     uint64_t freed = tier == ZC_TIER_HOST ? zc__bufpool_trim(s->pool, want) : 0;

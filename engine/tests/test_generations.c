@@ -1,9 +1,11 @@
-/* test_generations.c — what a tag holds, without restoring anything: the generation list
- * (memory and disk merged, newest first) and the one-tag description. */
+/* test_generations.c — what a tag holds, without restoring anything (the generation list,
+ * the one-tag description), giving memory back (zc_store_release), and which thread runs the
+ * deleters of tensors held by reference. */
 #include <stdio.h>
 #include <string.h>
 
 #include "fixtures.h"
+#include "compiler.h"
 #include "harness.h"
 
 static zc_store *open_spilling(const char *dir, uint32_t depth, uint32_t disk_keep)
@@ -116,6 +118,51 @@ TEST(release_frees_the_pool_then_spilled_slots_and_loses_nothing)
     REQUIRE_OK(zc_store_release(s, ZC_TIER_DEVICE, 1 << 20, &freed));
     CHECK(freed == 0); /* nothing on the device */
     zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+/* Set on the test's own thread only: a deleter that finds it unset ran on another (the writer). */
+static ZC_THREAD_LOCAL int on_test_thread;
+static int deletes_elsewhere;
+
+static void deleter_on_which_thread(zc_dl_managed_versioned *m)
+{
+    if (!on_test_thread)
+        deletes_elsewhere++;
+    fixture_managed_delete(m);
+}
+
+TEST(reference_deleters_never_run_on_the_writer_thread)
+{
+    on_test_thread = 1;
+    deletes_elsewhere = 0;
+    char *dir = zc_test_tmpdir("deferred");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_spilling(dir, 1, 2); /* depth 1: each put pushes the previous slot out */
+    REQUIRE(s != NULL);
+    static float device_bytes[64 * 1024]; /* stands in for device memory held by reference */
+    float host[64 * 1024];
+    for (int i = 0; i < 64 * 1024; i++)
+        host[i] = (float)i;
+    int64_t shape[1] = {64 * 1024};
+    fixture_tensor copy;
+    fixture_f32(&copy, host, 1, shape);
+    int deleted = 0;
+    const int puts = 24;
+    for (int i = 0; i < puts; i++) {
+        zc_dl_managed_versioned *m = fixture_managed_new(device_bytes, 2 /* kDLCUDA */, 1, shape, &deleted);
+        m->deleter = deleter_on_which_thread;
+        zc_bundle *b;
+        REQUIRE_OK(zc_bundle_create(&b));
+        REQUIRE_OK(zc_bundle_add_reference(b, "latent_tensor", m, 1, &copy.dl));
+        REQUIRE_OK(zc_store_put(s, "film", b, ZC_PUT_SPILL, NULL));
+    }
+    REQUIRE_OK(zc_store_flush(s)); /* waits for the writer and runs what it deferred */
+    CHECK(deleted == puts - 1);    /* all but the one still in the ring */
+    CHECK(deletes_elsewhere == 0);
+    zc_store_close(s);
+    CHECK(deleted == puts && deletes_elsewhere == 0);
     zc_test_rmtree(dir);
     free(dir);
 }
