@@ -44,13 +44,16 @@ def summarize_prompt(text: str | None) -> str:
 
 def marker(*, parent_tag: str, parent_generation: int, tail_frames: int, tail_digest: str | None,
            used_digest: str | None, adapter: str, trim: int, prompt: str | None = None,
-           audio_digests: tuple | None = None) -> dict:
-    """The marker a Handoff puts into the LATENT it builds for the next shot."""
+           audio_digests: tuple | None = None, audio_span: tuple | None = None) -> dict:
+    """The marker a Handoff puts into the LATENT it builds for the next shot. ``audio_span`` is
+    (axis, start, count) of the parent's audio stream that the audio tail digests cover."""
     out = {"version": VERSION, "parent_tag": parent_tag, "parent_generation": int(parent_generation),
            "tail_frames": int(tail_frames), "tail_digest": tail_digest or "", "used_digest": used_digest or "",
            "adapter": adapter, "trim": int(trim), "prompt": summarize_prompt(prompt)}
     if audio_digests:
         out["audio_tail_digest"], out["audio_used_digest"] = audio_digests[0] or "", audio_digests[1] or ""
+    if audio_span:
+        out["audio_axis"], out["audio_start"], out["audio_count"] = (int(v) for v in audio_span)
     return out
 
 

@@ -327,7 +327,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             parent_tag=shot.tag, parent_generation=shot.generation, tail_frames=prepared.tail_frames,
             tail_digest=prepared.stored_digest, used_digest=prepared.used_digest, adapter=chosen.name,
             trim=certificate.overlap_pixel_frames, prompt=settings.prompt,
-            audio_digests=prepared.audio_digests)
+            audio_digests=prepared.audio_digests, audio_span=prepared.audio_span)
         return finish(result, certificate)
 
     @classmethod

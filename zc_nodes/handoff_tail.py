@@ -31,6 +31,7 @@ class PreparedTail:
     audio_shape: tuple | None = None
     audio_rate: Fraction | None = None
     audio_digests: tuple[str, str] | None = None
+    audio_span: tuple[int, int, int] | None = None  # (axis, start, count) of the audio tail taken
     resampled: bool = False
     blended: bool = False
     adjusted: bool = False
@@ -135,6 +136,7 @@ def audio_part(shot, streams_, spec, video, k: int, settings: TailSettings, prep
         span = streams.audio_tail(audio.shape[axis], stored_pixels, overlap, rate)
         piece = streams.take_audio_tail(audio, span, spec)
         prepared.audio = piece
+        prepared.audio_span = (axis, span.start, span.count)
         digest = digest_tensor(piece)
         prepared.audio_digests = (digest, digest)
         prepared.audio_rate = rate
