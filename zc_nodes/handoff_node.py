@@ -249,7 +249,9 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         result = chosen.build(request)
         start = cls.store_start_image(tag, piece, spec, model)
         result.latent[lineage.MARKER] = lineage.marker(
-            parent_tag=tag, parent_generation=start, tail_frames=1, tail_digest=digest_tensor(piece),
+            parent_tag=tag, parent_generation=start,
+            tail_frames=piece.shape[2] if piece.dim() == 5 else piece.shape[0],  # the whole start image
+            tail_digest=digest_tensor(piece),
             used_digest=digest_tensor(piece), adapter=chosen.name, trim=0, prompt=prompt)
         info = "\n".join([f"ZeroCopy handoff: tag {tag!r} holds no latent yet: this first shot "
                           f"starts from fallback_first_frame (VAE-encoded once), adapter {chosen.name}",

@@ -17,7 +17,7 @@ import math
 
 from comfy_api.latest import io
 
-from . import comfy_adapter, family_resolution, farm_link, log, runtime
+from . import comfy_adapter, family_resolution, farm_link, load_lineage, log, runtime
 from .handoff_node import store_state
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, load
@@ -58,6 +58,7 @@ class ZeroCopyLatentLoad(io.ComfyNode):
             node_id="ZeroCopyLatentLoad",
             display_name="ZeroCopy Latent Load",
             category="CineFlux/Continuity",
+            hidden=[io.Hidden.unique_id],
             description=(
                 "Loads a stored shot as a plain LATENT for any node that takes one (SVI 2.0 Pro's "
                 "anchor_samples / prev_samples, WanSoundImageToVideoExtend's video_latent, "
@@ -143,8 +144,14 @@ class ZeroCopyLatentLoad(io.ComfyNode):
                  "shape " + " + ".join(str(list(t.shape)) for t in cut)
                  + ("" if frames == 0 else
                     f" (the {'first' if from_start else 'last'} {frames} of {list(stream_list[0].shape)})")]
+        handed = [digest_tensor(t) for t in cut] if frames else [
+            stored.info[bundle_layout.stream_key(i)].digest for i in range(len(cut))]
         if frames:
-            lines += [f"{name} digest of what is handed out: {digest_tensor(t)}" for name, t in zip(names, cut)]
+            lines += [f"{name} digest of what is handed out: {d}" for name, d in zip(names, handed)]
+        # a tail (the end, or the whole shot) is the parent of the shot a Store keeps from it
+        axis = 2 if cut[0].ndim == 5 else 0
+        load_lineage.note(getattr(cls.hidden, "unique_id", None), None if from_start and frames else
+                          load_lineage.ServedTail(stored.tag, stored.generation, cut[0].shape[axis], handed[0]))
         lines.append("bit-identical: yes (the stored bytes, as views; no copy)")
         lines += [f"note: {n}" for n in notes + farm_link.origin_notes(stored.meta)]
         info = "\n".join(lines)

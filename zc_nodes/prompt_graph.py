@@ -55,3 +55,40 @@ def sampler_seed(prompt: dict | None, node_id, input_name: str = "samples"):
         link = next((_link(inputs[k]) for k in ("samples", "latent", "latent_image") if _link(inputs.get(k))),
                     None)
     return None
+
+
+MAX_NODES = 4096
+
+
+def ancestors(prompt: dict | None, node_id, input_name: str = "samples") -> set[str]:
+    """Every node whose output reaches ``node_id``'s ``input_name``, through any inputs."""
+    if not prompt or node_id is None or str(node_id) not in prompt:
+        return set()
+    first = _link(prompt[str(node_id)].get("inputs", {}).get(input_name))
+    todo = [first[0]] if first else []
+    seen: set[str] = set()
+    while todo and len(seen) < MAX_NODES:
+        current = todo.pop()
+        if current in seen or current not in prompt:
+            continue
+        seen.add(current)
+        for value in prompt[current].get("inputs", {}).values():
+            link = _link(value)
+            if link is not None:
+                todo.append(link[0])
+    return seen
+
+
+def class_of(prompt: dict | None, node_id) -> str | None:
+    node = (prompt or {}).get(str(node_id))
+    return node.get("class_type") if isinstance(node, dict) else None
+
+
+def consumers(prompt: dict | None, source_id, among: set[str]) -> list[str]:
+    """The nodes of ``among`` that take an output of ``source_id`` as an input, by id."""
+    found = []
+    for candidate in sorted(among):
+        inputs = prompt[candidate].get("inputs", {})
+        if any((_link(v) or (None,))[0] == str(source_id) for v in inputs.values()):
+            found.append(candidate)
+    return found

@@ -16,7 +16,7 @@ import math
 
 from comfy_api.latest import io
 
-from . import color_anchor, comfy_adapter, farm_link, log, prompt_graph, runtime, ui_events
+from . import color_anchor, comfy_adapter, farm_link, load_lineage, log, prompt_graph, runtime, ui_events
 from .sockets import ContinuityToken
 from ..zc_continuity import lineage, ltx, shot as shot_description
 from ..zc_continuity.bundle_layout import VIDEO_KEY
@@ -110,6 +110,13 @@ class ZeroCopyLatentStore(io.ComfyNode):
         return 0 if known else math.nan
 
     @classmethod
+    def lineage_marker(cls, samples) -> dict | None:
+        """What the shot continued from: the Handoff's marker, else the tail a Load upstream served."""
+        if lineage.MARKER in samples:
+            return samples[lineage.MARKER]
+        return load_lineage.parent_marker(getattr(cls.hidden, "prompt", None), node_id(cls))
+
+    @classmethod
     def execute(cls, samples, buffer_tag=DEFAULT_TAG, model=None) -> io.NodeOutput:
         problem = tag_problem(buffer_tag)
         if problem:
@@ -118,7 +125,7 @@ class ZeroCopyLatentStore(io.ComfyNode):
             shot = shot_description.describe_shot(
                 comfy_adapter.unbind_streams(samples["samples"]), model=comfy_adapter.model_facts(model),
                 other_keys=[k for k in samples if k != "samples"],
-                guide_marker=samples.get(ltx.GUIDE_MARKER), lineage_marker=samples.get(lineage.MARKER),
+                guide_marker=samples.get(ltx.GUIDE_MARKER), lineage_marker=cls.lineage_marker(samples),
                 seed=prompt_graph.sampler_seed(getattr(cls.hidden, "prompt", None), node_id(cls)))
         except ContinuityError as exc:
             raise ValueError(f"ZeroCopyLatentStore: {exc}") from None

@@ -4,6 +4,7 @@ the last k latents of video and audio-video shots, and the errors and fallbacks.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -68,7 +69,13 @@ def test_wan_s2v_extend_chain_fed_by_the_store(comfy, captures, pack, tiny_wan21
         assert same_bits(motion, expected[:, :, -19:])  # core's own slice of what it received
         info = comfy.output(run, loaded, 1)
         assert f"generation {stored.generation} (newest)" in info and "bit-identical: yes" in info
-        assert shared_store(pack).get(tag).generation == stored.generation + 1
+        new = shared_store(pack).get(tag)
+        assert new.generation == stored.generation + 1
+        # the Load's tail is the new shot's parent in the film: the whole shot, bit-identical
+        hop = json.loads(new.meta["lineage"])
+        assert (hop["parent_tag"], hop["parent_generation"], hop["tail_frames"]) == (tag, stored.generation, 3)
+        assert hop["tail_digest"] == hop["used_digest"] == stored.info["latent_tensor"].digest
+        assert hop["adapter"] == "ZeroCopyLatentLoad -> WanSoundImageToVideoExtend" and hop["seed"] == seed
 
 
 def test_last_frames_of_video_and_audio_video_shots(comfy, captures, pack):

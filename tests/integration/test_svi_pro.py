@@ -9,6 +9,7 @@ this repository, never committed); setup.sh then installs its requirements."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -68,4 +69,10 @@ def test_svi_pro_chain_over_three_queue_runs(comfy, captures, pack, kjnodes, tin
         assert "generation 1 (first)" in comfy.output(run, anchor_node, 1)
         assert f"generation {previous.generation} (newest)" in comfy.output(run, prev_node, 1)
         assert captures.CAPTURED[f"svi{shot}"]["samples"].shape == (1, 16, 3, 8, 8)
-        assert shared_store(pack).get(tag).generation == previous.generation + 1
+        new = shared_store(pack).get(tag)
+        assert new.generation == previous.generation + 1
+        # the film's lineage: the newest Load's tail is the parent, never the anchor Load
+        hop = json.loads(new.meta["lineage"])
+        assert (hop["parent_generation"], hop["tail_digest"]) == (previous.generation,
+                                                                  previous.info["latent_tensor"].digest)
+        assert hop["adapter"] == "ZeroCopyLatentLoad -> WanImageToVideoSVIPro"
