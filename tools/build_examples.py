@@ -37,6 +37,12 @@ MODEL_INPUTS = {
     ("LTXAVTextEncoderLoader", "text_encoder"): "text_encoders",
     ("LTXVAudioVAELoader", "ckpt_name"): "checkpoints",
     ("AudioEncoderLoader", "audio_encoder_name"): "audio_encoders",
+    ("LoraLoaderModelOnly", "lora_name"): "loras",
+}
+# examples that need a custom node pack besides this one: (node types, the pack, its path variable).
+# Without the pack the builder keeps the shipped file as it is and says so.
+NEEDS_PACKS = {
+    "wan22_svi_pro_chain": (("WanImageToVideoSVIPro",), "kijai/ComfyUI-KJNodes", "KJNODES_PATH"),
 }
 TAG_NOTE = (
     "Every ZeroCopy Latent Store writes the tag; the Handoff of the next shot reads it. The "
@@ -851,6 +857,94 @@ def wan22_s2v_extend(schemas):
     return wf
 
 
+def wan22_svi_pro(schemas):
+    """Wan 2.2 I2V 14B with SVI 2.0 Pro (kijai/ComfyUI-KJNodes' WanImageToVideoSVIPro and the SVI
+    2.0 Pro LoRAs), over queue runs: run 1 encodes the start image and stores it as the film's
+    anchor, then makes shot 1; each later run feeds ZeroCopyLatentLoad 'first' (the anchor) to
+    anchor_samples and ZeroCopyLatentLoad 'newest' to prev_samples, bit-identical, and stores the
+    new shot. Needs KJNodes installed."""
+    from comfy_workflows import Workflow
+
+    wf = Workflow(schemas, "wan22_svi_pro_chain")
+    tag = "wan22_svi_film"
+    wf.note(
+        (-520, -40),
+        "\n".join(
+            [
+                "## Wan 2.2 SVI 2.0 Pro: a long shot over queue runs",
+                "Needs kijai/ComfyUI-KJNodes (WanImageToVideoSVIPro) and the SVI 2.0 Pro LoRAs.",
+                "Queue once: group 'Shot 1' encodes the start image, stores it as the film's anchor",
+                "(generation 1) and makes shot 1. Then mute 'Shot 1', un-mute 'Next shot' (select the",
+                "nodes, Ctrl+M) and queue once per further shot: ZeroCopy Latent Load 'first' hands the",
+                "anchor to anchor_samples, 'newest' the previous shot to prev_samples (SVI uses its last",
+                "motion_latent_count latents), both verified and bit-identical; the Store keeps the new",
+                "shot and records which shot it continued. A restart loses nothing: the store spills.",
+                "",
+                TAG_NOTE,
+            ]
+        ),
+        size=(460, 300),
+    )
+    high = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name="wan2.2_i2v_high_noise_14B_fp16.safetensors",
+                  weight_dtype="default", title="High-noise model")
+    low = wf.add("UNETLoader", (0, 130), size=(340, 90), unet_name="wan2.2_i2v_low_noise_14B_fp16.safetensors",
+                 weight_dtype="default", title="Low-noise model")
+    high_lora = wf.add("LoraLoaderModelOnly", (0, 260), size=(340, 90), model=high.out(0),
+                       lora_name="SVI_v2_PRO_Wan2.2-I2V-A14B_HIGH_lora_rank_128_fp16.safetensors",
+                       strength_model=1.0)
+    low_lora = wf.add("LoraLoaderModelOnly", (0, 390), size=(340, 90), model=low.out(0),
+                      lora_name="SVI_v2_PRO_Wan2.2-I2V-A14B_LOW_lora_rank_128_fp16.safetensors",
+                      strength_model=1.0)
+    high_model = wf.add("ModelSamplingSD3", (0, 520), size=(340, 60), model=high_lora.out(0), shift=8.0)
+    low_model = wf.add("ModelSamplingSD3", (0, 620), size=(340, 60), model=low_lora.out(0), shift=8.0)
+    clip = wf.add("CLIPLoader", (0, 720), size=(340, 110), clip_name="umt5_xxl_fp8_e4m3fn_scaled.safetensors",
+                  type="wan", device="default")
+    vae = wf.add("VAELoader", (0, 870), size=(340, 60), vae_name="wan_2.1_vae.safetensors")
+    image = wf.add("LoadImage", (0, 970), size=(340, 330), image="example.png")
+    positive = wf.add("CLIPTextEncode", (400, 0), size=(400, 140), clip=clip.out(0),
+                      text="a lighthouse keeper climbs the spiral stairs, lantern in hand, warm light",
+                      title="Prompt")
+    negative = wf.add("CLIPTextEncode", (400, 180), size=(400, 140), clip=clip.out(0),
+                      text="blurry, low quality, static, distorted, watermark", title="Negative prompt")
+    length = 81
+
+    def sample(x, seed, conditioned, shot):
+        """High-noise steps 0-3 then low-noise steps 3-6 (KSamplerAdvanced), then store and save."""
+        args = dict(noise_seed=seed, steps=6, cfg=1.0, sampler_name="euler", scheduler="simple")
+        first = wf.add("KSamplerAdvanced", (x, 0), size=(320, 330), model=high_model.out(0), add_noise="enable",
+                       positive=conditioned.out(0), negative=conditioned.out(1), latent_image=conditioned.out(2),
+                       start_at_step=0, end_at_step=3, return_with_leftover_noise="enable",
+                       title="High noise", **args)
+        second = wf.add("KSamplerAdvanced", (x + 360, 0), size=(320, 330), model=low_model.out(0),
+                        add_noise="disable", positive=conditioned.out(0), negative=conditioned.out(1),
+                        latent_image=first.out(0), start_at_step=3, end_at_step=10000,
+                        return_with_leftover_noise="disable", title="Low noise", **args)
+        outputs = _shot_outputs(wf, x + 360, 380, second.out(0), vae.out(0), tag, low_model.out(0), shot,
+                                prefix="zerocopy/svi_shot")
+        return [first, second, *outputs]
+
+    scaled = wf.add("ImageScale", (400, 400), size=(300, 130), image=image.out(0), upscale_method="lanczos",
+                    width=832, height=480, crop="center")
+    encoded = wf.add("VAEEncode", (400, 570), size=(220, 50), pixels=scaled.out(0), vae=vae.out(0))
+    anchor = wf.add("ZeroCopyLatentStore", (400, 660), size=(340, 260), samples=encoded.out(0), buffer_tag=tag,
+                    title="Store the anchor (start image)")
+    svi1 = wf.add("WanImageToVideoSVIPro", (860, 400), size=(340, 160), positive=positive.out(0),
+                  negative=negative.out(0), length=length, anchor_samples=anchor.out(0), motion_latent_count=1)
+    shot1 = sample(1240, 9101, svi1, 1)
+    wf.group("Shot 1 (bypass it after the first run)", [scaled, encoded, anchor, svi1, *shot1])
+    first = wf.add("ZeroCopyLatentLoad", (2400, 0), size=(340, 200), buffer_tag=tag, shot="first",
+                   generation=0, frames=1, frames_from="start", title="The film's anchor")
+    newest = wf.add("ZeroCopyLatentLoad", (2400, 240), size=(340, 200), buffer_tag=tag, shot="newest",
+                    generation=0, frames=0, frames_from="end", title="Newest stored shot")
+    svi = wf.add("WanImageToVideoSVIPro", (2400, 480), size=(340, 160), positive=positive.out(0),
+                 negative=negative.out(0), length=length, anchor_samples=first.out(0),
+                 prev_samples=newest.out(0), motion_latent_count=1)
+    shot_n = sample(2800, 9102, svi, "N")
+    wf.group("Next shot: continue the newest stored one (queue again for each)", [first, newest, svi, *shot_n])
+    wf.mute([first, newest, svi, *shot_n])  # the first run makes the anchor and shot 1 only
+    return wf
+
+
 # name -> builder; every shipped example (release profile)
 EXAMPLES = {
     "wan21_i2v_3shot_chain": wan21_i2v_chain,
@@ -860,6 +954,7 @@ EXAMPLES = {
     "flux_kontext_stills_chain": flux_kontext_stills,
     "flux_dev_img2img_stills": flux_dev_img2img_stills,
     "wan22_s2v_extend_chain": wan22_s2v_extend,
+    "wan22_svi_pro_chain": wan22_svi_pro,
 }
 
 
@@ -867,8 +962,21 @@ def render(workflow: dict) -> str:
     return json.dumps(workflow, indent=2) + "\n"
 
 
+def missing_pack(name: str, schemas) -> str | None:
+    """Why an example cannot be built from these schemas (a custom node pack it needs is not
+    loaded), or None."""
+    types, pack, variable = NEEDS_PACKS.get(name, ((), "", ""))
+    absent = [t for t in types if t not in schemas]
+    if not absent:
+        return None
+    return f"{', '.join(absent)} missing: set {variable} to a checkout of {pack}"
+
+
 def build_all(schemas) -> dict[str, str]:
-    return {name: render(builder(schemas).to_json()) for name, builder in EXAMPLES.items()}
+    """Every example as the builder makes it; one whose custom node pack is not loaded is the
+    shipped file, unchanged."""
+    return {name: render(builder(schemas).to_json()) if missing_pack(name, schemas) is None
+            else (WORKFLOW_DIR / f"{name}.json").read_text() for name, builder in EXAMPLES.items()}
 
 
 def model_files(workflow: dict, schemas) -> list[tuple[str, str]]:
@@ -921,6 +1029,9 @@ def start_comfyui(root: Path) -> None:
     asyncio.run(nodes.init_extra_nodes(init_custom_nodes=False, init_api_nodes=False))
     for pack in (REPO / "tests" / "integration" / "zc_test_nodes", REPO):
         assert asyncio.run(nodes.load_custom_node(str(pack), module_parent="custom_nodes")), pack
+    for _, pack, variable in NEEDS_PACKS.values():  # the peer packs some examples use, when given
+        if os.environ.get(variable):
+            assert asyncio.run(nodes.load_custom_node(os.environ[variable], module_parent="custom_nodes")), pack
 
 
 def main() -> int:
@@ -940,7 +1051,14 @@ def main() -> int:
     built = build_all(schemas)
     outputs = {WORKFLOW_DIR / f"{name}.json": text for name, text in built.items()}
     outputs[INDEX] = index_text(built, schemas)
+    for name in EXAMPLES:
+        why = missing_pack(name, schemas)
+        if why:
+            print(f"build_examples: {name} kept as shipped ({why})", file=sys.stderr)
+            outputs.pop(WORKFLOW_DIR / f"{name}.json")
     for name, text in built.items():
+        if missing_pack(name, schemas):
+            continue
         problems = validate(json.loads(text), schemas)
         if problems:
             print(f"{name}: " + "; ".join(problems), file=sys.stderr)

@@ -4,6 +4,10 @@
 //   ZeroCopyLatentHandoff node; the residency state on ZeroCopyVRAMPin nodes.
 // - A "ZeroCopy" sidebar tab listing every buffer, with inspect and clear, and the farm tier's
 //   state (GET /zerocopy/farm): its worker, its Redis, and the farm's shots this worker lacks.
+// - A storyboard per tag (the row's "Film" button; GET /zerocopy/film/{tag}?verify=true): the
+//   shots of the chosen line in order with thumbnails, take count, trim, digest and hop status;
+//   alternative and stale takes below; click a shot to inspect it, choose one of its takes
+//   (POST /zerocopy/film/{tag}/choose) or copy its "continue from here" settings.
 // - A setting, ZeroCopy > Farm > Redis URL, sent to POST /zerocopy/farm (empty: the server's
 //   ZEROCOPY_REDIS_URL, or no farm). The server never sends the password back.
 //
@@ -32,6 +36,8 @@ const state = {
   nodeEvents: new Map(), // execution node id -> last zerocopy.store / zerocopy.handoff payload
   residency: null, // last residency report or zerocopy.residency payload
   residencyEvents: new Map(), // node id -> last zerocopy.residency payload
+  films: new Map(), // tag -> GET /zerocopy/film/{tag}?verify=true document, or error text
+  filmSelected: new Map(), // tag -> generation of the storyboard shot being inspected
   farm: null, // GET /zerocopy/farm: enabled, worker, url (password hidden), connected, tags, ...
   farmError: null, // why the farm setting or status could not be applied or read
   error: null, // last API error text, shown in the panel
@@ -323,6 +329,7 @@ function refresh() {
       } catch (error) {
         state.error = String(error?.message ?? error);
       }
+      await Promise.all([...panel.films].map((tag) => loadFilm(tag)));
       state.refreshes += 1;
       updateAllNodes();
       panel.render();
@@ -382,11 +389,156 @@ function farmLines() {
   return lines;
 }
 
+// ---------------------------------------------------------------- storyboard (the film of a tag)
+
+async function loadFilm(tag) {
+  try {
+    state.films.set(tag, await apiJSON(`/zerocopy/film/${encodeURIComponent(tag)}?verify=true`));
+  } catch (error) {
+    state.films.set(tag, String(error?.message ?? error));
+  }
+}
+
+async function chooseTake(tag, generation) {
+  try {
+    await apiJSON(`/zerocopy/film/${encodeURIComponent(tag)}/choose`, {
+      method: "POST",
+      body: JSON.stringify({ generation }),
+      headers: { "Content-Type": "application/json" },
+    });
+  } catch (error) {
+    state.error = String(error?.message ?? error);
+  }
+  await loadFilm(tag);
+  panel.render();
+}
+
+// What a Handoff (generation input) or a Load (shot "generation") needs to continue from a shot.
+function continueText(tag, shot) {
+  return `buffer_tag=${tag} generation=${shot.generation}`;
+}
+
+function shotStatus(shot) {
+  if (shot.state === "broken") return ["broken", "zc-bad"];
+  if (shot.file === "bad") return ["file corrupt", "zc-bad"];
+  if (shot.hop === "bad") return ["hop mismatch", "zc-bad"];
+  if (shot.file === "ok" && ["ok", "root", "not_checked_external"].includes(shot.hop)) return ["verified", "zc-good"];
+  return ["not verified", ""];
+}
+
+function storyboardCard(tag, shot, selected) {
+  const [status, statusClass] = shotStatus(shot);
+  const label = shot.kind === "start_image" ? "start image" : `shot ${shot.shot}`;
+  return el(
+    "div",
+    {
+      class: `zc-card zc-${shot.state} ${selected ? "zc-selected" : ""}`,
+      dataset: { generation: String(shot.generation), state: shot.state, take: String(shot.take), takes: String(shot.takes) },
+      title: shot.problem ?? shot.prompt ?? "",
+      onclick: () => {
+        state.filmSelected.set(tag, selected ? null : shot.generation);
+        panel.render();
+      },
+    },
+    el("img", { class: "zc-card-thumb", alt: "", loading: "lazy", src: previewURL(tag, shot.generation, 96) }),
+    el("div", { class: "zc-card-title", text: `${label} · gen ${shot.generation}` }),
+    el("div", { class: "zc-card-line", text: `take ${shot.take}/${shot.takes}${shot.pinned ? " · chosen" : ""}` }),
+    el("div", { class: "zc-card-line", text: `trim ${shot.trim ?? 0} · ${shot.frames ?? "?"} latents` }),
+    el("div", { class: `zc-card-line ${statusClass}`, text: status }),
+    shot.state === "stale" ? el("div", { class: "zc-card-line zc-stale-mark", text: "stale" }) : null
+  );
+}
+
+function storyboardDetail(tag, doc, shot) {
+  const siblings = doc.shots.filter((s) => s.parent === shot.parent && s.continues === shot.continues);
+  const text = continueText(tag, shot);
+  const copyBox = el("input", { class: "zc-continue", readonly: "readonly", value: text });
+  const lines = [
+    `generation ${shot.generation} · ${shot.state}${shot.continues ? ` · continues ${shot.continues}` : ""}`,
+    `parent ${shot.parent || "none (a root)"} · adapter ${shot.adapter || "—"} · trim ${shot.trim ?? 0} · tail ${shot.tail_frames ?? 0}`,
+    `prompt: ${shot.prompt || "—"}${shot.seed != null ? ` · seed ${shot.seed}` : ""}`,
+    `shape ${shapeText(shot.shape)} · file ${shot.file} · hop ${shot.hop}`,
+    `digest ${shot.digest ?? "—"}`,
+    shot.tail_digest ? `tail used ${shot.tail_digest}` : null,
+    shot.problem ? `problem: ${shot.problem}` : null,
+  ].filter(Boolean);
+  return el(
+    "div",
+    { class: "zc-film-detail", dataset: { generation: String(shot.generation) } },
+    ...lines.map((line) => el("div", { class: "zc-slot-line", text: line })),
+    el(
+      "div",
+      { class: "zc-takes" },
+      el("span", { class: "zc-label", text: "takes" }),
+      ...siblings.map((s) =>
+        el("button", {
+          class: `zc-button zc-take ${s.state === "line" ? "zc-on-line" : ""}`,
+          dataset: { generation: String(s.generation) },
+          text: `take ${s.take} (gen ${s.generation})${s.state === "line" ? " ✓" : ""}`,
+          title: s.state === "line" ? "on the chosen line" : "choose this take: the film follows it",
+          onclick: (event) => {
+            event.stopPropagation();
+            chooseTake(tag, s.generation);
+          },
+        })
+      )
+    ),
+    el(
+      "div",
+      { class: "zc-continue-row" },
+      el("span", { class: "zc-label", text: "continue from here" }),
+      copyBox,
+      el("button", {
+        class: "zc-button zc-copy",
+        text: "Copy",
+        title: "Copy the tag and generation: set them on a Handoff (generation) or a Load (shot 'generation')",
+        onclick: async (event) => {
+          event.stopPropagation();
+          copyBox.select();
+          try {
+            await navigator.clipboard.writeText(text);
+            event.target.textContent = "Copied";
+          } catch {
+            event.target.textContent = "Select and copy";
+          }
+        },
+      })
+    )
+  );
+}
+
+function storyboard(tag) {
+  const doc = state.films.get(tag);
+  if (doc == null) return el("div", { class: "zc-film", text: "Loading the film…" });
+  if (typeof doc === "string") return el("div", { class: "zc-film zc-panel-error", text: doc });
+  const byGeneration = new Map(doc.shots.map((s) => [s.generation, s]));
+  const line = doc.line.map((g) => byGeneration.get(g)).filter(Boolean);
+  const off = doc.shots.filter((s) => s.state !== "line");
+  const selectedGeneration = state.filmSelected.get(tag);
+  const selected = byGeneration.get(selectedGeneration);
+  const verdict = doc.ok
+    ? `${line.filter((s) => s.kind !== "start_image").length} shots on the line, every hop verified`
+    : `${doc.problems.length} problem${doc.problems.length === 1 ? "" : "s"}: ${doc.problems.join(" · ")}`;
+  return el(
+    "div",
+    { class: "zc-film", dataset: { tag, ok: String(doc.ok), end: String(doc.end ?? "") } },
+    el("div", { class: `zc-film-verdict ${doc.ok ? "zc-good" : "zc-bad"}`, text: verdict }),
+    el("div", { class: "zc-strip zc-strip-line" }, ...line.map((s) => storyboardCard(tag, s, s.generation === selectedGeneration))),
+    off.length ? el("div", { class: "zc-label", text: "other takes and stale shots" }) : null,
+    off.length ? el("div", { class: "zc-strip zc-strip-off" }, ...off.map((s) => storyboardCard(tag, s, s.generation === selectedGeneration))) : null,
+    doc.pins.length
+      ? el("button", { class: "zc-button zc-clear-choices", text: "Clear chosen takes", title: "Follow the newest shot again", onclick: () => chooseTake(tag, 0) })
+      : null,
+    selected ? storyboardDetail(tag, doc, selected) : null
+  );
+}
+
 // ---------------------------------------------------------------- sidebar panel
 
 const panel = {
   root: null,
   open: new Set(), // tags whose inspect view is open
+  films: new Set(), // tags whose storyboard is open
   details: new Map(), // tag -> inspect document or error text
   confirm: null, // tag (or "*") waiting for a second click on clear
 
@@ -413,6 +565,18 @@ const panel = {
     } catch (error) {
       this.details.set(tag, String(error?.message ?? error));
     }
+    this.render();
+  },
+
+  async film(tag) {
+    if (this.films.has(tag)) {
+      this.films.delete(tag);
+      this.render();
+      return;
+    }
+    this.films.add(tag);
+    this.render();
+    await loadFilm(tag);
     this.render();
   },
 
@@ -481,6 +645,7 @@ const panel = {
       ? el("img", { class: "zc-row-thumb", alt: "", src: previewURL(b.tag, b.newest_generation, 64), loading: "lazy" })
       : null;
     const detail = inspecting ? this.detail(b.tag) : null;
+    const film = this.films.has(b.tag) ? storyboard(b.tag) : null;
     return el(
       "div",
       { class: "zc-row", dataset: { tag: b.tag, generation: String(b.newest_generation ?? "") } },
@@ -501,6 +666,7 @@ const panel = {
         "div",
         { class: "zc-row-actions" },
         el("button", { class: "zc-button zc-inspect", text: inspecting ? "Close" : "Inspect", onclick: () => this.inspect(b.tag) }),
+        el("button", { class: "zc-button zc-film-button", text: this.films.has(b.tag) ? "Close film" : "Film", title: "The film under this tag: shots in order, takes, stale shots", onclick: () => this.film(b.tag) }),
         el("button", {
           class: `zc-button zc-clear ${this.confirm === b.tag ? "zc-confirm" : ""}`,
           text: this.confirm === b.tag ? "Confirm clear" : "Clear",
@@ -508,6 +674,7 @@ const panel = {
           onclick: () => this.clear(b.tag),
         })
       ),
+      film,
       detail
     );
   },
@@ -567,6 +734,24 @@ const STYLE = `
 .zc-meta { opacity: .75; }
 .zc-panel-error { color: #ff8b84; }
 .zc-panel-empty { opacity: .7; }
+.zc-film { margin-top: 6px; display: flex; flex-direction: column; gap: 6px; }
+.zc-film-verdict { font-size: 11px; }
+.zc-good { color: #6fdc8c; }
+.zc-bad { color: #ff8b84; font-weight: 600; }
+.zc-strip { display: flex; gap: 6px; overflow-x: auto; padding-bottom: 4px; }
+.zc-card { flex: 0 0 auto; width: 104px; padding: 4px; border: 1px solid var(--border-color, #444); border-radius: 5px;
+  cursor: pointer; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 10px; background: rgba(0,0,0,.18); }
+.zc-card.zc-selected { outline: 2px solid #8ab4f8; }
+.zc-card.zc-line { border-color: #6fdc8c; }
+.zc-card.zc-stale { opacity: .6; border-style: dashed; border-color: #ffb454; }
+.zc-card.zc-broken { border-color: #e5534b; }
+.zc-card-thumb { width: 96px; height: 96px; object-fit: contain; image-rendering: pixelated; background: #111; border-radius: 3px; }
+.zc-card-title { font-weight: 700; }
+.zc-stale-mark { color: #ffb454; font-weight: 700; text-transform: uppercase; }
+.zc-film-detail { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; border-top: 1px dashed var(--border-color, #444); padding-top: 4px; word-break: break-all; }
+.zc-takes, .zc-continue-row { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin-top: 4px; }
+.zc-take.zc-on-line { border-color: #6fdc8c; }
+.zc-continue { flex: 1 1 120px; font: inherit; background: #111; color: inherit; border: 1px solid var(--border-color, #555); border-radius: 3px; }
 .zc-farm { opacity: .85; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; word-break: break-all; }
 .zc-farm-tag { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; color: #8ab4f8; word-break: break-all; }
 `;
@@ -601,6 +786,10 @@ app.registerExtension({
       if (detail.node != null) state.residencyEvents.set(String(detail.node), detail);
       state.residency = { available: true, ...detail };
       updateAllNodes();
+    });
+    api.addEventListener("zerocopy.film", () => {
+      state.received.push("zerocopy.film");
+      refresh();
     });
     api.addEventListener("zerocopy.buffers", () => {
       state.received.push("zerocopy.buffers");

@@ -17,6 +17,25 @@ from ._checks import require_floating, require_int, require_tensor, shape_text
 from .errors import ContinuityError
 
 
+def shot_range(line: list[dict], first_shot: int, last_shot: int) -> list[dict]:
+    """Shots first_shot..last_shot (1-based places on the film's line; last 0 = the end)."""
+    if not line:
+        raise ContinuityError("the film holds no shot on its line; store a shot under the tag first")
+    last = len(line) if last_shot == 0 else last_shot
+    if not 1 <= first_shot <= len(line) or not first_shot <= last <= len(line):
+        raise ContinuityError(f"shots {first_shot}..{last_shot or 'end'} are not on the film's line of "
+                              f"{len(line)} shots; choose first_shot 1..{len(line)} and last_shot "
+                              f"{first_shot}..{len(line)} (0: the end)")
+    return line[first_shot - 1:last]
+
+
+def seam_trims(shots: list[dict], seam_trim: int) -> list[int]:
+    """Pixel frames to drop at the start of each shot: the shot's recorded ``trim`` (seam_trim -1)
+    or seam_trim at every seam; the first shot keeps every frame."""
+    trims = [int(s.get("trim") or 0) if seam_trim < 0 else int(seam_trim) for s in shots]
+    return [0] + trims[1:]
+
+
 def _ramp(count: int, axis: int, like: torch.Tensor) -> torch.Tensor:
     """Weights 1/(c+1) .. c/(c+1) of the incoming clip, shaped to broadcast along ``axis``."""
     weights = torch.arange(1, count + 1, dtype=torch.float32, device=like.device) / (count + 1)

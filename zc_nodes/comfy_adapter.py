@@ -221,6 +221,31 @@ def vae_decode(vae, samples: torch.Tensor) -> torch.Tensor:
     return images
 
 
+def audio_vae_decode(audio_vae, latent: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """(waveform [B, channels, samples], sample rate) of an audio latent, as core's
+    LTXVAudioVAEDecode computes them."""
+    rate = getattr(getattr(audio_vae, "first_stage_model", None), "output_sample_rate", None)
+    if rate is None or not hasattr(audio_vae, "decode"):
+        raise TypeError(f"{type(audio_vae).__name__} is not an audio VAE ComfyUI's LTXVAudioVAEDecode can "
+                        "use (no decode / output_sample_rate); connect the LTX-2 audio VAE")
+    return audio_vae.decode(latent).movedim(-1, 1).to(latent.device), int(rate)
+
+
+class _NoProgress:
+    def update(self, value: int) -> None:
+        pass
+
+
+def progress_bar(total: int):
+    """ComfyUI's progress bar for the running node (the UI shows it), or one that does nothing
+    outside a prompt."""
+    try:
+        import comfy.utils
+        return comfy.utils.ProgressBar(total)
+    except Exception:
+        return _NoProgress()
+
+
 def _qualified_classes(*objects) -> tuple[str, ...]:
     """``module.Class`` of every class in the MRO of each object (None skipped), in order."""
     names: list[str] = []

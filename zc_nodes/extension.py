@@ -15,12 +15,13 @@ def continuity_nodes() -> list[type[io.ComfyNode]]:
         from ..zc_engine import EngineNotBuilt  # noqa: F401  (loads libzc.so)
     except ImportError as exc:
         log.error("%s; the continuity nodes (ZeroCopyLatentStore, ZeroCopyLatentHandoff, "
-                  "ZeroCopyLatentLoad) are not registered", exc)
+                  "ZeroCopyLatentLoad, ZeroCopyFilmAssemble) are not registered", exc)
         return []
+    from .film_assemble_node import ZeroCopyFilmAssemble
     from .handoff_node import ZeroCopyLatentHandoff
     from .load_node import ZeroCopyLatentLoad
     from .store_node import ZeroCopyLatentStore
-    return [ZeroCopyLatentStore, ZeroCopyLatentHandoff, ZeroCopyLatentLoad]
+    return [ZeroCopyLatentStore, ZeroCopyLatentHandoff, ZeroCopyLatentLoad, ZeroCopyFilmAssemble]
 
 
 class ZeroCopyContinuityExtension(ComfyExtension):

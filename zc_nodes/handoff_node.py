@@ -20,7 +20,7 @@ from . import (adapters, comfy_adapter, cpu_threads, family_resolution, handoff_
                pixel_bridge, prompt_cache, runtime, ui_events)
 from .sockets import ContinuityToken
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
-from . import farm_link
+from . import farm_link, film_view
 from ..zc_continuity import bundle_layout, families, lineage, shapes, shot as shot_description, streams
 from ..zc_continuity.certificate import Certificate
 from ..zc_continuity.errors import ContinuityError
@@ -167,7 +167,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         newest = entry["last_generation"]
         slot = next((s for s in entry["slots"] if s["generation"] == (generation or newest)), None)
         digest = slot["tensors"][0]["digest"] if slot else "on-disk"
-        return f"{newest}:{generation}:{digest}"
+        return f"{newest}:{generation}:{digest}:{film_view.choices_state(buffer_tag)}"
 
     @classmethod
     def execute(cls, clip=None, vae=None, prompt="", width=832, height=480, length=81,
@@ -184,14 +184,14 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         prompt_summary = "(positive conditioning connected)" if positive is not None else prompt
         positive, negative = cls.conditioning(clip, prompt, positive, negative_prompt, negative)
         store = runtime.store()
-        skipped = []
+        skipped, line_notes = [], []
         try:
             farm_link.pull(buffer_tag, generation)  # a newer shot another worker stored, if any
             # verified: the stored bytes are still the ones that were digested
             if generation:
                 shot = store.get(buffer_tag, generation, verify=True)
             else:
-                shot, skipped = store.get_newest_verified(buffer_tag)
+                shot, skipped, line_notes = film_view.newest(store, buffer_tag)
         except NotFound as exc:
             if fallback_first_frame is None:
                 raise ContinuityError(
@@ -203,6 +203,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         if skipped:
             fallback_notes.append(f"used generation {shot.generation}, the newest that verifies")
             log.warning("tag %r: %s", buffer_tag, "; ".join(fallback_notes))
+        fallback_notes += line_notes  # the chosen takes, when the user chose any
         fallback_notes += farm_link.origin_notes(shot.meta)  # the worker another shot came from
         settings = handoff_tail.TailSettings(
             width=width, height=height, length=length, tail_frames=tail_frames, mode=continuity_mode,

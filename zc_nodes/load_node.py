@@ -17,7 +17,7 @@ import math
 
 from comfy_api.latest import io
 
-from . import comfy_adapter, family_resolution, farm_link, load_lineage, log, runtime
+from . import comfy_adapter, family_resolution, farm_link, film_view, load_lineage, log, runtime
 from .handoff_node import store_state
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, load
@@ -43,12 +43,12 @@ def pick(store, tag: str, shot: str, generation: int):
         first = min(kept)
         notes.append(f"first: generation {first}, the oldest the store still holds for the tag")
         return store.get(tag, first, verify=True), notes
-    bundle, skipped = store.get_newest_verified(tag)
+    bundle, skipped, line_notes = film_view.newest(store, tag)
     notes += [s.describe() for s in skipped]
     if skipped:
         notes.append(f"used generation {bundle.generation}, the newest that verifies")
         log.warning("tag %r: %s", tag, "; ".join(notes))
-    return bundle, notes
+    return bundle, notes + line_notes
 
 
 class ZeroCopyLatentLoad(io.ComfyNode):
@@ -114,7 +114,7 @@ class ZeroCopyLatentLoad(io.ComfyNode):
         want = {"newest": entry["last_generation"], "first": kept[0] if kept else 0}.get(shot, generation)
         slot = next((s for s in entry["slots"] if s["generation"] == want), None)
         digest = slot["tensors"][0]["digest"] if slot else "on-disk"
-        return f"{entry['last_generation']}:{shot}:{want}:{digest}"
+        return f"{entry['last_generation']}:{shot}:{want}:{digest}:{film_view.choices_state(buffer_tag)}"
 
     @classmethod
     def execute(cls, buffer_tag=DEFAULT_TAG, shot="newest", generation=0, frames=0,

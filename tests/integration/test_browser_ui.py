@@ -430,6 +430,84 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
     assert time.monotonic() - started < 90
 
 
+def _queue_and_wait(browser):
+    browser.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "window.__zcRun = 'queued';"
+        "for (const e of ['execution_success', 'execution_error']) window.comfyAPI.api.api.addEventListener("
+        "  e, () => { window.__zcRun = e; });"
+        "window.comfyAPI.app.app.queuePrompt(0, 1).then(() => done(true), e => done(String(e)));"
+    )
+    _wait(browser, "return window.__zcRun !== 'queued' && window.__zcRun", RUN_TIMEOUT_S, "the run to finish")
+    assert browser.execute_script("return window.__zcRun") == "execution_success"
+
+
+STORYBOARD_TAG = "zc_browser_storyboard"
+
+
+def test_storyboard_shows_the_film_its_takes_and_stale_shots(
+    server, browser, schemas_for_browser, tiny_wan21_i2v, wan21_vae
+):
+    """The 3-shot chain queued twice (a new seed for shot 1 the second time): shot 1 has two takes,
+    the line follows the newest; the storyboard strip shows it, and choosing the first take in the
+    browser turns the second run's shots 2-3 stale."""
+    import build_examples
+
+    workflow = build_examples.wan21_i2v_chain(
+        schemas_for_browser, build_examples.tiny_profile(tiny_wan21_i2v.name, wan21_vae.name, STORYBOARD_TAG)
+    ).to_json()
+    browser.get(server.url + "/")
+    _wait(browser, "return !!(window.__zerocopy && window.comfyAPI?.app?.app?.graph)", 40, "the frontend")
+    _load_workflow(browser, workflow)
+    _queue_and_wait(browser)  # generations 1, 2, 3
+    browser.execute_script(  # a second take of shot 1: another seed on its sampler
+        "const n = window.comfyAPI.app.app.graph._nodes.filter(n => n.type === 'KSampler')"
+        ".sort((a, b) => a.pos[0] - b.pos[0])[0];"
+        "const w = n.widgets.find(w => w.name === 'seed'); w.value = w.value + 1;"
+    )
+    _queue_and_wait(browser)  # generations 4 (take 2 of shot 1), 5, 6
+    doc = json.loads(_get(server.url + f"/api/zerocopy/film/{STORYBOARD_TAG}?verify=true")[2])
+    assert doc["line"] == [4, 5, 6] and doc["ok"] is True, doc
+    browser.find_element("css selector", ".zerocopy-buffers-tab-button").click()
+    row = f".zc-row[data-tag={STORYBOARD_TAG}]"
+    _wait(browser, f"return !!document.querySelector('{row}')", 10, "the sidebar row")
+    browser.find_element("css selector", f"{row} .zc-film-button").click()
+    cards = (f"return [...document.querySelectorAll('{row} .zc-strip-line .zc-card')]"
+             ".map(c => c.dataset.generation).join()")
+    _wait(browser, cards + " === '4,5,6'", 15, "the storyboard's line 4,5,6")
+    _wait(browser, f"return [...document.querySelectorAll('{row} .zc-card img')].every(i => i.complete && "
+                   "i.naturalWidth > 0)", 15, "the storyboard thumbnails")
+    info = browser.execute_script(
+        f"return [...document.querySelectorAll('{row} .zc-card')].map(c => ({{...c.dataset, text: c.textContent}}))")
+    by_generation = {c["generation"]: c for c in info}
+    assert by_generation["4"]["take"] == "2" and by_generation["4"]["takes"] == "2", info
+    assert all("verified" in c["text"] for c in info), info
+    assert (by_generation["2"]["state"], by_generation["3"]["state"]) == ("stale", "stale"), info
+    assert "stale" in by_generation["2"]["text"] and by_generation["1"]["state"] == "alternative", info
+    browser.execute_script("document.querySelector('.comfyui-body-right, .side-bar-panel')?.scrollTo?.(0, 0)")
+    time.sleep(0.3)
+    browser.save_screenshot(str(SCREENSHOT_DIR / "zerocopy_storyboard.png"))
+    # inspect shot 1's first take and choose it: the line follows it, the second run's shots go stale
+    browser.find_element("css selector", f"{row} .zc-strip-off .zc-card[data-generation='1']").click()
+    _wait(browser, f"return !!document.querySelector('{row} .zc-film-detail[data-generation=\"1\"]')", 5,
+          "the detail of generation 1")
+    continue_text = browser.execute_script(f"return document.querySelector('{row} .zc-continue').value")
+    assert continue_text == f"buffer_tag={STORYBOARD_TAG} generation=1"
+    browser.find_element("css selector", f"{row} .zc-take[data-generation='1']").click()
+    _wait(browser, cards + " === '1,2,3'", 15, "the line to follow the chosen take")
+    states = browser.execute_script(
+        f"return Object.fromEntries([...document.querySelectorAll('{row} .zc-card')]"
+        ".map(c => [c.dataset.generation, c.dataset.state]))")
+    assert states == {"1": "line", "2": "line", "3": "line", "4": "alternative", "5": "stale", "6": "stale"}, states
+    doc = json.loads(_get(server.url + f"/api/zerocopy/film/{STORYBOARD_TAG}")[2])
+    assert doc["pins"] == [1] and doc["line"] == [1, 2, 3]
+    assert "zerocopy.film" in browser.execute_script("return window.__zerocopy.received")
+    time.sleep(0.3)  # the detail of generation 1 stays open: the picture shows it and the new line
+    browser.save_screenshot(str(SCREENSHOT_DIR / "zerocopy_storyboard_chosen.png"))
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE" and "zerocopy" in e["message"]]
+    assert not errors, errors
+
+
 @pytest.fixture(scope="module")
 def schemas_for_browser(comfy, zc_test_nodes):
     """Node schemas of the in-process ComfyUI with this pack loaded (for building the workflow)."""

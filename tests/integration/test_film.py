@@ -1,20 +1,28 @@
 """A film, not just shots, on real ComfyUI (CPU): lineage recorded through real samplers, the
-encoded start image kept as the film's root."""
+encoded start image kept as the film's root; takes, a chosen line, stale shots, `zc film` after a
+restart, a tampered hop, and the film assembled by ZeroCopyFilmAssemble."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
+import pytest
 import torch
 
-from conftest import Graph
-from test_families_support import ksampler, pack, shared_store  # noqa: F401
+from conftest import ComfyRunError, Graph
+from test_families_support import ksampler, pack, pack_module, shared_store  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[2]
+ZC = REPO / "build" / "zc"
 
 WAN = dict(width=64, height=64, length=9)
 
 
-def shot_graph(unet_name, vae_name, tag, seed, fallback=False):
-    """Handoff (no model; the VAE tells the family) -> KSampler -> Store."""
+def shot_graph(unet_name, vae_name, tag, seed, fallback=False, generation=0):
+    """Handoff (no model; the VAE tells the family) -> KSampler -> Store; ``generation`` > 0
+    continues from that stored shot (a take) instead of the newest."""
     g = Graph()
     model = g.add("UNETLoader", unet_name=unet_name, weight_dtype="default")
     clip = g.add("ZCTestClip", tokens=8)
@@ -23,6 +31,8 @@ def shot_graph(unet_name, vae_name, tag, seed, fallback=False):
     if fallback:
         image = g.add("ZCTestNoiseImage", seed=3, width=64, height=64, frames=1)
         extra["fallback_first_frame"] = g.out(image)
+    if generation:
+        extra["generation"] = generation
     hand = g.add("ZeroCopyLatentHandoff", clip=g.out(clip), vae=g.out(vae), prompt=f"shot with seed {seed}",
                  **WAN, buffer_tag=tag, continuity_mode="zero_copy_latent_only", blend_ratio=0.0, **extra)
     sampled = ksampler(g, model, g.out(hand, 1), g.out(hand, 0), g.out(hand, 2), seed=seed)
@@ -54,3 +64,158 @@ def test_lineage_is_recorded_through_real_samplers(comfy, captures, pack, tiny_w
     assert hop["adapter"] == "temporal_inpaint" and hop["trim"] == 1 and hop["tail_frames"] == 1
     assert "keys_not_kept" not in shot2.meta or "zerocopy_lineage" not in shot2.meta["keys_not_kept"]
     assert not torch.equal(shot2.tensors["latent_tensor"], shot1.tensors["latent_tensor"])
+
+
+def zc_film(spill_dir, tag, *extra):
+    done = subprocess.run([str(ZC), "film", str(spill_dir), tag, *extra], capture_output=True, text=True,
+                          timeout=60)
+    return done.returncode, done.stdout + done.stderr
+
+
+def rewrite_tail(path: Path, *, scale: float):
+    """Rewrite a spill file with a different last latent frame and its own digest made consistent
+    (what a tool that edits a shot and re-digests it would leave): the file verifies, the hop of
+    the shot that continued from it must not."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+    from zc_engine import digest_tensor
+
+    with safe_open(str(path), "pt") as f:
+        meta = dict(f.metadata())
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    latent = tensors["latent_tensor"].clone()
+    latent[:, :, -1:] = latent[:, :, -1:] * scale + 0.25
+    tensors["latent_tensor"] = latent
+    meta["zc.digest.latent_tensor"] = digest_tensor(latent)
+    save_file(tensors, str(path), metadata=meta)
+
+
+def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+    """The issue's proof: a 4-shot film with two takes of shot 2, shot 3 from the second take;
+    choosing the first take turns shots 3-4 stale; after a restart `zc film` verifies the chosen
+    line from the spill files alone; a parent rewritten with another tail breaks its hop and
+    `zc film` names it; the assembled film has sum(frames) - trims frames."""
+    tag = "film_takes"
+    store = shared_store(pack)
+    film_view = pack_module(pack, "zc_nodes.film_view")
+    unet, vae = tiny_wan21_t2v.name, wan21_vae.name
+    comfy.run(shot_graph(unet, vae, tag, 61, fallback=True)[0].prompt)  # gen 1 start image, gen 2 shot 1
+    comfy.run(shot_graph(unet, vae, tag, 62, generation=2)[0].prompt)  # gen 3: shot 2, take 1
+    comfy.run(shot_graph(unet, vae, tag, 63, generation=2)[0].prompt)  # gen 4: shot 2, take 2
+    comfy.run(shot_graph(unet, vae, tag, 64, generation=4)[0].prompt)  # gen 5: shot 3 from take 2
+    g, hand, _ = shot_graph(unet, vae, tag, 65)  # gen 6: shot 4 (newest)
+    comfy.run(g.prompt)
+    doc = film_view.describe(tag, verify=True)
+    shots = {s["generation"]: s for s in doc["shots"]}
+    assert doc["ok"] and doc["line"] == [1, 2, 4, 5, 6] and doc["end"] == 6, doc
+    assert (shots[3]["take"], shots[4]["take"], shots[4]["takes"]) == (1, 2, 2)
+    assert shots[3]["state"] == "alternative" and shots[5]["parent"] == 4 and shots[6]["parent"] == 5
+    assert all(shots[g]["hop"] == "ok" and shots[g]["file"] == "ok" for g in (2, 3, 4, 5, 6)), shots
+    # choose the first take of shot 2: shots 3-4 (gens 5, 6) are now stale
+    doc = film_view.choose(tag, 3)
+    shots = {s["generation"]: s for s in doc["shots"]}
+    assert doc["line"] == [1, 2, 3] and doc["pins"] == [3], doc
+    assert (shots[5]["state"], shots[6]["state"], shots[4]["state"]) == ("stale", "stale", "alternative")
+    # a Handoff asked for "newest" now continues the end of the chosen line, and says so
+    g, hand, _ = shot_graph(unet, vae, tag, 66)  # gen 7: shot 3 after take 1
+    run = comfy.run(g.prompt)
+    assert "followed the chosen takes: generation 3 ends the chosen line" in comfy.output(run, hand, 3)
+    assert json.loads(store.get(tag, 7).meta["lineage"])["parent_generation"] == 3
+    spill = store.spill_dir
+    pack_module(pack, "zc_nodes.runtime").reset()  # a restart: the store closes, spills flushed
+
+    rc, out = zc_film(spill, tag)
+    assert rc == 0, out
+    assert "4 shots on the line, all hops verified" in out, out  # shot 1, take 1, gen 7 (+ start image)
+    assert "stale" in out and " 5 " in out.replace("\t", " ") and " 6 " in out.replace("\t", " "), out
+    listed = json.loads(zc_film(spill, tag, "--json")[1])
+    assert listed["line"] == [1, 2, 3, 7] and listed["ok"] is True
+
+    # the assembled film of the chosen line: every clip decoded, each seam's trim dropped
+    g = Graph()
+    vae_node = g.add("VAELoader", vae_name=vae)
+    assemble = g.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=g.out(vae_node), crossfade_frames=0,
+                     first_shot=1, last_shot=0, seam_trim=-1)
+    run = comfy.run(g.prompt, targets=[assemble])
+    images, audio, info = (comfy.output(run, assemble, i) for i in range(3))
+    trims = [json.loads(shared_store(pack).get(tag, gen).meta["lineage"])["trim"] for gen in (3, 7)]
+    assert images.ndim == 4 and images.shape[1:] == (64, 64, 3) and audio is None
+    assert images.shape[0] == 3 * WAN["length"] - sum(trims), (images.shape, trims, info)
+    assert f"3 shots, {images.shape[0]} frames = {3 * WAN['length']} decoded - {sum(trims)} trimmed" in info, info
+    # with a crossfade of 2 frames the two seams shorten it by 4 more
+    g2 = Graph()
+    vae_node = g2.add("VAELoader", vae_name=vae)
+    faded = g2.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=g2.out(vae_node), crossfade_frames=2,
+                   first_shot=2, last_shot=3, seam_trim=-1)
+    run = comfy.run(g2.prompt, targets=[faded])
+    assert comfy.output(run, faded, 0).shape[0] == 2 * WAN["length"] - trims[1] - 2
+
+    # a parent rewritten with another tail (its own digest consistent): its file verifies, the hop
+    # of the shot that continued from it does not, and `zc film` names that hop; nothing is lost
+    rewrite_tail(Path(spill) / f"{tag}@3.latent", scale=-1.0)
+    rc, out = zc_film(spill, tag)
+    assert rc == 1, out
+    assert "hop 7 <- 3" in out, out
+    listed = json.loads(zc_film(spill, tag, "--json")[1])
+    shots = {s["generation"]: s for s in listed["shots"]}
+    assert shots[3]["file"] == "ok" and shots[7]["hop"] == "bad" and not listed["ok"], shots
+    assert sorted(p.name for p in Path(spill).glob(f"{tag}@*.latent")) == [f"{tag}@{i}.latent" for i in range(1, 8)]
+
+
+def test_assemble_joins_the_audio_of_an_audio_video_film(comfy, captures, pack):
+    """Three LTX-2-shaped audio-video shots stored with lineage (trim 8 frames), assembled with fake
+    decoding VAEs (named as fakes: no tiny LTX-2 VAE exists): the picture and the sound are cut at
+    the same seams, and the sound lasts exactly as long as the picture."""
+    from zc_continuity import bundle_layout, lineage
+    from zc_engine import digest_tensor
+
+    tag = "film_av_assemble"
+    store = shared_store(pack)
+    parent = None
+    for seed in (1, 2, 3):
+        g = torch.Generator().manual_seed(seed)
+        video, audio = torch.randn(1, 128, 3, 2, 2, generator=g), torch.randn(1, 8, 17, 16, generator=g)
+        tensors, meta = bundle_layout.bundle_tensors([video, audio])
+        meta["family"] = "ltxav"
+        if parent is not None:
+            tail = store.get(tag, parent).tensors["latent_tensor"][:, :, -1:]
+            meta["lineage"] = lineage.record(lineage.marker(
+                parent_tag=tag, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
+                used_digest=digest_tensor(tail), adapter="ltx_latent_guide", trim=8))
+        parent = store.put(tag, tensors, meta, spill=True)
+    g = Graph()
+    vaes = g.add("ZCTestDecodingVAEs")
+    assemble = g.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=g.out(vaes, 0), audio_vae=g.out(vaes, 1),
+                     crossfade_frames=0, first_shot=1, last_shot=0, seam_trim=-1, frame_rate=25.0)
+    run = comfy.run(g.prompt, targets=[assemble])
+    images, audio, info = (comfy.output(run, assemble, i) for i in range(3))
+    assert images.shape == (3 * 17 - 2 * 8, 16, 16, 3), (images.shape, info)
+    assert audio["sample_rate"] == 16000 and audio["waveform"].shape == (1, 2, (3 * 17 - 2 * 8) * 640)
+    # the frame after the first seam is shot 2's 9th frame (its first 8 repeat shot 1)
+    second = store.get(tag, 2).tensors["latent_tensor"].float().mean(dim=1)
+    assert torch.equal(images[17, 0, 0, 0], second[0, 1 + (8 - 1) // 8, 0, 0])
+    wave2 = store.get(tag, 2).tensors["latent_tensor_1"].float().mean(dim=(1, 3))
+    assert torch.equal(audio["waveform"][0, 0, 17 * 640], wave2[0, 8])
+    assert "3 shots, 35 frames = 51 decoded - 16 trimmed" in info, info
+    # without the audio VAE there is no sound, and a non-AV film with one is refused by name
+    g = Graph()
+    vaes = g.add("ZCTestDecodingVAEs")
+    silent = g.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=g.out(vaes, 0), crossfade_frames=0,
+                   first_shot=2, last_shot=3, seam_trim=0)
+    run = comfy.run(g.prompt, targets=[silent])
+    assert comfy.output(run, silent, 1) is None and comfy.output(run, silent, 0).shape[0] == 2 * 17
+
+
+def test_assemble_refuses_bad_ranges_and_unknown_films(comfy, captures, pack):
+    g = Graph()
+    vaes = g.add("ZCTestDecodingVAEs")
+    missing = g.add("ZeroCopyFilmAssemble", buffer_tag="film_never_stored", vae=g.out(vaes, 0),
+                    crossfade_frames=0, first_shot=1, last_shot=0, seam_trim=-1)
+    with pytest.raises(ComfyRunError, match="film_never_stored.*ZeroCopyLatentStore"):
+        comfy.run(g.prompt, targets=[missing])
+    g = Graph()
+    vaes = g.add("ZCTestDecodingVAEs")
+    beyond = g.add("ZeroCopyFilmAssemble", buffer_tag="film_av_assemble", vae=g.out(vaes, 0),
+                   crossfade_frames=0, first_shot=5, last_shot=0, seam_trim=-1)
+    with pytest.raises(ComfyRunError, match="not on the film's line of 3 shots"):
+        comfy.run(g.prompt, targets=[beyond])

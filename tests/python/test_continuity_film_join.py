@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from zc_continuity import ContinuityError
-from zc_continuity.film_join import join_audio, join_frames
+from zc_continuity.film_join import join_audio, join_frames, seam_trims, shot_range
 
 
 def clip(value: float, frames: int) -> torch.Tensor:
@@ -45,3 +45,16 @@ def test_bad_input_is_named():
         join_frames([clip(1, 3)], [0, 0])
     with pytest.raises(ContinuityError, match="not an IMAGE batch"):
         join_frames([torch.zeros(2, 2)], [0])
+
+
+def test_the_range_of_shots_and_their_trims():
+    line = [{"generation": g, "trim": t} for g, t in ((2, 0), (3, 1), (7, 5))]
+    assert [s["generation"] for s in shot_range(line, 1, 0)] == [2, 3, 7]
+    assert [s["generation"] for s in shot_range(line, 2, 2)] == [3]
+    assert seam_trims(shot_range(line, 2, 3), -1) == [0, 5]  # the first shot joined keeps every frame
+    assert seam_trims(line, 4) == [0, 4, 4]
+    for first, last in ((0, 0), (4, 0), (2, 1), (1, 4)):
+        with pytest.raises(ContinuityError, match="not on the film's line of 3 shots"):
+            shot_range(line, first, last)
+    with pytest.raises(ContinuityError, match="holds no shot"):
+        shot_range([], 1, 0)

@@ -105,12 +105,12 @@ def register() -> bool:
     routes = getattr(getattr(getattr(server, "PromptServer", None), "instance", None), "routes", None)
     if routes is None:
         return False
-    from .. import farm_link, runtime, ui_events
+    from .. import farm_link, film_view, runtime, ui_events
     from . import routes as api_routes
 
     services = api_routes.Services(store=runtime.store, projection_for=projection_for,
                                    residency_report=residency_report, notify=ui_events.send,
-                                   farm=farm_link)
+                                   farm=farm_link, film=film_view)
     api_routes.add_to_route_table(routes, services)
     _registered = True
     _log.debug("[ZeroCopy-Continuity] web API registered under %s/", api_routes.PREFIX)

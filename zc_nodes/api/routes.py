@@ -14,6 +14,12 @@
                                                    publishes, and the newest shot of each farm tag
     POST   /zerocopy/farm  {"url": "redis://..."}  use this Redis URL ("": ZEROCOPY_REDIS_URL or
                                                    off); what ComfyUI's settings panel sends
+    GET    /zerocopy/film/{tag}[?verify=true]      the film under a tag, read from its spill files:
+                                                   the chosen line, takes, stale shots, lineage of
+                                                   every shot (verify: every file and hop digest)
+    POST   /zerocopy/film/{tag}/choose {"generation": g}
+                                                   choose take g (the line follows it; the shots
+                                                   after other takes turn stale); 0 clears choices
 
 ComfyUI also serves every route under /api/ (what the frontend's fetchApi uses).
 Every answer is JSON except the PNG; every error is JSON
@@ -70,13 +76,15 @@ class Services:
     RgbProjection for a stored latent, or None. residency_report(): the
     residency/allocator report dict. notify(event, data): tells connected
     browsers that buffers changed (may be None). farm: the farm link (status(),
-    listing(), configure(url)), or None (the farm routes answer 503)."""
+    listing(), configure(url)), or None (the farm routes answer 503). film: describe(tag,
+    verify=) and choose(tag, generation), or None (the film routes answer 503)."""
 
     store: Callable[[], object]
     projection_for: Callable[[dict, int], preview.RgbProjection | None]
     residency_report: Callable[[], dict]
     notify: Callable[[str, dict], None] | None = None
     farm: object | None = None
+    film: object | None = None
 
 
 def _json(data: dict, status: int = 200, **headers) -> web.Response:
@@ -286,6 +294,36 @@ def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
                 doc["listing_error"] = str(exc)
         return _json({"version": API_VERSION, **doc})
 
+    def _film():
+        if services.film is None:
+            raise ApiError(503, "film_unavailable", "this server has no film view (the engine is not loaded)")
+        return services.film
+
+    async def film(request: web.Request) -> web.Response:
+        tag = parse_tag(request.match_info["tag"])
+        check_query(request.query, ("verify",))
+        verify = parse_bool(request.query, "verify", False)
+        view = _film()
+        doc = await asyncio.get_running_loop().run_in_executor(None, lambda: view.describe(tag, verify=verify))
+        return _json({**doc, "version": API_VERSION})
+
+    async def film_choose(request: web.Request) -> web.Response:
+        tag = parse_tag(request.match_info["tag"])
+        check_query(request.query, ())
+        data = parse_json_object(await _read_body(request), ("generation",))
+        generation = data.get("generation")
+        if not isinstance(generation, int) or isinstance(generation, bool) or not 0 <= generation <= MAX_GENERATION:
+            raise ApiError(400, "invalid_parameter", f"'generation' must be a whole number 0..{MAX_GENERATION} "
+                           f"(the take to choose; 0 clears every choice), not {generation!r}")
+        view = _film()
+        doc = await asyncio.get_running_loop().run_in_executor(None, lambda: view.choose(tag, generation))
+        if services.notify is not None:
+            try:
+                services.notify("zerocopy.film", {"reason": "chosen", "tag": tag, "generation": generation})
+            except Exception:  # noqa: BLE001 - a UI message must never fail the request
+                _log.debug("[ZeroCopy-Continuity] could not notify the UI", exc_info=True)
+        return _json({**doc, "version": API_VERSION})
+
     async def unknown(request: web.Request) -> web.Response:
         raise ApiError(
             404, "not_found", f"no ZeroCopy route {request.path!r}; the routes are listed in docs/web-api.md"
@@ -299,6 +337,8 @@ def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
         ("*", f"{PREFIX}/drop", _guarded(("POST",), drop)),
         ("*", f"{PREFIX}/residency", _guarded(("GET",), residency)),
         ("*", f"{PREFIX}/farm", _guarded(("GET", "POST"), farm)),
+        ("*", f"{PREFIX}/film/{{tag}}", _guarded(("GET",), film)),
+        ("*", f"{PREFIX}/film/{{tag}}/choose", _guarded(("POST",), film_choose)),
         ("*", f"{PREFIX}/{{tail:.*}}", _guarded(any_method, unknown)),
     ]
 

@@ -496,9 +496,61 @@ class ZCTestSeededLatent(io.ComfyNode):
         return io.NodeOutput({"samples": x * scale ** c + shift * c})
 
 
+class FakeDecodingVideoVAE:
+    """A stand-in VAE whose decode is a fixed function of the latent (no weights): LTX's geometry
+    (8x spatial, 8x temporal after the first frame), each pixel frame the mean of its latent
+    frame's channels, so a test can tell every decoded frame's source latent frame."""
+
+    is_zc_test_fake = True
+
+    def decode(self, samples):
+        b, c, t, h, w = samples.shape
+        per_frame = samples.float().mean(dim=1)  # [B, T, H, W]
+        index = torch.tensor([0] + [1 + (f - 1) // 8 for f in range(1, 1 + (t - 1) * 8)])
+        frames = per_frame[:, index]  # [B, 1 + 8 (T - 1), H, W]
+        frames = frames.repeat_interleave(8, dim=2).repeat_interleave(8, dim=3)
+        return frames.unsqueeze(-1).expand(-1, -1, -1, -1, 3).contiguous()  # [B, F, H, W, 3]
+
+
+class FakeDecodingAudioVAE:
+    """A stand-in LTX-2 audio VAE whose decode is a fixed function of the latent: 640 samples
+    (16 kHz at 25 latents per second) per latent step, both channels the step's mean."""
+
+    is_zc_test_fake = True
+
+    class _Stage:
+        output_sample_rate = 16000
+
+    def __init__(self):
+        self.first_stage_model = self._Stage()
+
+    def decode(self, latent):
+        steps = latent.float().mean(dim=(1, 3))  # [B, T]
+        wave = steps.repeat_interleave(640, dim=1)  # [B, samples]
+        return wave.unsqueeze(-1).expand(-1, -1, 2).contiguous()  # [B, samples, channels]
+
+
+class ZCTestDecodingVAEs(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestDecodingVAEs",
+            display_name="ZC TEST fake decoding video + audio VAEs",
+            category=CATEGORY,
+            description="TEST ONLY. Fake VAEs whose decode is a fixed function of the latent (LTX "
+                        "geometry; 640 audio samples per latent step at 16 kHz).",
+            inputs=[],
+            outputs=[io.Vae.Output(display_name="video_vae"), io.Vae.Output(display_name="audio_vae")],
+        )
+
+    @classmethod
+    def execute(cls) -> io.NodeOutput:
+        return io.NodeOutput(FakeDecodingVideoVAE(), FakeDecodingAudioVAE())
+
+
 NODES = [ZCTestConditioning, ZCTestClip, ZCTestRaisingVAE, ZCTestNoiseImage, ZCTestFrameMask,
          ZCTestCaptureLatent, ZCTestSeededLatent, ZCTestShapeOnlyVAE, ZCTestClipDims, ZCTestConditioningDims, ZCTestLTXAudioVAE,
-         ZCTestCaptureAny]
+         ZCTestCaptureAny, ZCTestDecodingVAEs]
 
 
 class ZCTestNodesExtension(ComfyExtension):

@@ -1,0 +1,126 @@
+"""The film routes (GET /zerocopy/film/{tag}, POST /zerocopy/film/{tag}/choose) on a plain aiohttp
+application with a real LatentStore and the real engine film reader: the chosen line, takes,
+choosing and clearing, the UI event, and hostile input."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+aiohttp = pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's web server)")
+
+from web_api_helpers import SyncClient  # noqa: E402
+
+from zc_continuity import lineage  # noqa: E402
+from zc_engine import LatentStore, digest_tensor  # noqa: E402
+from zc_engine import film as engine_film  # noqa: E402
+from zc_nodes.api import routes  # noqa: E402
+
+TAG = "web_film"
+
+
+class FilmOfStore:
+    """What zc_nodes.film_view does, on the harness's own store."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def describe(self, tag, verify=False):
+        self.store.flush()
+        return engine_film.describe_film(self.store.spill_dir, tag, verify=verify)
+
+    def choose(self, tag, generation):
+        self.store.flush()
+        engine_film.choose_take(self.store.spill_dir, tag, generation)
+        return engine_film.describe_film(self.store.spill_dir, tag)
+
+
+class Harness:
+    def __init__(self, tmp_path, film=True):
+        self.store = LatentStore(spill_dir=tmp_path / "spill")
+        self.notified = []
+        services = routes.Services(store=lambda: self.store, projection_for=lambda meta, channels: None,
+                                   residency_report=lambda: {"available": False},
+                                   notify=lambda event, data: self.notified.append((event, data)),
+                                   film=FilmOfStore(self.store) if film else None)
+        app = aiohttp.web.Application()
+        routes.add_to_app(app, services)
+        self.client = SyncClient(app)
+
+    def shot(self, seed, parent=None):
+        """Store one shot (continuing ``parent``'s last latent frame when given); its generation."""
+        latent = torch.randn(1, 16, 3, 4, 4, generator=torch.Generator().manual_seed(seed))
+        meta = {"family": "wan21"}
+        if parent is not None:
+            tail = self.store.get(TAG, parent).tensors["latent_tensor"][:, :, -1:]
+            meta["lineage"] = lineage.record(lineage.marker(
+                parent_tag=TAG, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
+                used_digest=digest_tensor(tail), adapter="temporal_inpaint", trim=1, prompt=f"seed {seed}"),
+                seed=seed)
+        return self.store.put(TAG, {"latent_tensor": latent}, meta, spill=True)
+
+    def close(self):
+        self.client.close()
+        self.store.close()
+
+
+@pytest.fixture
+def api(tmp_path):
+    harness = Harness(tmp_path)
+    yield harness
+    harness.close()
+
+
+def assert_error(status, body, expected, code):
+    assert status == expected and body["error"] == code, body
+    assert "Traceback" not in str(body)
+
+
+def states(doc):
+    return {s["generation"]: s["state"] for s in doc["shots"]}
+
+
+def test_the_film_its_takes_and_choosing_one(api):
+    one = api.shot(1)
+    two = api.shot(2, one)
+    three = api.shot(3, two)
+    status, doc = api.client.json("GET", f"/zerocopy/film/{TAG}?verify=true")
+    assert status == 200 and doc["version"] == 1 and doc["tag"] == TAG
+    assert doc["line"] == [one, two, three] and doc["ok"] is True and doc["verified"] is True
+    assert all(s["hop"] in ("ok", "root") and s["file"] == "ok" for s in doc["shots"]), doc
+    other = api.shot(4, one)  # a second take of shot 2: the newest, so the line follows it
+    status, doc = api.client.json("GET", f"/zerocopy/film/{TAG}")
+    assert doc["line"] == [one, other] and states(doc)[two] == "alternative" and states(doc)[three] == "stale"
+    status, doc = api.client.json("POST", f"/zerocopy/film/{TAG}/choose", json={"generation": two})
+    assert status == 200 and doc["line"] == [one, two, three] and doc["pins"] == [two]
+    assert states(doc)[other] == "alternative"
+    assert api.notified[-1] == ("zerocopy.film", {"reason": "chosen", "tag": TAG, "generation": two})
+    status, doc = api.client.json("POST", f"/zerocopy/film/{TAG}/choose", json={"generation": 0})
+    assert status == 200 and doc["pins"] == [] and doc["line"] == [one, other]
+
+
+def test_bad_film_requests_are_clear_json_errors(api):
+    api.shot(1)
+    assert_error(*api.client.json("GET", "/zerocopy/film/nothing_here"), 404, "not_found")
+    assert_error(*api.client.json("GET", f"/zerocopy/film/{TAG}?verify=maybe"), 400, "invalid_parameter")
+    assert_error(*api.client.json("GET", f"/zerocopy/film/{TAG}?depth=2"), 400, "invalid_parameter")
+    assert_error(*api.client.json("GET", "/zerocopy/film/..%2Fetc"), 400, "invalid_tag")
+    status, body = api.client.json("POST", f"/zerocopy/film/{TAG}/choose", json={"generation": 99})
+    assert_error(status, body, 404, "not_found")
+    assert "99" in body["message"]
+    for bad in ({"generation": "2"}, {"generation": True}, {"generation": -1}, {}, {"generation": 1, "x": 1}):
+        status, body = api.client.json("POST", f"/zerocopy/film/{TAG}/choose", json=bad)
+        assert status == 400, (bad, body)
+    status, body = api.client.json("POST", f"/zerocopy/film/{TAG}/choose", data=b"{not json")
+    assert status == 400
+    assert_error(*api.client.json("DELETE", f"/zerocopy/film/{TAG}"), 405, "method_not_allowed")
+    status, doc = api.client.json("GET", f"/zerocopy/film/{TAG}")
+    assert status == 200 and doc["pins"] == []  # nothing was chosen by the bad requests
+
+
+def test_without_a_film_view_the_routes_answer_503(tmp_path):
+    harness = Harness(tmp_path, film=False)
+    try:
+        assert_error(*harness.client.json("GET", f"/zerocopy/film/{TAG}"), 503, "film_unavailable")
+    finally:
+        harness.close()

@@ -1,0 +1,136 @@
+"""ZeroCopyFilmAssemble: the film under a tag as one clip.
+
+The engine reads the film from the spill files (film_view): the chosen line of shots, each with
+the pixel frames its start repeats of the shot before (its lineage's ``trim``). This node decodes
+every shot on the line from the store (verified against its digests first), drops each seam's
+overlap, optionally crossfades a few frames there, and joins the clips in order (film_join).
+Audio-video shots (LTX-2) decode their audio stream too, joined at the same seams.
+"""
+
+from __future__ import annotations
+
+from comfy_api.latest import io
+
+from . import comfy_adapter, film_view, log, runtime
+from .store_node import DEFAULT_TAG, tag_problem, validate_tag
+from ..zc_continuity import bundle_layout, film_join
+from ..zc_continuity.errors import ContinuityError
+from ..zc_engine import NotFound, ZeroCopyError
+
+
+def frames_of(image) -> int:
+    return int(image.shape[0])
+
+
+class ZeroCopyFilmAssemble(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZeroCopyFilmAssemble",
+            display_name="ZeroCopy Film Assemble",
+            category="CineFlux/Continuity",
+            description=(
+                "Joins the film stored under a tag into one clip: the shots of its chosen line in "
+                "order (takes you chose in the sidebar's storyboard are followed), each decoded "
+                "after its digests verify, the frames each shot repeats of the one before dropped, "
+                "with an optional crossfade at the seams. Audio-video shots give their audio too."),
+            inputs=[
+                io.String.Input("buffer_tag", default=DEFAULT_TAG,
+                                tooltip="The film's tag (typed, or linked from the String node that names it)."),
+                io.Vae.Input("vae", tooltip="The VAE the film's shots were made with."),
+                io.Int.Input("crossfade_frames", default=0, min=0, max=64,
+                             tooltip="Frames blended at each seam (0: a cut). Each seam shortens the film "
+                                     "by this many frames."),
+                io.Int.Input("first_shot", default=1, min=1, max=100000,
+                             tooltip="The first shot to join (1: the film's first)."),
+                io.Int.Input("last_shot", default=0, min=0, max=100000,
+                             tooltip="The last shot to join (0: the end of the line)."),
+                io.Int.Input("seam_trim", default=-1, min=-1, max=4096,
+                             tooltip="-1: drop the frames each shot's lineage says repeat the shot "
+                                     "before. 0 or more: drop this many at every seam instead."),
+                io.Vae.Input("audio_vae", optional=True,
+                             tooltip="LTX-2 films: the audio VAE, to decode and join the audio too."),
+                io.Float.Input("frame_rate", default=25.0, min=1.0, max=240.0, optional=True,
+                               tooltip="Frames per second of the film (audio only: converts the seams' "
+                                       "frames to audio samples)."),
+            ],
+            outputs=[
+                io.Image.Output(display_name="images", tooltip="The film's frames, in order."),
+                io.Audio.Output(display_name="audio",
+                                tooltip="The film's sound (audio-video films with an audio_vae; else None)."),
+                io.String.Output(display_name="info", tooltip="Which shots, trims and frame counts."),
+            ],
+        )
+
+    @classmethod
+    def validate_inputs(cls, buffer_tag=DEFAULT_TAG, **kwargs):
+        return validate_tag(buffer_tag)
+
+    @classmethod
+    def fingerprint_inputs(cls, buffer_tag=DEFAULT_TAG, **kwargs):
+        # The film changes when a shot is stored or a take chosen.
+        try:
+            entry = runtime.store().describe_tag(buffer_tag) if buffer_tag is not None else None
+            return f"{entry['last_generation'] if entry else 0}:{film_view.choices_state(buffer_tag)}"
+        except Exception:
+            return float("nan")
+
+    @classmethod
+    def execute(cls, buffer_tag=DEFAULT_TAG, vae=None, crossfade_frames=0, first_shot=1, last_shot=0,
+                seam_trim=-1, audio_vae=None, frame_rate=25.0) -> io.NodeOutput:
+        problem = tag_problem(buffer_tag)
+        if problem:
+            raise ValueError(problem)
+        try:
+            doc = film_view.describe(buffer_tag)
+        except NotFound as exc:
+            raise ContinuityError(f"{exc}; store the film's shots with ZeroCopyLatentStore under tag "
+                                  f"{buffer_tag!r} first") from None
+        shots = film_join.shot_range(film_view.line(doc), first_shot, last_shot)
+        trims = film_join.seam_trims(shots, seam_trim)
+        store = runtime.store()
+        progress = comfy_adapter.progress_bar(len(shots))
+        clips, waves, sample_rate, lines = [], [], None, []
+        for place, (shot, trim) in enumerate(zip(shots, trims), start=first_shot):
+            generation = shot["generation"]
+            try:
+                stored = store.get(buffer_tag, generation, verify=True)
+            except ZeroCopyError as exc:
+                raise ContinuityError(f"shot {place} of film {buffer_tag!r} (generation {generation}) cannot "
+                                      f"be read: {exc}; choose another take of it in the storyboard, or "
+                                      "render it again") from None
+            streams = bundle_layout.streams_of(stored)
+            if streams[0].shape[0] != 1:
+                raise ContinuityError(f"shot {place} (generation {generation}) holds a batch of "
+                                      f"{streams[0].shape[0]}; a film joins one clip per shot, so store "
+                                      "batch 1 shots (or split the batch before the Store)")
+            clip = comfy_adapter.vae_decode(vae, streams[0])
+            clips.append(clip)
+            if audio_vae is not None:
+                if len(streams) < 2:
+                    raise ContinuityError(f"shot {place} (generation {generation}) has no audio stream; "
+                                          "disconnect audio_vae, or assemble an audio-video (LTX-2) film")
+                wave, rate = comfy_adapter.audio_vae_decode(audio_vae, streams[1])
+                if sample_rate not in (None, rate):
+                    raise ContinuityError(f"shot {place} decodes at {rate} Hz, the shots before at "
+                                          f"{sample_rate} Hz; use one audio VAE for the whole film")
+                waves.append(wave)
+                sample_rate = rate
+            kept = frames_of(clip) - trim
+            lines.append(f"shot {place}: generation {generation}, take {shot.get('take', 1)}/"
+                         f"{shot.get('takes', 1)}, {frames_of(clip)} frames, trim {trim}"
+                         f", {kept} kept")
+            progress.update(1)
+        images = film_join.join_frames(clips, trims, crossfade_frames)
+        audio = None
+        if waves:
+            joined = film_join.join_audio(waves, trims, sample_rate / float(frame_rate), crossfade_frames)
+            audio = {"waveform": joined, "sample_rate": int(sample_rate)}
+        seams = len(clips) - 1
+        head = (f"ZeroCopy film {buffer_tag!r}: {len(clips)} shots, {frames_of(images)} frames = "
+                f"{sum(frames_of(c) for c in clips)} decoded - {sum(trims)} trimmed"
+                + (f" - {seams} x {crossfade_frames} crossfaded" if crossfade_frames and seams else ""))
+        notes = [f"note: {p}" for p in doc.get("problems", [])]
+        info = "\n".join([head, *lines, *notes])
+        log.info(info.replace("\n", " | "))
+        return io.NodeOutput(images, audio, info)

@@ -1,0 +1,90 @@
+"""The film under a tag, as the nodes and the web API see it.
+
+The engine reads the film from the spill files alone (zc_engine.film): each shot's lineage,
+the takes at every place, the chosen line and the stale shots. The shared store writes its
+spill files in the background, so a caller that needs the shots it just stored flushes first.
+
+``newest`` for a Handoff or a Load means the end of the chosen line. With no take chosen that is
+the tag's newest generation (the engine keeps that invariant), so only a film with choices pays
+for reading its files.
+"""
+
+from __future__ import annotations
+
+from . import runtime
+from ..zc_engine import CorruptFile, NotFound, film as engine_film
+from ..zc_engine.store import SkippedGeneration
+
+START_IMAGE = "start_image"
+
+
+def describe(tag: str, *, verify: bool = False) -> dict:
+    """The film under ``tag`` (the engine's JSON, see docs/film.md), spills flushed first."""
+    store = runtime.store()
+    store.flush()
+    return engine_film.describe_film(store.spill_dir, tag, verify=verify)
+
+
+def has_choices(tag: str) -> bool:
+    """Whether the user chose a take anywhere in the film (cheap: one file's existence)."""
+    return engine_film.has_choices(runtime.store().spill_dir, tag)
+
+
+def choices_state(tag: str) -> str:
+    """A fingerprint of the takes chosen in the film ("" when none): changes when the user
+    chooses, so nodes that follow the chosen line re-run."""
+    if not has_choices(tag):
+        return ""
+    return ",".join(str(g) for g in describe(tag).get("pins", []))
+
+
+def chosen_end(tag: str) -> int | None:
+    """The generation at the end of the chosen line when takes were chosen; None otherwise
+    (then the newest generation is the end)."""
+    if not has_choices(tag):
+        return None
+    doc = describe(tag)
+    return doc.get("end") or None
+
+
+def newest(store, tag: str):
+    """(bundle, skipped, notes): what "newest" means for a Handoff or a Load. Without chosen
+    takes, the tag's newest generation that verifies. With them, the end of the chosen line, or
+    the shot before it on the line when the end does not verify (each skip said)."""
+    if not has_choices(tag):
+        bundle, skipped = store.get_newest_verified(tag)
+        return bundle, skipped, []
+    doc = describe(tag)
+    skipped = []
+    for generation in reversed(doc.get("line", [])):
+        try:
+            bundle = store.get(tag, generation, verify=True)
+        except (CorruptFile, NotFound) as exc:
+            skipped.append(SkippedGeneration(generation, str(exc)))
+            continue
+        notes = []
+        if bundle.generation != doc.get("newest"):
+            notes.append(f"followed the chosen takes: generation {bundle.generation} ends the chosen line "
+                         f"(the newest stored is {doc.get('newest')}; clear the choices in the storyboard "
+                         "to continue from it)")
+        return bundle, skipped, notes
+    raise CorruptFile(f"no shot on the chosen line of film {tag!r} verifies: "
+                      + ("; ".join(s.describe() for s in skipped) or "the line is empty")
+                      + "; choose another take in the storyboard or clear the choices")
+
+
+def line(doc: dict) -> list[dict]:
+    """The shots of the chosen line, in film order, without the start image."""
+    on_line = {g: i for i, g in enumerate(doc.get("line", []))}
+    shots = [s for s in doc.get("shots", []) if s["generation"] in on_line and s.get("kind") != START_IMAGE]
+    return sorted(shots, key=lambda s: on_line[s["generation"]])
+
+
+def choose(tag: str, generation: int) -> dict:
+    """Choose a take (0: clear every choice); returns the film as it stands after. The engine's
+    errors (NotFound for a generation the film does not hold, InvalidInput for a bad tag) pass
+    through: they name the value and the fix."""
+    store = runtime.store()
+    store.flush()
+    engine_film.choose_take(store.spill_dir, tag, generation)
+    return engine_film.describe_film(store.spill_dir, tag)
