@@ -25,8 +25,7 @@ int zc__spill_path(const zc_store *s, const char *tag, uint64_t generation, char
     return ZC_OK;
 }
 
-/* Parse "<tag>@<20 digits>.latent"; returns 0 and fills tag/generation. */
-static int parse_spill_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint64_t *generation)
+int zc__spill_parse_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint64_t *generation)
 {
     size_t len = strlen(name), slen = strlen(ZC_SPILL_SUFFIX);
     const char *at = strrchr(name, '@');
@@ -163,7 +162,7 @@ static int index_directory(zc_store *s, zc_owner_scan *scan)
             rc = zc__fail(ZC_E_NOMEM, "out of host memory indexing \"%s\"", s->spill_dir);
             break;
         }
-        if (noted || parse_spill_name(name, tag, &gen) != 0)
+        if (noted || zc__spill_parse_name(name, tag, &gen) != 0)
             continue;
         zc_tag_entry *e = zc__tag_get_or_create(s, tag);
         if (e == NULL || zc__disk_add(e, gen, 0) != 0) {

@@ -139,6 +139,10 @@ void zc__worker_wait(zc_store *store);    /* wait until the queue is drained (lo
 void zc__spill_enqueue(zc_store *store, zc_slot *slot); /* lock held; takes a slot ref */
 int zc__spill_path(const zc_store *store, const char *tag, uint64_t generation, char *out,
                    size_t cap);
+/* Parse a spill file name "<tag>@<20 digits>.latent": 0 and tag and
+ * *generation, or -1 for any other name (temporary, owner, counter and
+ * choices files included). */
+int zc__spill_parse_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint64_t *generation);
 /* Restore tag@generation from disk as a new slot (lock NOT held). */
 int zc__spill_restore(zc_store *store, const char *tag, uint64_t generation, zc_slot **out);
 /* Record a generation as on disk (lock held); mine is or-ed into an
