@@ -77,6 +77,10 @@ typedef struct {
 int zc__film_build(const char *dir, const char *tag, uint32_t flags, zc_film *film);
 void zc__film_free(zc_film *film);
 
+/* The parent within tag that a lineage JSON names: 1 and *parent (0 when
+ * the parent is in another tag) when it is a readable lineage, else 0. */
+int zc__film_lineage_parent(const char *lineage, const char *tag, uint64_t *parent);
+
 /* film_verify.c: check every file's digests and every hop's tail. */
 int zc__film_verify(zc_film *film);
 

@@ -142,6 +142,19 @@ static int parse_lineage(zc_film_shot *s, const char *text, char *why, size_t ca
     return rc;
 }
 
+int zc__film_lineage_parent(const char *lineage, const char *tag, uint64_t *parent)
+{
+    zc_film_shot s;
+    char why[400];
+    memset(&s, 0, sizeof s);
+    *parent = 0;
+    int ok = parse_lineage(&s, lineage, why, sizeof why) == 0;
+    if (ok && strcmp(s.parent_tag, tag) == 0)
+        *parent = s.parent_generation;
+    shot_free(&s);
+    return ok;
+}
+
 static void read_shot(zc_film *film, zc_film_shot *s)
 {
     char path[4096];

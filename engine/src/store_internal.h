@@ -57,6 +57,12 @@ typedef struct {
     uint64_t generation;
     int mine;                      /* this store may prune it: it wrote it, or found it at open
                                       with no other store on the folder */
+    int lineage_known;             /* parent, start_image and in_film below are read (once:
+                                      from the slot when this store wrote it, else from the
+                                      file's header the first time pruning needs it) */
+    uint64_t parent;               /* the generation of its tag it continues; 0 for a root */
+    int start_image;               /* metadata kind = start_image */
+    int in_film;                   /* it has a lineage or is a start image */
 } zc_disk_file;
 
 typedef struct zc_tag_entry {
@@ -215,6 +221,18 @@ void zc__owner_release(zc_store *store);
 /* spill.c: count a change of tag's files in the folder (landed, pruned,
  * rejected, dropped, imported) for the other stores; best effort. */
 void zc__spill_announce(zc_store *store, const char *tag);
+
+/* spill_keep.c: which of tag's files this store prunes after a write:
+ * its own ("mine") beyond the newest disk_keep, except the film's that
+ * must stay: ancestors within the tag of every file kept, pinned takes
+ * (the choices file) and their ancestors, and the anchor of a film (its
+ * lowest-generation root, and when that is a start image also its
+ * lowest-generation child).  Removes them from the index and returns
+ * their generations (at most cap) in prune.  Lock NOT held. */
+uint32_t zc__spill_plan_prune(zc_store *store, const char *tag, uint64_t *prune, uint32_t cap);
+/* Record a disk file's lineage from its metadata (lock held). */
+void zc__disk_set_lineage(zc_tag_entry *entry, uint64_t generation, const char *tag,
+                          const char *lineage, const char *kind);
 
 /* spill_refresh.c: learn which spill files of tag other processes (or
  * other stores of this one) added or removed since the store last looked.

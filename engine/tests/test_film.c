@@ -366,3 +366,94 @@ TEST(film_broken_lineage_cycle_missing_parent_and_parent_not_older)
     zc_test_rmtree(dir);
     free(dir);
 }
+
+/* 1 if exactly the generations in want (0-terminated) of tag have files. */
+static int files_are(const char *dir, const char *tag, const uint64_t *want)
+{
+    int ok = 1, n = 0;
+    for (; want[n]; n++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s@%020llu.latent", tag, (unsigned long long)want[n]);
+        if (zc_test_count(dir, name, "") != 1) {
+            fprintf(stderr, "  %s is missing\n", name);
+            ok = 0;
+        }
+    }
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "%s@", tag);
+    int have = zc_test_count(dir, prefix, ".latent");
+    if (have != n) {
+        fprintf(stderr, "  %d files of %s, expected %d\n", have, tag, n);
+        ok = 0;
+    }
+    return ok;
+}
+
+TEST(film_retention_keeps_ancestors_and_the_start_image_prunes_abandoned_takes)
+{
+    char *dir = zc_test_tmpdir("film-keep");
+    REQUIRE(dir != NULL);
+    REQUIRE(build_film(dir, 1)); /* disk_keep 1: take 3 goes when take 4 lands */
+    CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 4, 5, 6, 0}));
+    char *json = describe(dir, "film", ZC_FILM_VERIFY);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"ok\":true,\"line\":[1,2,4,5,6]") != NULL);
+    zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_retention_keeps_pinned_takes_and_their_ancestors)
+{
+    char *dir = zc_test_tmpdir("film-keep-pin");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_keep(dir, 100);
+    REQUIRE(s != NULL);
+    CHECK_OK(put_shot(s, "film", 1, 1, NULL, "start_image"));
+    CHECK_OK(put_child(s, "film", 2, 1));
+    CHECK_OK(put_child(s, "film", 3, 2));
+    CHECK_OK(put_child(s, "film", 4, 2));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK_OK(zc_film_choose(dir, "film", 3));
+    REQUIRE((s = open_keep(dir, 1)) != NULL); /* alone at open: the files are its to prune */
+    CHECK_OK(put_child(s, "film", 5, 4));
+    CHECK_OK(put_child(s, "film", 6, 5));
+    CHECK_OK(zc_store_flush(s));
+    CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 3, 4, 5, 6, 0}));
+    CHECK_OK(put_child(s, "film", 7, 3)); /* shot 3 on the pinned take */
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 3, 7, 0}));
+    char *json = describe(dir, "film", ZC_FILM_VERIFY);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"ok\":true,\"line\":[1,2,3,7]") != NULL);
+    zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_retention_keeps_the_lowest_root_of_a_film)
+{
+    char *dir = zc_test_tmpdir("film-keep-anchor");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_keep(dir, 1);
+    REQUIRE(s != NULL);
+    CHECK_OK(put_shot(s, "film", 1, 1, NULL, NULL));
+    CHECK_OK(put_child(s, "film", 2, 1));
+    CHECK_OK(put_shot(s, "film", 3, 3, NULL, NULL)); /* a new first shot */
+    CHECK_OK(put_child(s, "film", 4, 3));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    /* 4 and its parent 3 are the line; 1 is the anchor (not a start image: 2 may go). */
+    CHECK(files_are(dir, "film", (const uint64_t[]){1, 3, 4, 0}));
+    /* A tag without any lineage prunes oldest first, as ever. */
+    REQUIRE((s = open_keep(dir, 1)) != NULL);
+    for (uint64_t g = 1; g <= 3; g++)
+        CHECK_OK(put_shot(s, "plain", g, (uint32_t)g, NULL, NULL));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK(files_are(dir, "plain", (const uint64_t[]){3, 0}));
+    zc_test_rmtree(dir);
+    free(dir);
+}
