@@ -81,6 +81,9 @@ void zc__film_free(zc_film *film);
  * the parent is in another tag) when it is a readable lineage, else 0. */
 int zc__film_lineage_parent(const char *lineage, const char *tag, uint64_t *parent);
 
+/* film_json.c: the JSON of zc_film_describe, appended to jb. */
+void zc__film_json(zc_jsonbuf *jb, const zc_film *film);
+
 /* film_verify.c: check every file's digests and every hop's tail. */
 int zc__film_verify(zc_film *film);
 

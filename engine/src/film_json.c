@@ -72,7 +72,7 @@ static void put_shot(zc_jsonbuf *jb, const zc_film *film, const zc_film_shot *s)
     zc__jb_raw(jb, "}");
 }
 
-static void put_film(zc_jsonbuf *jb, const zc_film *film)
+void zc__film_json(zc_jsonbuf *jb, const zc_film *film)
 {
     zc__jb_raw(jb, "{\"version\":1,\"tag\":");
     zc__jb_string(jb, film->tag);
@@ -129,7 +129,7 @@ int zc_film_describe(const char *spill_dir, const char *tag, uint32_t flags, cha
     }
     zc_jsonbuf jb;
     zc__jb_init(&jb);
-    put_film(&jb, &film);
+    zc__film_json(&jb, &film);
     zc__film_free(&film);
     if (jb.failed) {
         zc__jb_free(&jb);
