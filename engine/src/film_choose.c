@@ -165,11 +165,21 @@ static long group_of(const zc_film *film, size_t i)
 int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation)
 {
     zc_film film;
-    int rc = zc__film_build(spill_dir, tag, 0, &film);
-    if (rc == ZC_E_NOT_FOUND && generation == 0) {
-        zc__film_free(&film);
-        return write_pins(spill_dir, tag, NULL, 0); /* nothing to choose among: clear anyway */
+    if (generation == 0) { /* clear: an empty list where there is a file, else nothing to do */
+        if (spill_dir == NULL || tag == NULL)
+            return zc__fail(ZC_E_INVALID, "zc_film_choose: spill_dir or tag is NULL");
+        int rc = zc_tag_check(tag);
+        if (rc != ZC_OK)
+            return rc;
+        char *path = zc__film_choices_path(spill_dir, tag);
+        zc_os_path_kind kind;
+        int exists = path != NULL && zc_os_stat(path, &kind, NULL) == 0;
+        free(path);
+        if (path == NULL)
+            return zc__fail(ZC_E_NOMEM, "out of host memory");
+        return exists ? write_pins(spill_dir, tag, NULL, 0) : ZC_OK;
     }
+    int rc = zc__film_build(spill_dir, tag, 0, &film);
     if (rc != ZC_OK) {
         zc__film_free(&film);
         return rc;

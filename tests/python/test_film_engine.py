@@ -158,3 +158,55 @@ def test_random_trees_of_takes_and_pins(tree):
             assert (s["state"] == "line") == (s["generation"] in line)
         if not pins:
             assert film["end"] == film["newest"] == len(parents)
+
+
+def test_audio_span_xxh64_tails_and_image_latents_are_checked(tmp_path):
+    """An audio tail digest is checked against its span of latent_tensor_1; a recorded xxh64:
+    tail is recomputed with XXH64; a 4-D latent's tail is its last images (axis 0)."""
+    video, audio = latent_of(1), torch.arange(80, dtype=torch.float32).reshape(1, 8, 10)
+    meta = {"zc.format": "zerocopy-continuity/1", "zc.tag": TAG, "zc.generation": "1",
+            "zc.digest.latent_tensor": digest(video), "zc.digest.latent_tensor_1": digest(audio)}
+    st_torch.save_file({"latent_tensor": video, "latent_tensor_1": audio},
+                       str(tmp_path / f"{TAG}@{1:020d}.latent"), metadata=meta)
+
+    def child(gen, audio_digest, tail=None):
+        tail = tail or digest(video[:, :, -1:])
+        lineage = {"version": 1, "parent_tag": TAG, "parent_generation": 1, "tail_frames": 1,
+                   "tail_digest": tail, "used_digest": tail, "adapter": "a", "trim": 0, "prompt": "",
+                   "audio_tail_digest": audio_digest, "audio_used_digest": audio_digest,
+                   "audio_axis": 2, "audio_start": 7, "audio_count": 3}
+        latent = latent_of(gen)
+        st_torch.save_file({"latent_tensor": latent}, str(tmp_path / f"{TAG}@{gen:020d}.latent"),
+                           metadata={"zc.format": "zerocopy-continuity/1", "zc.tag": TAG,
+                                     "zc.generation": str(gen), "zc.digest.latent_tensor": digest(latent),
+                                     "lineage": json.dumps(lineage)})
+
+    raw = video[:, :, -1:].contiguous().flatten().view(torch.uint8).numpy().tobytes()
+    child(2, digest(audio[:, :, 7:10]), tail="xxh64:" + xxhash.xxh64(raw, seed=0).hexdigest())
+    child(3, digest(audio[:, :, 6:9]))
+    shots = shots_by_gen(describe_film(tmp_path, TAG, verify=True))
+    assert shots[2]["hop"] == "ok", shots[2]["problem"]
+    assert shots[3]["hop"] == "bad" and "audio tail digest" in shots[3]["problem"]
+
+    images = tmp_path / "images"
+    images.mkdir()
+    image = (torch.arange(3 * 4 * 2 * 2, dtype=torch.float32)).reshape(3, 4, 2, 2)
+    write_shot(images, 1, latent=image)
+    write_shot(images, 2, 1, tail=digest(image[-2:]))
+    lineage = json.loads(st_torch.safe_open(str(images / f"{TAG}@{2:020d}.latent"), "pt").metadata()["lineage"])
+    lineage["tail_frames"] = 2
+    latent = latent_of(2)
+    st_torch.save_file({"latent_tensor": latent}, str(images / f"{TAG}@{2:020d}.latent"),
+                       metadata={"zc.format": "zerocopy-continuity/1", "zc.tag": TAG, "zc.generation": "2",
+                                 "zc.digest.latent_tensor": digest(latent), "lineage": json.dumps(lineage)})
+    film = describe_film(images, TAG, verify=True)
+    assert film["ok"], film["problems"]
+    assert shots_by_gen(film)[1]["frames"] == 3
+
+
+def test_clearing_without_choices_writes_nothing(tmp_path):
+    write_shot(tmp_path, 1)
+    clear_choices(tmp_path, TAG)
+    assert not (tmp_path / f".zc-film-{TAG}.json").exists()
+    clear_choices(tmp_path, "no_files_here")
+    assert not has_choices(tmp_path, "no_files_here")
