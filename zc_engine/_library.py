@@ -168,6 +168,17 @@ _PROTOTYPES = {
 }
 
 
+# Functions newer than the engine release the bridge pins (ENGINE_VERSION): declared when the
+# loaded library has them, so an older installed wheel still loads; their Python wrappers say
+# what to rebuild when one is missing (see film.py).
+_OPTIONAL_PROTOTYPES = {
+    "zc_film_describe": (c_int, [c_char_p, c_char_p, c_uint32, POINTER(c_void_p)]),
+    "zc_film_choose": (c_int, [c_char_p, c_char_p, c_uint64]),
+    "zc_film_has_choices": (c_int, [c_char_p, c_char_p]),
+    "zc_free": (None, [c_void_p]),
+}
+
+
 def _load() -> tuple[ctypes.CDLL, object]:
     try:
         lib, path = _locate.load()
@@ -177,10 +188,20 @@ def _load() -> tuple[ctypes.CDLL, object]:
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
+    for name, (restype, argtypes) in _OPTIONAL_PROTOTYPES.items():
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype = restype
+            fn.argtypes = argtypes
     return lib, path
 
 
 lib, LIBRARY_PATH = _load()
+
+
+def has(name: str) -> bool:
+    """Whether the loaded engine exports the function ``name`` (an optional one)."""
+    return getattr(lib, name, None) is not None
 
 
 def check(status: int) -> int:

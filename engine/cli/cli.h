@@ -34,6 +34,7 @@ int cli_cmd_inspect(int argc, char **argv);
 int cli_cmd_verify(int argc, char **argv);
 int cli_cmd_diff(int argc, char **argv);
 int cli_cmd_dump(int argc, char **argv);
+int cli_cmd_film(int argc, char **argv);
 
 /* ---- help (help.c) ---- */
 

@@ -17,6 +17,9 @@ static const char help_main[] =
     "                          check every tensor against its recorded digest\n"
     "  diff A B                compare two files tensor by tensor (MSE, PSNR)\n"
     "  dump FILE TENSOR        print the values of one tensor, one per line\n"
+    "  film [--json] [--no-verify] DIR TAG\n"
+    "                          the film of TAG from its spill files in DIR: takes,\n"
+    "                          the chosen line, every file and hop verified\n"
     "  help [COMMAND]          this overview, or the help of one command\n"
     "\n"
     "options:\n"
@@ -196,6 +199,41 @@ static const char help_dump[] =
     "  1  the file cannot be opened, has no tensor TENSOR, or it cannot be read\n"
     "  2  usage error\n";
 
+static const char help_film[] =
+    "usage: zc film [--json] [--no-verify] DIR TAG\n"
+    "\n"
+    "Read the film of TAG from its spill files DIR/TAG@<generation>.latent alone:\n"
+    "each shot's lineage names the shot it continued (its parent); shots of one\n"
+    "parent (or the tag's roots) are the takes of a shot; the chosen take is the\n"
+    "pinned one (DIR/.zc-film-TAG.json), else the one whose descendants hold the\n"
+    "newest generation.  One line per shot of the chosen line, in film order:\n"
+    "\n"
+    "  gen G  shot S  take K/N  STATE  parent P  trim T  adapter A  file F\n"
+    "         hop H  digest D  tail D                   (on one line)\n"
+    "\n"
+    "then the shots off the line (alternative: a take whose parent is on the\n"
+    "line; stale: it continues a take that is not chosen; broken: its lineage\n"
+    "cannot be followed), each problem, and a last line:\n"
+    "\n"
+    "  film TAG: N shots on the line, all hops verified\n"
+    "  film TAG: N shots on the line, verification FAILED: hop 7 <- 5: tail\n"
+    "            digest ... does not match the parent's last 3 frames ...\n"
+    "\n"
+    "Verification reads every tensor against its recorded digest and recomputes\n"
+    "each hop's tail digest from the parent's latent (its last tail_frames\n"
+    "frames; the audio span for an audio tail digest).  Digests are shown cut\n"
+    "to 8 hex digits; --json has them whole.\n"
+    "\n"
+    "options:\n"
+    "  --json        print the JSON of zc_film_describe instead (docs/film.md)\n"
+    "  --no-verify   read the headers only (files and hops \"unchecked\")\n"
+    "  -h, --help    this help\n"
+    "\n"
+    "exit status:\n"
+    "  0  the film holds together (verified: every file and hop checks out)\n"
+    "  1  a file or hop fails verification, or a shot's lineage is broken\n"
+    "  2  usage error, the folder cannot be read, or TAG has no files there\n";
+
 static const struct {
     const char *name;
     const char *text;
@@ -205,6 +243,7 @@ static const struct {
     {"verify", help_verify},
     {"diff", help_diff},
     {"dump", help_dump},
+    {"film", help_film},
 };
 
 void cli_help_main(FILE *out)

@@ -23,6 +23,7 @@ static const struct {
     {"verify", cli_cmd_verify},
     {"diff", cli_cmd_diff},
     {"dump", cli_cmd_dump},
+    {"film", cli_cmd_film},
 };
 
 static cli_command_fn find_command(const char *name)
@@ -52,7 +53,7 @@ static int cmd_help(int argc, char **argv)
         return CLI_EXIT_OK;
     }
     if (cli_help_command(argv[0], stdout) != 0) {
-        cli_error("unknown command '%s'; the commands are ls, inspect, verify, diff, dump "
+        cli_error("unknown command '%s'; the commands are ls, inspect, verify, diff, dump, film "
                   "(see 'zc --help')", argv[0]);
         return CLI_EXIT_USAGE;
     }
@@ -75,7 +76,7 @@ static int dispatch(int argc, char **argv)
         if (first[0] == '-')
             cli_error("unknown option '%s' (see 'zc --help')", first);
         else
-            cli_error("unknown command '%s'; the commands are ls, inspect, verify, diff, dump "
+            cli_error("unknown command '%s'; the commands are ls, inspect, verify, diff, dump, film "
                       "(see 'zc --help')", first);
         return CLI_EXIT_USAGE;
     }
@@ -86,7 +87,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2) {
         cli_error("no command; usage: zc COMMAND [ARGS...] with COMMAND one of ls, inspect, "
-                  "verify, diff, dump (see 'zc --help')");
+                  "verify, diff, dump, film (see 'zc --help')");
         return CLI_EXIT_USAGE;
     }
     int status = dispatch(argc, zc_os_utf8_argv(argc, argv)); /* paths are UTF-8 everywhere */

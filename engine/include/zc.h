@@ -648,6 +648,78 @@ ZC_API int zc_view_serialize(const zc_view *view, void *buf, size_t cap, size_t 
 ZC_API void zc_view_release(zc_view *view);
 
 /* ------------------------------------------------------------------------ */
+/* HowTo: read a film from the spill files (no store needed)                  */
+/*                                                                            */
+/* A tag's spill files are its shots.  A shot's metadata "lineage" (JSON that */
+/* the Python Handoff writes; docs/film.md) names the shot it continued: its  */
+/* parent.  A shot without one is a root; metadata kind = "start_image" marks */
+/* the encoded start image a film may begin with.  Shots with one parent (or  */
+/* all roots of the tag) are the takes of one shot, numbered 1.. by           */
+/* generation.  At each step the film follows the chosen take: the pinned     */
+/* one, else the take whose descendants hold the newest generation, so with   */
+/* no pins the film ends at the tag's newest shot.  The chosen line runs from */
+/* the chosen root down the chosen takes to a leaf.                           */
+/*                                                                            */
+/*   char *json; zc_film_describe(dir, "shot_a", ZC_FILM_VERIFY, &json);      */
+/*   ... parse json ...; zc_free(json);                                       */
+/*   zc_film_choose(dir, "shot_a", 7);   (pin take 7; 0 clears every pin)    */
+/*                                                                            */
+/* Choices live in "<dir>/.zc-film-<tag>.json", replaced atomically; stores   */
+/* never prune a pinned take or its ancestors (see zc_store_config            */
+/* .disk_keep).  Safe from any thread; a film is read as the folder stands.   */
+/* ------------------------------------------------------------------------ */
+
+#define ZC_FILM_VERIFY 1u /* read every file (digests checked) and check every hop's tail */
+
+/* Describe the film of tag from the spill files in spill_dir, as a JSON
+ * object in a new string (free it with zc_free):
+ *   {version: 1, tag, verified, ok, line: [generations in film order],
+ *    newest, end (last of line), anchor (lowest-generation root, 0 if none),
+ *    pins: [..], problems: [sentences],
+ *    shots: [{generation, shot (position along the line; a start image is
+ *      0), depth, kind ("shot" | "start_image"), parent (generation or 0),
+ *      continues ("tag@gen" when the parent is in another tag, else null),
+ *      take, takes, state ("line" | "alternative" | "stale" | "broken"),
+ *      pinned, trim, adapter, tail_frames, tail_digest, used_digest, prompt,
+ *      seed (or null), frames (time axis of the latent), shape, digest
+ *      (the latent's recorded digest), file ("ok" | "bad" | "unchecked"),
+ *      hop ("ok" | "bad" | "root" | "missing_parent" | "cycle" |
+ *      "unchecked" | "not_checked_external"), problem (sentence or null)}]
+ *   } with shots in ascending generation.
+ * "alternative": off the line, its parent on the line (or a root take);
+ * "stale": an ancestor is off the line; "broken": its lineage cannot be
+ * followed (unreadable, a missing parent, a parent not older than the
+ * shot, a cycle).  With ZC_FILM_VERIFY every tensor is read against its
+ * recorded digest and each hop's tail digest is recomputed from the
+ * parent's latent (the last tail_frames along axis 2 of a 5-D latent,
+ * axis 0 of a 4-D one; the audio span of "latent_tensor_1" for audio tail
+ * digests); ok is then true when every file and hop is ok (or a root, or
+ * external) and nothing is broken.  Without it files and hops are
+ * "unchecked" and ok means nothing is broken.  The files may be hostile:
+ * the reader is the hardened one.
+ * @return ZC_OK and *json_out; ZC_E_INVALID (NULL, bad tag, unknown flag);
+ * ZC_E_IO (the folder cannot be listed); ZC_E_NOT_FOUND (no spill files
+ * of the tag: the message names the tag and the folder); ZC_E_NOMEM. */
+ZC_API int zc_film_describe(const char *spill_dir, const char *tag, uint32_t flags,
+                            char **json_out);
+
+/* Pin take generation of tag's film: it becomes the chosen take among its
+ * siblings (replacing any pin of a sibling); generation 0 clears every pin.
+ * Pins of files that are gone are dropped.  Written crash-safe to
+ * "<spill_dir>/.zc-film-<tag>.json" = {"version":1,"tag":..,"chosen":[..]};
+ * two processes choosing at once: the last write wins.
+ * @return ZC_OK; ZC_E_INVALID; ZC_E_NOT_FOUND (no such generation, or no
+ * files of the tag: the message names it); ZC_E_IO; ZC_E_NOMEM. */
+ZC_API int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation);
+
+/* 1 if the tag's choices file exists and pins at least one take, else 0
+ * (also for bad arguments and an unreadable file).  Reads one small file. */
+ZC_API int zc_film_has_choices(const char *spill_dir, const char *tag);
+
+/* Free a string the engine returned (zc_film_describe); NULL is a no-op. */
+ZC_API void zc_free(void *p);
+
+/* ------------------------------------------------------------------------ */
 /* Files: a hardened safetensors reader                                       */
 /*                                                                            */
 /* Every byte is treated as hostile: the header length, the JSON, the dtype   */

@@ -174,6 +174,11 @@ int zc__safetensors_write_new(const char *path, const zc_bundle *b,
  * ZC_E_EXISTS, ZC_E_NOMEM. */
 int zc__write_bytes_new(const char *path, const void *data, size_t len);
 
+/* Write len bytes at data as the file at path, crash-safe, replacing what
+ * is there atomically (a reader sees the old bytes or the new ones).
+ * @return ZC_OK, ZC_E_IO, ZC_E_NOMEM. */
+int zc__write_bytes(const char *path, const void *data, size_t len);
+
 /* The bytes zc__safetensors_write would write, into buf (cap bytes);
  * *needed gets their count.  @return ZC_OK, ZC_E_LIMIT (cap too small),
  * ZC_E_UNSUPPORTED, ZC_E_INVALID, ZC_E_NOMEM. */

@@ -392,6 +392,16 @@ int zc__write_bytes_new(const char *path, const void *data, size_t len)
     return rc;
 }
 
+int zc__write_bytes(const char *path, const void *data, size_t len)
+{
+    if (path == NULL || (data == NULL && len > 0))
+        return zc__fail(ZC_E_INVALID, "zc__write_bytes: path or data is NULL");
+    int rc = write_file(path, data, len, NULL, 0, 0);
+    if (rc == ZC_OK && (rc = zc__fsync_parent_dir(path)) != ZC_OK)
+        zc__fail_context("%s was written, but its directory entry may not be durable", path);
+    return rc;
+}
+
 int zc__safetensors_serialize(const zc_bundle *b, const zc_meta_entry *extra,
                               uint32_t extra_count, void *buf, size_t cap, size_t *needed)
 {

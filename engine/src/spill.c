@@ -25,8 +25,7 @@ int zc__spill_path(const zc_store *s, const char *tag, uint64_t generation, char
     return ZC_OK;
 }
 
-/* Parse "<tag>@<20 digits>.latent"; returns 0 and fills tag/generation. */
-static int parse_spill_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint64_t *generation)
+int zc__spill_parse_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint64_t *generation)
 {
     size_t len = strlen(name), slen = strlen(ZC_SPILL_SUFFIX);
     const char *at = strrchr(name, '@');
@@ -70,8 +69,7 @@ int zc__disk_add(zc_tag_entry *e, uint64_t generation, int mine)
         e->disk[i] = e->disk[i - 1];
         i--;
     }
-    e->disk[i].generation = generation;
-    e->disk[i].mine = mine;
+    e->disk[i] = (zc_disk_file){.generation = generation, .mine = mine};
     e->disk_count++;
     if (generation > e->last_generation)
         e->last_generation = generation;
@@ -163,7 +161,7 @@ static int index_directory(zc_store *s, zc_owner_scan *scan)
             rc = zc__fail(ZC_E_NOMEM, "out of host memory indexing \"%s\"", s->spill_dir);
             break;
         }
-        if (noted || parse_spill_name(name, tag, &gen) != 0)
+        if (noted || zc__spill_parse_name(name, tag, &gen) != 0)
             continue;
         zc_tag_entry *e = zc__tag_get_or_create(s, tag);
         if (e == NULL || zc__disk_add(e, gen, 0) != 0) {
@@ -289,26 +287,28 @@ void zc__spill_enqueue(zc_store *s, zc_slot *slot)
     zc_os_cond_signal(&s->work_ready);
 }
 
-/* After a successful write: index it and choose older files of this
- * store's to prune, beyond the newest disk_keep of them. */
-static uint32_t after_write(zc_store *s, const zc_slot *slot, uint64_t *prune, uint32_t cap)
+static const char *bundle_meta(const zc_bundle *b, const char *key)
 {
-    uint32_t n = 0, mine = 0;
+    for (uint32_t i = 0; b && i < b->meta_count; i++)
+        if (strcmp(b->meta[i].key, key) == 0)
+            return b->meta[i].value;
+    return NULL;
+}
+
+/* After a successful write: index it, with its lineage.  @return 1 when
+ * this store now holds more of the tag's files than disk_keep (then
+ * zc__spill_plan_prune chooses which go). */
+static int after_write(zc_store *s, const zc_slot *slot)
+{
+    uint32_t mine = 0;
     zc_tag_entry *e = zc__tag_get_or_create(s, slot->tag);
     if (e == NULL || zc__disk_add(e, slot->generation, 1) != 0)
         return 0;
+    zc__disk_set_lineage(e, slot->generation, slot->tag, bundle_meta(slot->bundle, "lineage"),
+                         bundle_meta(slot->bundle, "kind"));
     for (uint32_t i = 0; i < e->disk_count; i++)
         mine += e->disk[i].mine != 0;
-    for (uint32_t i = 0; i < e->disk_count && mine > s->config.disk_keep && n < cap;) {
-        if (!e->disk[i].mine) {
-            i++;
-            continue;
-        }
-        prune[n++] = e->disk[i].generation;
-        zc__disk_remove(e, e->disk[i].generation);
-        mine--;
-    }
-    return n;
+    return mine > s->config.disk_keep;
 }
 
 void zc__spill_identity(const char *tag, uint64_t generation, char gen[32], zc_meta_entry extra[3])
@@ -362,14 +362,14 @@ static void writer_main(void *arg)
 
         uint64_t prune[64];
         uint32_t nprune = 0;
-        int unwanted = 0;
+        int unwanted = 0, over = 0;
         zc_os_mutex_lock(&s->lock);
         s->stats.pending_spills--;
         if (rc == ZC_OK && slot->files_dropped) {
             unwanted = 1; /* its tag was dropped with its files while this write ran */
         } else if (rc == ZC_OK) {
             s->stats.spills_written++;
-            nprune = after_write(s, slot, prune, 64);
+            over = after_write(s, slot);
         } else {
             s->stats.spill_errors++;
             if (s->flush_status == ZC_OK) {
@@ -380,6 +380,8 @@ static void writer_main(void *arg)
             }
         }
         zc_os_mutex_unlock(&s->lock);
+        if (over)
+            nprune = zc__spill_plan_prune(s, slot->tag, prune, 64);
         if (unwanted) {
             zc_os_remove(path);
             zc_os_sync_parent_dir(path);

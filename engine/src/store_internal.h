@@ -57,6 +57,12 @@ typedef struct {
     uint64_t generation;
     int mine;                      /* this store may prune it: it wrote it, or found it at open
                                       with no other store on the folder */
+    int lineage_known;             /* parent, start_image and in_film below are read (once:
+                                      from the slot when this store wrote it, else from the
+                                      file's header the first time pruning needs it) */
+    uint64_t parent;               /* the generation of its tag it continues; 0 for a root */
+    int start_image;               /* metadata kind = start_image */
+    int in_film;                   /* it has a lineage or is a start image */
 } zc_disk_file;
 
 typedef struct zc_tag_entry {
@@ -139,6 +145,10 @@ void zc__worker_wait(zc_store *store);    /* wait until the queue is drained (lo
 void zc__spill_enqueue(zc_store *store, zc_slot *slot); /* lock held; takes a slot ref */
 int zc__spill_path(const zc_store *store, const char *tag, uint64_t generation, char *out,
                    size_t cap);
+/* Parse a spill file name "<tag>@<20 digits>.latent": 0 and tag and
+ * *generation, or -1 for any other name (temporary, owner, counter and
+ * choices files included). */
+int zc__spill_parse_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint64_t *generation);
 /* Restore tag@generation from disk as a new slot (lock NOT held). */
 int zc__spill_restore(zc_store *store, const char *tag, uint64_t generation, zc_slot **out);
 /* Record a generation as on disk (lock held); mine is or-ed into an
@@ -211,6 +221,18 @@ void zc__owner_release(zc_store *store);
 /* spill.c: count a change of tag's files in the folder (landed, pruned,
  * rejected, dropped, imported) for the other stores; best effort. */
 void zc__spill_announce(zc_store *store, const char *tag);
+
+/* spill_keep.c: which of tag's files this store prunes after a write:
+ * its own ("mine") beyond the newest disk_keep, except the film's that
+ * must stay: ancestors within the tag of every file kept, pinned takes
+ * (the choices file) and their ancestors, and the anchor of a film (its
+ * lowest-generation root, and when that is a start image also its
+ * lowest-generation child).  Removes them from the index and returns
+ * their generations (at most cap) in prune.  Lock NOT held. */
+uint32_t zc__spill_plan_prune(zc_store *store, const char *tag, uint64_t *prune, uint32_t cap);
+/* Record a disk file's lineage from its metadata (lock held). */
+void zc__disk_set_lineage(zc_tag_entry *entry, uint64_t generation, const char *tag,
+                          const char *lineage, const char *kind);
 
 /* spill_refresh.c: learn which spill files of tag other processes (or
  * other stores of this one) added or removed since the store last looked.

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(
 
 FORMAT = "zerocopy-continuity/1"
 MARKER = "latent_format_version_0"
-COMMANDS = ["ls", "inspect", "verify", "diff", "dump"]
+COMMANDS = ["ls", "inspect", "verify", "diff", "dump", "film"]
 
 DTYPES = {
     "F32": torch.float32,
@@ -256,7 +256,7 @@ def test_version():
     "args",
     [[], ["frobnicate"], ["--frobnicate"], ["help", "frobnicate"], ["verify"],
      ["verify", "--bogus", "x"], ["diff", "a"], ["diff", "a", "b", "c"], ["inspect"],
-     ["ls"], ["ls", "a", "b"], ["dump", "a"]],
+     ["ls"], ["ls", "a", "b"], ["dump", "a"], ["film"], ["film", "a"], ["film", "--bogus", "a", "b"]],
 )
 def test_usage_errors_exit_2(args):
     proc = run(*args, expect=2)
@@ -817,3 +817,58 @@ def test_dump_other_dtypes(tmp_path, name):
 def test_dump_unknown_tensor(tmp_path, good):
     proc = run("dump", good, "nope", expect=1)
     assert proc.stderr.startswith("zc: ") and "nope" in proc.stderr
+
+
+# ---------------------------------------------------------------- film
+
+
+def film_shot(folder, gen, parent=None, latent=None, tail=None, tag="film"):
+    """A spill file of tag@gen; with parent, a lineage continuing parent's last frame."""
+    latent = latent if latent is not None else torch.arange(24, dtype=torch.float32).reshape(1, 2, 3, 2, 2) + gen
+    extra = {}
+    if parent is not None:
+        parent_latent = torch.arange(24, dtype=torch.float32).reshape(1, 2, 3, 2, 2) + parent
+        tail = tail or digest(parent_latent[:, :, -1:])
+        extra["lineage"] = json.dumps({"version": 1, "parent_tag": tag, "parent_generation": parent,
+                                       "tail_frames": 1, "tail_digest": tail, "used_digest": tail,
+                                       "adapter": "first_frame", "trim": 4, "prompt": "p"})
+    return save_zc(folder / f"{tag}@{gen:020d}.latent", {"latent_tensor": latent}, tag, gen, extra)
+
+
+def test_film_verified_line_exits_0(tmp_path):
+    film_shot(tmp_path, 1)
+    film_shot(tmp_path, 2, 1)
+    film_shot(tmp_path, 3, 1)
+    film_shot(tmp_path, 4, 3)
+    out = run("film", tmp_path, "film", expect=0).stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("gen 1  shot 1  take 1/1  line  root")
+    assert lines[1].startswith("gen 3  shot 2  take 2/2  line  parent 1  trim 4  adapter first_frame")
+    assert "file ok  hop ok" in lines[1]
+    assert any(line.startswith("  gen 2  shot 2  take 1/2  alternative") for line in lines)
+    assert lines[-1] == "film film: 3 shots on the line, all hops verified"
+    data = json.loads(run("film", "--json", tmp_path, "film", expect=0).stdout)
+    assert data["line"] == [1, 3, 4] and data["ok"] and data["verified"]
+    assert run("film", "--no-verify", tmp_path, "film", expect=0).stdout.splitlines()[-1].endswith(
+        "not verified (--no-verify)")
+
+
+def test_film_bad_hop_exits_1_naming_it(tmp_path):
+    film_shot(tmp_path, 1)
+    film_shot(tmp_path, 2, 1, tail="xxh3:0123456789abcdef")
+    proc = run("film", tmp_path, "film", expect=1)
+    last = proc.stdout.splitlines()[-1]
+    assert last.startswith("film film: 2 shots on the line, verification FAILED: hop 2 <- 1: tail digest "
+                           "xxh3:0123456789abcdef does not match the parent's last 1 frame xxh3:")
+    assert json.loads(run("film", "--json", tmp_path, "film", expect=1).stdout)["ok"] is False
+    run("film", "--no-verify", tmp_path, "film", expect=0)
+
+
+def test_film_broken_lineage_exits_1_and_io_errors_exit_2(tmp_path):
+    film_shot(tmp_path, 2, 1)  # generation 1 has no file
+    out = run("film", "--no-verify", tmp_path, "film", expect=1).stdout
+    assert "BROKEN: shot 2: its parent, generation 1" in out.splitlines()[-1]
+    proc = run("film", tmp_path, "nosuch", expect=2)
+    assert proc.stderr.startswith("zc: ") and "nosuch" in proc.stderr and proc.stdout == ""
+    run("film", tmp_path / "missing", "film", expect=2)
+    run("film", tmp_path, "bad/tag", expect=2)

@@ -1,0 +1,105 @@
+/*
+ * film.h — the film of one tag, read from its spill files alone: the model
+ * (film_model.c), its verification (film_verify.c), the choices file
+ * (film_choose.c) and the JSON of zc_film_describe (film_json.c).  The zc
+ * tool prints the same model (engine/cli/cmd_film.c).
+ */
+#ifndef ZC_FILM_H
+#define ZC_FILM_H
+
+#include "internal.h"
+#include "jsonbuf.h"
+
+#define ZC_FILM_PREFIX ".zc-film-" /* + tag + ".json": the tag's chosen takes */
+#define ZC_FILM_SUFFIX ".json"
+
+enum { FILM_FILE_UNCHECKED = 0, FILM_FILE_OK, FILM_FILE_BAD };
+enum {
+    FILM_HOP_UNCHECKED = 0,
+    FILM_HOP_OK,
+    FILM_HOP_BAD,
+    FILM_HOP_ROOT,
+    FILM_HOP_MISSING_PARENT,
+    FILM_HOP_CYCLE,
+    FILM_HOP_EXTERNAL
+};
+enum { FILM_LINE = 0, FILM_ALTERNATIVE, FILM_STALE, FILM_BROKEN };
+
+typedef struct {
+    uint64_t generation;
+    int opened;              /* the file's header could be read */
+    int start_image;         /* metadata kind = start_image */
+    int has_lineage;         /* metadata lineage present (even if unreadable) */
+    int lineage_ok;          /* it parsed as version 1 with every required field */
+    char *parent_tag;        /* lineage fields (NULL / 0 when absent) */
+    uint64_t parent_generation;
+    uint64_t tail_frames, trim;
+    char *tail_digest, *used_digest, *adapter, *prompt;
+    int has_seed;
+    uint64_t seed;
+    char *audio_tail_digest;
+    int has_audio_span;
+    uint64_t audio_axis, audio_start, audio_count;
+    /* the latent tensor as the file describes it */
+    int has_latent;
+    int32_t ndim;
+    int64_t shape[ZC_MAX_RANK];
+    char digest[ZC_DIGEST_TEXT_SIZE]; /* recorded; "" when none */
+    /* the model */
+    long parent;             /* index of the parent in the tag, or -1 */
+    int external;            /* the parent is in another tag: "continues" */
+    int file, hop, state;
+    int on_line, pinned;
+    uint32_t depth, shot, take, takes;
+    uint64_t subtree_newest;
+    char *problem;           /* one sentence, or NULL */
+} zc_film_shot;
+
+typedef struct {
+    char *dir;
+    char tag[ZC_MAX_TAG_LEN + 1];
+    int verified;
+    zc_film_shot *shots;     /* ascending generation */
+    size_t count;
+    uint64_t *line;          /* generations in film order */
+    size_t line_count;
+    uint64_t *pins;
+    size_t pin_count;
+    uint64_t newest, anchor;
+    zc_jsonbuf problems;     /* film-wide sentences, each ending in '\n' */
+    int ok;
+} zc_film;
+
+/* Build the film of tag from dir (ZC_FILM_VERIFY in flags: read every file
+ * and check every hop).  @return ZC_OK; ZC_E_INVALID, ZC_E_IO,
+ * ZC_E_NOT_FOUND (no files of the tag), ZC_E_NOMEM.  Free with
+ * zc__film_free either way. */
+int zc__film_build(const char *dir, const char *tag, uint32_t flags, zc_film *film);
+void zc__film_free(zc_film *film);
+
+/* The parent within tag that a lineage JSON names: 1 and *parent (0 when
+ * the parent is in another tag) when it is a readable lineage, else 0. */
+int zc__film_lineage_parent(const char *lineage, const char *tag, uint64_t *parent);
+
+/* film_json.c: the JSON of zc_film_describe, appended to jb. */
+void zc__film_json(zc_jsonbuf *jb, const zc_film *film);
+
+/* film_verify.c: check every file's digests and every hop's tail. */
+int zc__film_verify(zc_film *film);
+
+/* film_choose.c: the pins of the tag's choices file (none when it is
+ * missing); *unreadable is 1 when it exists but cannot be used. */
+int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t *count,
+                       int *unreadable);
+
+/* The path of the choices file (caller frees), or NULL. */
+char *zc__film_choices_path(const char *dir, const char *tag);
+
+/* Set the shot's problem sentence (the first one stays). */
+void zc__film_problem(zc_film_shot *shot, const char *fmt, ...) ZC_PRINTF(2, 3);
+
+const char *zc__film_state_name(int state);
+const char *zc__film_hop_name(int hop);
+const char *zc__film_file_name(int file);
+
+#endif

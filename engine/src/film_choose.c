@@ -1,0 +1,234 @@
+/*
+ * film_choose.c — the tag's chosen takes, kept in the spill folder as
+ * ZC_FILM_PREFIX<tag>ZC_FILM_SUFFIX = {"version":1,"tag":"..","chosen":[..]},
+ * replaced atomically and durably on every change (a reader sees the old
+ * choices or the new ones).  The name starts with '.', so no spill index,
+ * refresh or owner scan takes it for a spill file; it is not a temporary
+ * file either, so no scan removes it.  Two processes choosing at once:
+ * the last one to write wins.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "film.h"
+#include "json_reader.h"
+
+#define CHOICES_MAX_BYTES (1u << 20)
+
+static const zc_json_limits choices_limits = {.max_depth = 4, .max_nodes = 1u << 16,
+                                              .max_members = 16};
+
+char *zc__film_choices_path(const char *dir, const char *tag)
+{
+    size_t n = strlen(dir) + strlen(tag) + sizeof ZC_FILM_PREFIX + sizeof ZC_FILM_SUFFIX + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/" ZC_FILM_PREFIX "%s" ZC_FILM_SUFFIX, dir, tag);
+    return p;
+}
+
+/* The file's bytes (NUL-terminated), or *missing 1 when there is none. */
+static int read_text(const char *path, char **text, size_t *len, int *missing)
+{
+    zc_os_file f = ZC_OS_FILE_CLOSED;
+    uint64_t size = 0;
+    int regular = 0;
+    *text = NULL;
+    *missing = 0;
+    int err = zc_os_file_open_read(path, &f);
+    if (err != 0) {
+        if (zc_os_error_is(err, ZC_OS_NOT_FOUND)) {
+            *missing = 1;
+            return ZC_OK;
+        }
+        return zc__fail(ZC_E_IO, "cannot open %s: %s", path, ZC_OS_WHY(err));
+    }
+    int rc = ZC_OK;
+    if ((err = zc_os_file_info(f, &size, &regular)) != 0)
+        rc = zc__fail(ZC_E_IO, "cannot stat %s: %s", path, ZC_OS_WHY(err));
+    else if (!regular || size > CHOICES_MAX_BYTES)
+        rc = zc__fail(ZC_E_CORRUPT, "%s is not a regular file of at most %u bytes", path,
+                      CHOICES_MAX_BYTES);
+    char *buf = rc == ZC_OK ? malloc((size_t)size + 1) : NULL;
+    size_t got = 0;
+    if (rc == ZC_OK && buf == NULL)
+        rc = zc__fail(ZC_E_NOMEM, "out of host memory reading %s", path);
+    if (rc == ZC_OK && (err = zc_os_file_read_at(f, buf, (size_t)size, 0, &got)) != 0)
+        rc = zc__fail(ZC_E_IO, "cannot read %s: %s", path, ZC_OS_WHY(err));
+    zc_os_file_close(&f);
+    if (rc != ZC_OK) {
+        free(buf);
+        return rc;
+    }
+    buf[got] = '\0';
+    *text = buf;
+    *len = got;
+    return ZC_OK;
+}
+
+int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t *count,
+                       int *unreadable)
+{
+    char *path = zc__film_choices_path(dir, tag), *text = NULL;
+    size_t len = 0;
+    int missing = 0;
+    *pins = NULL;
+    *count = 0;
+    *unreadable = 0;
+    if (path == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory");
+    int rc = read_text(path, &text, &len, &missing);
+    if (rc != ZC_OK || missing) {
+        if (rc == ZC_E_CORRUPT) {
+            *unreadable = 1;
+            rc = ZC_OK;
+        }
+        free(path);
+        return rc;
+    }
+    zc_json_doc doc;
+    zc_json_error err;
+    if (zc__json_parse(text, len, &choices_limits, &doc, &err) != 0) {
+        *unreadable = 1;
+        rc = zc__fail(ZC_E_CORRUPT, "%s is not JSON (byte %zu: %s)", path, err.pos, err.msg);
+        free(text);
+        free(path);
+        return ZC_OK;
+    }
+    const zc_json_node *root = zc__json_node(&doc, 0), *version = NULL, *ftag = NULL,
+                       *chosen = NULL;
+    for (uint32_t k = root->type == ZC_JSON_OBJECT ? root->child : ZC_JSON_NONE;
+         k != ZC_JSON_NONE; k = doc.nodes[k].next) {
+        const char *key = zc__json_str(&doc, &doc.nodes[k]);
+        const zc_json_node *v = zc__json_node(&doc, doc.nodes[k].child);
+        if (strcmp(key, "version") == 0)
+            version = v;
+        else if (strcmp(key, "tag") == 0)
+            ftag = v;
+        else if (strcmp(key, "chosen") == 0)
+            chosen = v;
+    }
+    int ok = version && version->type == ZC_JSON_NUMBER && version->is_uint && version->num == 1 &&
+             ftag && ftag->type == ZC_JSON_STRING && strcmp(zc__json_str(&doc, ftag), tag) == 0 &&
+             chosen && chosen->type == ZC_JSON_ARRAY;
+    for (uint32_t k = ok ? chosen->child : ZC_JSON_NONE; k != ZC_JSON_NONE; k = doc.nodes[k].next)
+        if (doc.nodes[k].type != ZC_JSON_NUMBER || !doc.nodes[k].is_uint || doc.nodes[k].num == 0)
+            ok = 0;
+    if (!ok) {
+        *unreadable = 1;
+        zc__fail(ZC_E_CORRUPT, "%s is not {\"version\":1,\"tag\":\"%s\",\"chosen\":[generations]}",
+                 path, tag);
+    } else if (chosen->count > 0) {
+        *pins = malloc(sizeof **pins * chosen->count);
+        if (*pins == NULL) {
+            rc = zc__fail(ZC_E_NOMEM, "out of host memory reading %s", path);
+        } else {
+            for (uint32_t k = chosen->child; k != ZC_JSON_NONE; k = doc.nodes[k].next)
+                (*pins)[(*count)++] = doc.nodes[k].num;
+        }
+    }
+    zc__json_free(&doc);
+    free(text);
+    free(path);
+    return rc;
+}
+
+static int write_pins(const char *dir, const char *tag, const uint64_t *pins, size_t count)
+{
+    char *path = zc__film_choices_path(dir, tag);
+    if (path == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory");
+    zc_jsonbuf jb;
+    zc__jb_init(&jb);
+    zc__jb_raw(&jb, "{\"version\":1,\"tag\":");
+    zc__jb_string(&jb, tag);
+    zc__jb_raw(&jb, ",\"chosen\":[");
+    for (size_t i = 0; i < count; i++) {
+        zc__jb_raw(&jb, i ? "," : "");
+        zc__jb_u64(&jb, pins[i]);
+    }
+    zc__jb_raw(&jb, "]}\n");
+    int rc = jb.failed ? zc__fail(ZC_E_NOMEM, "out of host memory writing %s", path)
+                       : zc__write_bytes(path, jb.data, jb.len);
+    zc__jb_free(&jb);
+    free(path);
+    return rc;
+}
+
+/* The sibling group of shot index i: its parent's index, -1 for the roots. */
+static long group_of(const zc_film *film, size_t i)
+{
+    return film->shots[i].parent;
+}
+
+int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation)
+{
+    zc_film film;
+    if (generation == 0) { /* clear: an empty list where there is a file, else nothing to do */
+        if (spill_dir == NULL || tag == NULL)
+            return zc__fail(ZC_E_INVALID, "zc_film_choose: spill_dir or tag is NULL");
+        int rc = zc_tag_check(tag);
+        if (rc != ZC_OK)
+            return rc;
+        char *path = zc__film_choices_path(spill_dir, tag);
+        zc_os_path_kind kind;
+        int exists = path != NULL && zc_os_stat(path, &kind, NULL) == 0;
+        free(path);
+        if (path == NULL)
+            return zc__fail(ZC_E_NOMEM, "out of host memory");
+        return exists ? write_pins(spill_dir, tag, NULL, 0) : ZC_OK;
+    }
+    int rc = zc__film_build(spill_dir, tag, 0, &film);
+    if (rc != ZC_OK) {
+        zc__film_free(&film);
+        return rc;
+    }
+    long at = -1;
+    for (size_t i = 0; i < film.count; i++)
+        if (film.shots[i].generation == generation)
+            at = (long)i;
+    if (generation != 0 && at < 0) {
+        rc = zc__fail(ZC_E_NOT_FOUND, "tag \"%s\" has no generation %llu in \"%s\" (its "
+                        "generations run %llu..%llu); choose one that has a spill file", tag,
+                        (unsigned long long)generation, spill_dir,
+                        (unsigned long long)film.shots[0].generation,
+                        (unsigned long long)film.newest);
+        zc__film_free(&film);
+        return rc;
+    }
+    uint64_t *pins = calloc(film.pin_count + 1, sizeof *pins);
+    size_t n = 0;
+    if (pins == NULL) {
+        zc__film_free(&film);
+        return zc__fail(ZC_E_NOMEM, "out of host memory");
+    }
+    for (size_t i = 0; generation != 0 && i < film.pin_count; i++) {
+        long j = -1;
+        for (size_t k = 0; k < film.count; k++)
+            if (film.shots[k].generation == film.pins[i])
+                j = (long)k;
+        /* Pins of files that are gone are dropped; a sibling's pin is replaced. */
+        if (j < 0 || j == at || group_of(&film, (size_t)j) == group_of(&film, (size_t)at))
+            continue;
+        pins[n++] = film.pins[i];
+    }
+    if (generation != 0)
+        pins[n++] = generation;
+    rc = write_pins(spill_dir, tag, pins, n);
+    free(pins);
+    zc__film_free(&film);
+    return rc;
+}
+
+int zc_film_has_choices(const char *spill_dir, const char *tag)
+{
+    uint64_t *pins = NULL;
+    size_t n = 0;
+    int unreadable = 0;
+    if (spill_dir == NULL || tag == NULL || zc_tag_check(tag) != ZC_OK)
+        return 0;
+    int rc = zc__film_read_pins(spill_dir, tag, &pins, &n, &unreadable);
+    free(pins);
+    return rc == ZC_OK && !unreadable && n > 0;
+}

@@ -1,0 +1,537 @@
+/*
+ * film_model.c — the film of one tag from its spill files: each file's
+ * lineage read from its metadata, parents linked within the tag, the
+ * takes of every shot (siblings: one parent, or every root of the tag),
+ * the chosen take of each (the pinned one, else the one whose subtree
+ * holds the newest generation), the chosen line from the chosen root down
+ * to a leaf, and each shot's state.  Verification is film_verify.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "film.h"
+#include "json_reader.h"
+#include "store_internal.h"
+
+static const zc_json_limits lineage_limits = {.max_depth = 4, .max_nodes = 256, .max_members = 64};
+
+const char *zc__film_state_name(int state)
+{
+    static const char *const names[] = {"line", "alternative", "stale", "broken"};
+    return state >= 0 && state <= FILM_BROKEN ? names[state] : "?";
+}
+
+const char *zc__film_hop_name(int hop)
+{
+    static const char *const names[] = {"unchecked", "ok", "bad", "root", "missing_parent",
+                                        "cycle", "not_checked_external"};
+    return hop >= 0 && hop <= FILM_HOP_EXTERNAL ? names[hop] : "?";
+}
+
+const char *zc__film_file_name(int file)
+{
+    static const char *const names[] = {"unchecked", "ok", "bad"};
+    return file >= 0 && file <= FILM_FILE_BAD ? names[file] : "?";
+}
+
+void zc__film_problem(zc_film_shot *shot, const char *fmt, ...)
+{
+    if (shot->problem != NULL)
+        return;
+    char text[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    shot->problem = zc__strdup(text);
+}
+
+static void shot_free(zc_film_shot *s)
+{
+    free(s->parent_tag);
+    free(s->tail_digest);
+    free(s->used_digest);
+    free(s->adapter);
+    free(s->prompt);
+    free(s->audio_tail_digest);
+    free(s->problem);
+}
+
+void zc__film_free(zc_film *f)
+{
+    for (size_t i = 0; f->shots && i < f->count; i++)
+        shot_free(&f->shots[i]);
+    free(f->shots);
+    free(f->line);
+    free(f->pins);
+    free(f->dir);
+    zc__jb_free(&f->problems);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- reading one file's lineage ---- */
+
+static const zc_json_node *member(const zc_json_doc *doc, const zc_json_node *obj, const char *key)
+{
+    for (uint32_t k = obj->child; k != ZC_JSON_NONE; k = doc->nodes[k].next)
+        if (strcmp(zc__json_str(doc, &doc->nodes[k]), key) == 0)
+            return zc__json_node(doc, doc->nodes[k].child);
+    return NULL;
+}
+
+static int get_uint(const zc_json_doc *doc, const zc_json_node *obj, const char *key, uint64_t *out)
+{
+    const zc_json_node *n = member(doc, obj, key);
+    if (n == NULL || n->type != ZC_JSON_NUMBER || !n->is_uint)
+        return -1;
+    *out = n->num;
+    return 0;
+}
+
+static int get_str(const zc_json_doc *doc, const zc_json_node *obj, const char *key, char **out)
+{
+    const zc_json_node *n = member(doc, obj, key);
+    if (n == NULL || n->type != ZC_JSON_STRING)
+        return -1;
+    *out = zc__strdup(zc__json_str(doc, n));
+    return *out ? 0 : -1;
+}
+
+/* Fill the lineage fields from the JSON text; 0 when it is a lineage of
+ * version 1 with every required field, else -1 and why in *why. */
+static int parse_lineage(zc_film_shot *s, const char *text, char *why, size_t cap)
+{
+    zc_json_doc doc;
+    zc_json_error err;
+    uint64_t version = 0;
+    int rc = zc__json_parse(text, strlen(text), &lineage_limits, &doc, &err);
+    if (rc != 0) {
+        snprintf(why, cap, "its lineage is not valid JSON (byte %zu: %s)", err.pos, err.msg);
+        return -1;
+    }
+    const zc_json_node *root = zc__json_node(&doc, 0);
+    rc = -1;
+    if (root->type != ZC_JSON_OBJECT) {
+        snprintf(why, cap, "its lineage is a JSON %s, not an object",
+                 zc__json_type_name(root->type));
+    } else if (get_uint(&doc, root, "version", &version) != 0 || version != 1) {
+        snprintf(why, cap, "its lineage has no version 1");
+    } else if (get_str(&doc, root, "parent_tag", &s->parent_tag) != 0 ||
+               get_uint(&doc, root, "parent_generation", &s->parent_generation) != 0 ||
+               get_uint(&doc, root, "tail_frames", &s->tail_frames) != 0 ||
+               get_str(&doc, root, "tail_digest", &s->tail_digest) != 0 ||
+               get_str(&doc, root, "used_digest", &s->used_digest) != 0 ||
+               get_str(&doc, root, "adapter", &s->adapter) != 0 ||
+               get_uint(&doc, root, "trim", &s->trim) != 0) {
+        snprintf(why, cap, "its lineage lacks a valid parent_tag, parent_generation, "
+                 "tail_frames, tail_digest, used_digest, adapter or trim");
+    } else if (s->parent_generation == 0 || zc_tag_check(s->parent_tag) != ZC_OK) {
+        snprintf(why, cap, "its lineage names no valid parent (tag \"%.80s\", generation %llu)",
+                 s->parent_tag, (unsigned long long)s->parent_generation);
+    } else {
+        rc = 0;
+        (void)get_str(&doc, root, "prompt", &s->prompt);
+        s->has_seed = get_uint(&doc, root, "seed", &s->seed) == 0;
+        (void)get_str(&doc, root, "audio_tail_digest", &s->audio_tail_digest);
+        s->has_audio_span = get_uint(&doc, root, "audio_axis", &s->audio_axis) == 0 &&
+                            get_uint(&doc, root, "audio_start", &s->audio_start) == 0 &&
+                            get_uint(&doc, root, "audio_count", &s->audio_count) == 0;
+    }
+    zc__json_free(&doc);
+    return rc;
+}
+
+int zc__film_lineage_parent(const char *lineage, const char *tag, uint64_t *parent)
+{
+    zc_film_shot s;
+    char why[400];
+    memset(&s, 0, sizeof s);
+    *parent = 0;
+    int ok = parse_lineage(&s, lineage, why, sizeof why) == 0;
+    if (ok && strcmp(s.parent_tag, tag) == 0)
+        *parent = s.parent_generation;
+    shot_free(&s);
+    return ok;
+}
+
+static void read_shot(zc_film *film, zc_film_shot *s)
+{
+    char path[4096];
+    zc_file *f = NULL;
+    snprintf(path, sizeof path, "%s/%s@%020llu" ZC_SPILL_SUFFIX, film->dir, film->tag,
+             (unsigned long long)s->generation);
+    s->parent = -1;
+    int rc = zc_file_open(path, &f);
+    if (rc != ZC_OK) {
+        s->file = FILM_FILE_BAD;
+        s->state = FILM_BROKEN;
+        zc__film_problem(s, "shot %llu: its file cannot be read (%s); delete it or restore it "
+                         "from a copy", (unsigned long long)s->generation, zc_last_error());
+        return;
+    }
+    s->opened = 1;
+    const char *kind = zc_file_meta(f, "kind");
+    s->start_image = kind != NULL && strcmp(kind, "start_image") == 0;
+    uint32_t idx;
+    zc_file_tensor ft;
+    if (zc_file_find(f, ZC_LATENT_TENSOR, &idx) == ZC_OK && zc_file_tensor_at(f, idx, &ft) == ZC_OK) {
+        s->has_latent = 1;
+        s->ndim = ft.ndim;
+        memcpy(s->shape, ft.shape, sizeof s->shape);
+        if (ft.has_digest)
+            zc__digest_text(ft.digest_algo, ft.recorded_digest, s->digest);
+    }
+    const char *lineage = zc_file_meta(f, "lineage");
+    if (lineage != NULL) {
+        char why[400];
+        s->has_lineage = 1;
+        if (parse_lineage(s, lineage, why, sizeof why) == 0) {
+            s->lineage_ok = 1;
+        } else {
+            s->state = FILM_BROKEN;
+            zc__film_problem(s, "shot %llu: %s; store the shot again through a Handoff, or "
+                             "delete its file", (unsigned long long)s->generation, why);
+        }
+    }
+    zc_file_close(f);
+}
+
+/* ---- the directory ---- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int list_generations(zc_film *film, uint64_t **gens, size_t *count)
+{
+    zc_os_dir *d = NULL;
+    int err = zc_os_dir_open(film->dir, &d);
+    *gens = NULL;
+    *count = 0;
+    if (err != 0)
+        return zc__fail(ZC_E_IO, "cannot read spill directory \"%s\": %s", film->dir,
+                        ZC_OS_WHY(err));
+    size_t n = 0, cap = 0;
+    uint64_t *g = NULL;
+    const char *name;
+    char tag[ZC_MAX_TAG_LEN + 1];
+    uint64_t gen;
+    int rc = ZC_OK;
+    while ((err = zc_os_dir_next(d, &name)) == 0 && name != NULL) {
+        if (zc__spill_parse_name(name, tag, &gen) != 0 || strcmp(tag, film->tag) != 0)
+            continue;
+        if (n == cap) {
+            size_t c = cap ? cap * 2 : 16;
+            uint64_t *p = realloc(g, sizeof *p * c);
+            if (p == NULL) {
+                rc = zc__fail(ZC_E_NOMEM, "out of host memory listing \"%s\"", film->dir);
+                break;
+            }
+            g = p;
+            cap = c;
+        }
+        g[n++] = gen;
+    }
+    zc_os_dir_close(d);
+    if (rc == ZC_OK && err != 0)
+        rc = zc__fail(ZC_E_IO, "cannot read spill directory \"%s\": %s", film->dir,
+                      ZC_OS_WHY(err));
+    if (rc != ZC_OK) {
+        free(g);
+        return rc;
+    }
+    if (n > 0)
+        qsort(g, n, sizeof *g, cmp_u64);
+    *gens = g;
+    *count = n;
+    return ZC_OK;
+}
+
+static long find_gen(const zc_film *film, uint64_t gen)
+{
+    size_t lo = 0, hi = film->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (film->shots[mid].generation < gen)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < film->count && film->shots[lo].generation == gen ? (long)lo : -1;
+}
+
+static int is_pinned(const zc_film *film, uint64_t gen)
+{
+    for (size_t i = 0; i < film->pin_count; i++)
+        if (film->pins[i] == gen)
+            return 1;
+    return 0;
+}
+
+/* ---- links, takes, the line ---- */
+
+/* Parents within the tag; what cannot be linked is broken (a missing
+ * parent, a parent at or after the shot, a cycle). */
+static void link_parents(zc_film *film)
+{
+    for (size_t i = 0; i < film->count; i++) {
+        zc_film_shot *s = &film->shots[i];
+        if (s->state == FILM_BROKEN || !s->lineage_ok) {
+            if (s->state != FILM_BROKEN)
+                s->hop = FILM_HOP_ROOT;
+            continue;
+        }
+        if (strcmp(s->parent_tag, film->tag) != 0) {
+            s->external = 1;
+            s->hop = FILM_HOP_EXTERNAL;
+            continue;
+        }
+        long p = find_gen(film, s->parent_generation);
+        if (p < 0) {
+            s->state = FILM_BROKEN;
+            s->hop = FILM_HOP_MISSING_PARENT;
+            zc__film_problem(s, "shot %llu: its parent, generation %llu of tag \"%s\", has no "
+                             "spill file (pruned or deleted); render the shot again from a "
+                             "shot that exists", (unsigned long long)s->generation,
+                             (unsigned long long)s->parent_generation, film->tag);
+            continue;
+        }
+        s->parent = p;
+    }
+    /* Cycles: a walk up the raw links that comes back to where it began. */
+    for (size_t i = 0; i < film->count; i++) {
+        zc_film_shot *s = &film->shots[i];
+        if (s->parent < 0)
+            continue;
+        long at = s->parent;
+        for (size_t steps = 0; at >= 0 && steps <= film->count; steps++) {
+            if (at == (long)i) {
+                s->state = FILM_BROKEN;
+                s->hop = FILM_HOP_CYCLE;
+                zc__film_problem(s, "shot %llu: its lineage is a cycle (it descends from "
+                                 "itself through generation %llu); delete the shots of the "
+                                 "cycle or store them again", (unsigned long long)s->generation,
+                                 (unsigned long long)s->parent_generation);
+                break;
+            }
+            at = film->shots[at].parent;
+        }
+    }
+    for (size_t i = 0; i < film->count; i++) {
+        zc_film_shot *s = &film->shots[i];
+        if (s->parent >= 0 && s->hop != FILM_HOP_CYCLE && s->parent_generation >= s->generation) {
+            s->state = FILM_BROKEN;
+            s->hop = FILM_HOP_BAD;
+            zc__film_problem(s, "shot %llu: its lineage names parent generation %llu, which is "
+                             "not older than the shot itself; its lineage is wrong: store the "
+                             "shot again through a Handoff", (unsigned long long)s->generation,
+                             (unsigned long long)s->parent_generation);
+        }
+    }
+    for (size_t i = 0; i < film->count; i++)
+        if (film->shots[i].state == FILM_BROKEN)
+            film->shots[i].parent = film->shots[i].hop == FILM_HOP_BAD ||
+                                            film->shots[i].hop == FILM_HOP_CYCLE
+                                        ? -1
+                                        : film->shots[i].parent;
+}
+
+/* 1 if shot i belongs to the tree: not broken, and its parent (if any) too. */
+static int in_tree(const zc_film *film, size_t i)
+{
+    const zc_film_shot *s = &film->shots[i];
+    for (size_t steps = 0; steps <= film->count; steps++) {
+        if (s->state == FILM_BROKEN)
+            return 0;
+        if (s->parent < 0)
+            return 1;
+        s = &film->shots[s->parent];
+    }
+    return 0;
+}
+
+/* The sibling group of shot i: parent index, or -1 for the roots. */
+static long group_of(const zc_film *film, size_t i)
+{
+    return film->shots[i].parent;
+}
+
+/* The chosen member of a group: the pinned one, else the newest subtree. */
+static long chosen_in(const zc_film *film, const int *tree, long group)
+{
+    long best = -1, pinned = -1;
+    for (size_t i = 0; i < film->count; i++) {
+        if (!tree[i] || group_of(film, i) != group)
+            continue;
+        if (film->shots[i].pinned)
+            pinned = (long)i; /* the newest pinned, if a hand-edited file pins two */
+        if (best < 0 || film->shots[i].subtree_newest > film->shots[best].subtree_newest)
+            best = (long)i;
+    }
+    return pinned >= 0 ? pinned : best;
+}
+
+static int build_line(zc_film *film)
+{
+    size_t n = film->count;
+    int *tree = calloc(n ? n : 1, sizeof *tree);
+    film->line = calloc(n ? n : 1, sizeof *film->line);
+    if (tree == NULL || film->line == NULL) {
+        free(tree);
+        return zc__fail(ZC_E_NOMEM, "out of host memory building the film of \"%s\"", film->tag);
+    }
+    for (size_t i = 0; i < n; i++) {
+        zc_film_shot *s = &film->shots[i];
+        tree[i] = in_tree(film, i);
+        s->pinned = is_pinned(film, s->generation);
+        s->subtree_newest = s->generation;
+        if (s->hop == FILM_HOP_UNCHECKED && s->parent < 0 && s->state != FILM_BROKEN)
+            s->hop = FILM_HOP_ROOT;
+    }
+    /* Parents are older than their children: one pass from the newest up. */
+    for (size_t i = n; i-- > 0;) {
+        zc_film_shot *s = &film->shots[i];
+        if (tree[i] && s->parent >= 0 &&
+            s->subtree_newest > film->shots[s->parent].subtree_newest)
+            film->shots[s->parent].subtree_newest = s->subtree_newest;
+    }
+    /* Depth and shot number along the raw links (older first). */
+    for (size_t i = 0; i < n; i++) {
+        zc_film_shot *s = &film->shots[i];
+        if (s->parent >= 0 && (size_t)s->parent < i) {
+            const zc_film_shot *p = &film->shots[s->parent];
+            s->depth = p->depth + 1;
+            s->shot = p->shot + 1;
+        } else {
+            s->depth = 0;
+            s->shot = s->start_image ? 0 : 1;
+        }
+    }
+    /* Takes: position by generation within the sibling group. */
+    for (size_t i = 0; i < n; i++) {
+        if (!tree[i])
+            continue;
+        uint32_t take = 0, takes = 0;
+        for (size_t j = 0; j < n; j++) {
+            if (tree[j] && group_of(film, j) == group_of(film, i)) {
+                takes++;
+                if (j <= i)
+                    take++;
+            }
+        }
+        film->shots[i].take = take;
+        film->shots[i].takes = takes;
+    }
+    for (long at = chosen_in(film, tree, -1); at >= 0; at = chosen_in(film, tree, at)) {
+        film->shots[at].on_line = 1;
+        film->line[film->line_count++] = film->shots[at].generation;
+    }
+    for (size_t i = 0; i < n; i++) {
+        zc_film_shot *s = &film->shots[i];
+        if (s->state == FILM_BROKEN)
+            continue;
+        if (s->on_line)
+            s->state = FILM_LINE;
+        else if (tree[i] && (s->parent < 0 || film->shots[s->parent].on_line))
+            s->state = FILM_ALTERNATIVE;
+        else
+            s->state = FILM_STALE;
+        if (tree[i] && s->parent < 0 && film->anchor == 0)
+            film->anchor = s->generation;
+    }
+    free(tree);
+    return ZC_OK;
+}
+
+static void load_pins(zc_film *film)
+{
+    int unreadable = 0;
+    if (zc__film_read_pins(film->dir, film->tag, &film->pins, &film->pin_count, &unreadable) !=
+            ZC_OK || unreadable) {
+        zc__jb_printf(&film->problems, "the choices file %s%s%s of tag \"%s\" cannot be read "
+                      "(%s); its pins are ignored: choose the takes again\n", ZC_FILM_PREFIX,
+                      film->tag, ZC_FILM_SUFFIX, film->tag, zc_last_error());
+        free(film->pins);
+        film->pins = NULL;
+        film->pin_count = 0;
+        return;
+    }
+    for (size_t i = 0; i < film->pin_count; i++)
+        if (find_gen(film, film->pins[i]) < 0)
+            zc__jb_printf(&film->problems, "generation %llu is pinned but has no spill file; "
+                          "choose another take or clear the choices\n",
+                          (unsigned long long)film->pins[i]);
+}
+
+static void judge(zc_film *film)
+{
+    film->ok = 1;
+    for (size_t i = 0; i < film->count; i++) {
+        const zc_film_shot *s = &film->shots[i];
+        if (s->state == FILM_BROKEN)
+            film->ok = 0;
+        if (film->verified && (s->file != FILM_FILE_OK ||
+                               (s->hop != FILM_HOP_OK && s->hop != FILM_HOP_ROOT &&
+                                s->hop != FILM_HOP_EXTERNAL)))
+            film->ok = 0;
+    }
+}
+
+int zc__film_build(const char *dir, const char *tag, uint32_t flags, zc_film *film)
+{
+    memset(film, 0, sizeof *film);
+    zc__jb_init(&film->problems);
+    if (dir == NULL || dir[0] == '\0')
+        return zc__fail(ZC_E_INVALID, "the spill directory is NULL or empty; pass the folder "
+                        "that holds the tag's .latent files");
+    if (tag == NULL)
+        return zc__fail(ZC_E_INVALID, "the tag is NULL; pass the film's tag");
+    int rc = zc_tag_check(tag);
+    if (rc != ZC_OK)
+        return rc;
+    if ((flags & ~(uint32_t)ZC_FILM_VERIFY) != 0)
+        return zc__fail(ZC_E_INVALID, "unknown film flags 0x%x; the only flag is ZC_FILM_VERIFY",
+                        (unsigned)(flags & ~(uint32_t)ZC_FILM_VERIFY));
+    snprintf(film->tag, sizeof film->tag, "%s", tag);
+    if ((film->dir = zc__strdup(dir)) == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory");
+    uint64_t *gens = NULL;
+    size_t n = 0;
+    if ((rc = list_generations(film, &gens, &n)) != ZC_OK)
+        return rc;
+    if (n == 0) {
+        free(gens);
+        return zc__fail(ZC_E_NOT_FOUND, "tag \"%s\" has no spill files in \"%s\" (no "
+                        "%s@<generation>.latent); check the tag and the folder", tag, dir, tag);
+    }
+    film->shots = calloc(n, sizeof *film->shots);
+    if (film->shots == NULL) {
+        free(gens);
+        return zc__fail(ZC_E_NOMEM, "out of host memory reading the film of \"%s\"", tag);
+    }
+    film->count = n;
+    for (size_t i = 0; i < n; i++) {
+        film->shots[i].generation = gens[i];
+        film->shots[i].state = FILM_LINE; /* until judged */
+    }
+    free(gens);
+    film->newest = film->shots[n - 1].generation;
+    for (size_t i = 0; i < n; i++)
+        read_shot(film, &film->shots[i]);
+    load_pins(film);
+    link_parents(film);
+    if ((rc = build_line(film)) != ZC_OK)
+        return rc;
+    if (flags & ZC_FILM_VERIFY) {
+        film->verified = 1;
+        if ((rc = zc__film_verify(film)) != ZC_OK)
+            return rc;
+    }
+    judge(film);
+    if (film->problems.failed)
+        return zc__fail(ZC_E_NOMEM, "out of host memory describing the film of \"%s\"", tag);
+    return ZC_OK;
+}

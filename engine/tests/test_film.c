@@ -1,0 +1,459 @@
+/*
+ * test_film.c — the film of a tag from its spill files: takes, the chosen
+ * line with and without pins, alternative and stale shots, hops verified
+ * against the parent's tail (and a parent rewritten under its child),
+ * broken lineage (cycle, missing parent, parent not older), the choices
+ * file, and retention that keeps a film's ancestors, pins and anchor.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "harness.h"
+#include "internal.h"
+#include "platform/platform_test.h"
+
+/* Latents [1, C, T, H, W] = [1, 2, 4, 2, 2] of float32. */
+#define C_ 2
+#define T_ 4
+#define HW 4
+#define NVAL (C_ * T_ * HW)
+
+static void shot_values(float *d, uint32_t seed)
+{
+    for (int i = 0; i < NVAL; i++)
+        d[i] = (float)(seed * 1000u + (uint32_t)i);
+}
+
+/* The digest text of the last frames of a latent with values of seed. */
+static void tail_text(uint32_t seed, int frames, char out[ZC_DIGEST_TEXT_SIZE])
+{
+    float d[NVAL];
+    shot_values(d, seed);
+    zc_dl_tensor t;
+    int64_t shape[5] = {1, C_, frames, 2, 2};
+    int64_t strides[5] = {NVAL, T_ * HW, HW, 2, 1};
+    memset(&t, 0, sizeof t);
+    t.data = d + (T_ - frames) * HW;
+    t.device.device_type = ZC_DL_CPU;
+    t.ndim = 5;
+    t.dtype.code = ZC_DL_FLOAT;
+    t.dtype.bits = 32;
+    t.dtype.lanes = 1;
+    t.shape = shape;
+    t.strides = strides;
+    uint64_t dg = 0;
+    zc_digest_tensor(&t, &dg);
+    zc_digest_format(ZC_DIGEST_XXH3_64, dg, out, ZC_DIGEST_TEXT_SIZE);
+}
+
+static zc_store *open_keep(const char *dir, uint32_t keep)
+{
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = dir;
+    c.disk_keep = keep;
+    c.default_depth = 1;
+    zc_store *s = NULL;
+    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+}
+
+/* Put generation gen of tag (values of seed) with optional lineage and kind. */
+static int put_shot(zc_store *s, const char *tag, uint64_t gen, uint32_t seed,
+                    const char *lineage, const char *kind)
+{
+    float d[NVAL];
+    shot_values(d, seed);
+    fixture_tensor ft;
+    int64_t shape[5] = {1, C_, T_, 2, 2};
+    fixture_f32(&ft, d, 5, shape);
+    zc_bundle *b = NULL;
+    int rc = zc_bundle_create(&b);
+    if (rc == ZC_OK)
+        rc = zc_bundle_add_copy(b, "latent_tensor", &ft.dl);
+    if (rc == ZC_OK && lineage)
+        rc = zc_bundle_set_meta(b, "lineage", lineage);
+    if (rc == ZC_OK && kind)
+        rc = zc_bundle_set_meta(b, "kind", kind);
+    if (rc == ZC_OK)
+        rc = zc_store_put_generation(s, tag, b, ZC_PUT_SPILL, gen);
+    if (rc != ZC_OK)
+        zc_bundle_free(b);
+    return rc;
+}
+
+/* The lineage JSON of a shot continuing parent_gen of ptag (values pseed). */
+static void lineage_of(char *out, size_t cap, const char *ptag, uint64_t pgen, uint32_t pseed)
+{
+    char tail[ZC_DIGEST_TEXT_SIZE];
+    tail_text(pseed, 1, tail);
+    snprintf(out, cap,
+             "{\"adapter\":\"first_frame\",\"parent_generation\":%llu,\"parent_tag\":\"%s\","
+             "\"prompt\":\"a shot\",\"seed\":42,\"tail_digest\":\"%s\",\"tail_frames\":1,"
+             "\"trim\":4,\"used_digest\":\"%s\",\"version\":1}",
+             (unsigned long long)pgen, ptag, tail, tail);
+}
+
+static int put_child(zc_store *s, const char *tag, uint64_t gen, uint64_t pgen)
+{
+    char lin[512];
+    lineage_of(lin, sizeof lin, tag, pgen, (uint32_t)pgen);
+    return put_shot(s, tag, gen, (uint32_t)gen, lin, NULL);
+}
+
+/* The text of shot gen's object in the film JSON (a copy; caller frees). */
+static char *shot_json(const char *json, uint64_t gen)
+{
+    char key[64];
+    snprintf(key, sizeof key, "{\"generation\":%llu,", (unsigned long long)gen);
+    const char *p = strstr(json, key);
+    if (p == NULL)
+        return NULL;
+    const char *end = strstr(p + 1, "{\"generation\":");
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    char *out = malloc(n + 1);
+    memcpy(out, p, n);
+    out[n] = '\0';
+    return out;
+}
+
+/* 1 if shot gen's object contains text. */
+static int shot_has(const char *json, uint64_t gen, const char *text)
+{
+    char *s = shot_json(json, gen);
+    int ok = s != NULL && strstr(s, text) != NULL;
+    if (!ok)
+        fprintf(stderr, "  shot %llu lacks %s in %s\n", (unsigned long long)gen, text,
+                s ? s : "(none)");
+    free(s);
+    return ok;
+}
+
+static char *describe(const char *dir, const char *tag, uint32_t flags)
+{
+    char *json = NULL;
+    int rc = zc_film_describe(dir, tag, flags, &json);
+    if (rc != ZC_OK)
+        fprintf(stderr, "  zc_film_describe -> %s: %s\n", zc_status_name(rc), zc_last_error());
+    return json;
+}
+
+/* Start image 1; shot 1 = 2; shot 2 takes 3 and 4; shot 3 = 5 (from take 4); shot 4 = 6. */
+static int build_film(const char *dir, uint32_t keep)
+{
+    zc_store *s = open_keep(dir, keep);
+    if (s == NULL)
+        return 0;
+    int ok = put_shot(s, "film", 1, 1, NULL, "start_image") == ZC_OK &&
+             put_child(s, "film", 2, 1) == ZC_OK && put_child(s, "film", 3, 2) == ZC_OK &&
+             put_child(s, "film", 4, 2) == ZC_OK && put_child(s, "film", 5, 4) == ZC_OK &&
+             put_child(s, "film", 6, 5) == ZC_OK && zc_store_flush(s) == ZC_OK;
+    zc_store_close(s);
+    return ok;
+}
+
+TEST(film_without_pins_ends_at_the_newest_take)
+{
+    char *dir = zc_test_tmpdir("film-line");
+    REQUIRE(dir != NULL);
+    REQUIRE(build_film(dir, 100));
+    char *json = describe(dir, "film", ZC_FILM_VERIFY);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"verified\":true,\"ok\":true,\"line\":[1,2,4,5,6],\"newest\":6,"
+                       "\"end\":6,\"anchor\":1,\"pins\":[]") != NULL);
+    CHECK(shot_has(json, 1, "\"shot\":0,\"depth\":0,\"kind\":\"start_image\",\"parent\":0"));
+    CHECK(shot_has(json, 1, "\"hop\":\"root\""));
+    CHECK(shot_has(json, 2, "\"shot\":1,\"depth\":1,\"kind\":\"shot\",\"parent\":1"));
+    CHECK(shot_has(json, 3, "\"take\":1,\"takes\":2,\"state\":\"alternative\""));
+    CHECK(shot_has(json, 4, "\"shot\":2,"));
+    CHECK(shot_has(json, 4, "\"take\":2,\"takes\":2,\"state\":\"line\""));
+    CHECK(shot_has(json, 6, "\"shot\":4,\"depth\":4"));
+    CHECK(shot_has(json, 6, "\"trim\":4,\"adapter\":\"first_frame\",\"tail_frames\":1"));
+    CHECK(shot_has(json, 6, "\"seed\":42,\"frames\":4,\"shape\":[1,2,4,2,2]"));
+    CHECK(shot_has(json, 6, "\"file\":\"ok\",\"hop\":\"ok\",\"problem\":null"));
+    zc_free(json);
+    /* Without verification nothing is read but the headers. */
+    REQUIRE((json = describe(dir, "film", 0)) != NULL);
+    CHECK(strstr(json, "\"verified\":false,\"ok\":true") != NULL);
+    CHECK(shot_has(json, 5, "\"file\":\"unchecked\",\"hop\":\"unchecked\""));
+    zc_free(json);
+    CHECK(zc_film_has_choices(dir, "film") == 0);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_pinning_take_one_makes_the_later_shots_stale)
+{
+    char *dir = zc_test_tmpdir("film-pin");
+    REQUIRE(dir != NULL);
+    REQUIRE(build_film(dir, 100));
+    CHECK_OK(zc_film_choose(dir, "film", 3));
+    CHECK(zc_film_has_choices(dir, "film") == 1);
+    CHECK(zc_test_count(dir, ".zc-film-film.json", "") == 1);
+    char *json = describe(dir, "film", ZC_FILM_VERIFY);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"line\":[1,2,3],\"newest\":6,\"end\":3,\"anchor\":1,\"pins\":[3]") !=
+          NULL);
+    CHECK(shot_has(json, 3, "\"state\":\"line\",\"pinned\":true"));
+    CHECK(shot_has(json, 4, "\"state\":\"alternative\",\"pinned\":false"));
+    CHECK(shot_has(json, 5, "\"state\":\"stale\""));
+    CHECK(shot_has(json, 6, "\"state\":\"stale\""));
+    CHECK(strstr(json, "\"ok\":true") != NULL); /* stale is not broken */
+    zc_free(json);
+    /* Pinning a sibling replaces the pin; pinning elsewhere adds one. */
+    CHECK_OK(zc_film_choose(dir, "film", 4));
+    CHECK_OK(zc_film_choose(dir, "film", 2));
+    REQUIRE((json = describe(dir, "film", 0)) != NULL);
+    CHECK(strstr(json, "\"pins\":[4,2]") != NULL);
+    CHECK(strstr(json, "\"line\":[1,2,4,5,6]") != NULL);
+    zc_free(json);
+    /* The store's index does not take the choices file for a spill file. */
+    zc_store *s = open_keep(dir, 100);
+    REQUIRE(s != NULL);
+    uint64_t gens[16];
+    size_t n = 0;
+    CHECK_OK(zc_store_generations(s, "film", gens, 16, &n));
+    CHECK(n == 6);
+    zc_store_close(s);
+    CHECK(zc_test_count(dir, ".zc-film-film.json", "") == 1);
+    /* 0 clears every pin. */
+    CHECK_OK(zc_film_choose(dir, "film", 0));
+    CHECK(zc_film_has_choices(dir, "film") == 0);
+    REQUIRE((json = describe(dir, "film", 0)) != NULL);
+    CHECK(strstr(json, "\"pins\":[]") != NULL && strstr(json, "\"end\":6") != NULL);
+    zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_choose_and_describe_refuse_bad_arguments_by_name)
+{
+    char *dir = zc_test_tmpdir("film-args");
+    REQUIRE(dir != NULL);
+    REQUIRE(build_film(dir, 100));
+    CHECK(zc_film_choose(dir, "film", 77) == ZC_E_NOT_FOUND);
+    CHECK(strstr(zc_last_error(), "77") != NULL);
+    CHECK(zc_film_choose(dir, "bad/tag", 1) == ZC_E_INVALID);
+    CHECK(zc_film_choose(dir, "nosuch", 1) == ZC_E_NOT_FOUND);
+    CHECK(strstr(zc_last_error(), "nosuch") != NULL && strstr(zc_last_error(), dir) != NULL);
+    char *json = NULL;
+    CHECK(zc_film_describe(dir, "nosuch", 0, &json) == ZC_E_NOT_FOUND && json == NULL);
+    CHECK(zc_film_describe(dir, "film", 0x80, &json) == ZC_E_INVALID);
+    CHECK(zc_film_describe(NULL, "film", 0, &json) == ZC_E_INVALID);
+    CHECK(zc_film_describe(dir, "film", 0, NULL) == ZC_E_INVALID);
+    char *missing = zc_test_join(dir, "no-such-folder");
+    CHECK(zc_film_describe(missing, "film", 0, &json) == ZC_E_IO);
+    free(missing);
+    CHECK(zc_film_has_choices(dir, "bad/tag") == 0);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_parent_rewritten_with_another_tail_fails_its_hop)
+{
+    char *dir = zc_test_tmpdir("film-rewrite");
+    REQUIRE(dir != NULL);
+    REQUIRE(build_film(dir, 100));
+    /* Generation 4 replaced by a file with other values; its own digests agree. */
+    char name[64];
+    snprintf(name, sizeof name, "film@%020d.latent", 4);
+    char *path = zc_test_join(dir, name);
+    REQUIRE(path != NULL);
+    CHECK(remove(path) == 0);
+    free(path);
+    zc_store *s = open_keep(dir, 100);
+    REQUIRE(s != NULL);
+    char lin[512];
+    lineage_of(lin, sizeof lin, "film", 2, 2);
+    CHECK_OK(put_shot(s, "film", 4, 99, lin, NULL));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    char *json = describe(dir, "film", ZC_FILM_VERIFY);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"verified\":true,\"ok\":false") != NULL);
+    CHECK(shot_has(json, 4, "\"file\":\"ok\",\"hop\":\"ok\""));
+    CHECK(shot_has(json, 5, "\"file\":\"ok\",\"hop\":\"bad\""));
+    CHECK(shot_has(json, 5, "hop 5 <- 4: tail digest xxh3:"));
+    CHECK(shot_has(json, 5, "does not match the parent's last 1 frame xxh3:"));
+    CHECK(shot_has(json, 5, "\"state\":\"line\"")); /* a bad hop is not a broken lineage */
+    zc_free(json);
+    /* Without verification the film is not broken. */
+    REQUIRE((json = describe(dir, "film", 0)) != NULL);
+    CHECK(strstr(json, "\"ok\":true") != NULL);
+    zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_corrupt_file_is_bad_under_verification)
+{
+    char *dir = zc_test_tmpdir("film-corrupt");
+    REQUIRE(dir != NULL);
+    REQUIRE(build_film(dir, 100));
+    char name[64];
+    snprintf(name, sizeof name, "film@%020d.latent", 6);
+    char *path = zc_test_join(dir, name);
+    FILE *fp = path ? fopen(path, "r+b") : NULL;
+    REQUIRE(fp != NULL);
+    CHECK(fseek(fp, -8, SEEK_END) == 0);
+    int ch = fgetc(fp);
+    CHECK(fseek(fp, -8, SEEK_END) == 0 && fputc(ch ^ 0x40, fp) != EOF);
+    fclose(fp);
+    free(path);
+    char *json = describe(dir, "film", ZC_FILM_VERIFY);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"ok\":false") != NULL);
+    CHECK(shot_has(json, 6, "\"file\":\"bad\""));
+    CHECK(shot_has(json, 6, "fails verification"));
+    zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_broken_lineage_cycle_missing_parent_and_parent_not_older)
+{
+    char *dir = zc_test_tmpdir("film-broken");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_keep(dir, 100);
+    REQUIRE(s != NULL);
+    CHECK_OK(put_shot(s, "cyc", 1, 1, NULL, NULL));
+    CHECK_OK(put_child(s, "cyc", 7, 8));
+    CHECK_OK(put_child(s, "cyc", 8, 7));
+    CHECK_OK(put_child(s, "cyc", 9, 8)); /* continues the cycle: stale, not on the line */
+    CHECK_OK(put_shot(s, "gap", 5, 5, NULL, NULL));
+    CHECK_OK(put_child(s, "gap", 9, 7)); /* 7 has no file */
+    CHECK_OK(put_child(s, "gap", 10, 11));
+    CHECK_OK(put_shot(s, "gap", 11, 11, NULL, NULL));
+    CHECK_OK(put_shot(s, "gap", 12, 12, "{not json", NULL));
+    CHECK_OK(put_child(s, "ext", 3, 1)); /* tag "ext" continues tag "film"? no: itself */
+    char lin[512];
+    lineage_of(lin, sizeof lin, "other", 5, 5);
+    CHECK_OK(put_shot(s, "ext", 4, 4, lin, NULL));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+
+    char *json = describe(dir, "cyc", ZC_FILM_VERIFY);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"ok\":false,\"line\":[1],\"newest\":9,\"end\":1") != NULL);
+    CHECK(shot_has(json, 7, "\"state\":\"broken\""));
+    CHECK(shot_has(json, 7, "\"hop\":\"cycle\""));
+    CHECK(shot_has(json, 8, "\"hop\":\"cycle\""));
+    CHECK(shot_has(json, 7, "shot 7: its lineage is a cycle"));
+    CHECK(shot_has(json, 9, "\"state\":\"stale\""));
+    zc_free(json);
+
+    REQUIRE((json = describe(dir, "gap", 0)) != NULL);
+    CHECK(strstr(json, "\"ok\":false") != NULL);
+    CHECK(shot_has(json, 9, "\"parent\":7,"));
+    CHECK(shot_has(json, 9, "\"state\":\"broken\""));
+    CHECK(shot_has(json, 9, "\"hop\":\"missing_parent\""));
+    CHECK(shot_has(json, 9, "shot 9: its parent, generation 7"));
+    CHECK(shot_has(json, 10, "\"state\":\"broken\""));
+    CHECK(shot_has(json, 10, "parent generation 11, which is not older"));
+    CHECK(shot_has(json, 12, "\"state\":\"broken\""));
+    CHECK(shot_has(json, 12, "shot 12: its lineage is not valid JSON"));
+    /* Roots 5 and 11 are the two takes of the first shot. */
+    CHECK(shot_has(json, 5, "\"take\":1,\"takes\":2"));
+    CHECK(strstr(json, "\"line\":[11]") != NULL && strstr(json, "\"anchor\":5") != NULL);
+    zc_free(json);
+
+    REQUIRE((json = describe(dir, "ext", ZC_FILM_VERIFY)) != NULL);
+    CHECK(shot_has(json, 4, "\"continues\":\"other@5\""));
+    CHECK(shot_has(json, 4, "\"hop\":\"not_checked_external\""));
+    CHECK(shot_has(json, 3, "\"hop\":\"missing_parent\""));
+    zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+/* 1 if exactly the generations in want (0-terminated) of tag have files. */
+static int files_are(const char *dir, const char *tag, const uint64_t *want)
+{
+    int ok = 1, n = 0;
+    for (; want[n]; n++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s@%020llu.latent", tag, (unsigned long long)want[n]);
+        if (zc_test_count(dir, name, "") != 1) {
+            fprintf(stderr, "  %s is missing\n", name);
+            ok = 0;
+        }
+    }
+    char prefix[96];
+    snprintf(prefix, sizeof prefix, "%s@", tag);
+    int have = zc_test_count(dir, prefix, ".latent");
+    if (have != n) {
+        fprintf(stderr, "  %d files of %s, expected %d\n", have, tag, n);
+        ok = 0;
+    }
+    return ok;
+}
+
+TEST(film_retention_keeps_ancestors_and_the_start_image_prunes_abandoned_takes)
+{
+    char *dir = zc_test_tmpdir("film-keep");
+    REQUIRE(dir != NULL);
+    REQUIRE(build_film(dir, 1)); /* disk_keep 1: take 3 goes when take 4 lands */
+    CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 4, 5, 6, 0}));
+    char *json = describe(dir, "film", ZC_FILM_VERIFY);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"ok\":true,\"line\":[1,2,4,5,6]") != NULL);
+    zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_retention_keeps_pinned_takes_and_their_ancestors)
+{
+    char *dir = zc_test_tmpdir("film-keep-pin");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_keep(dir, 100);
+    REQUIRE(s != NULL);
+    CHECK_OK(put_shot(s, "film", 1, 1, NULL, "start_image"));
+    CHECK_OK(put_child(s, "film", 2, 1));
+    CHECK_OK(put_child(s, "film", 3, 2));
+    CHECK_OK(put_child(s, "film", 4, 2));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK_OK(zc_film_choose(dir, "film", 3));
+    REQUIRE((s = open_keep(dir, 1)) != NULL); /* alone at open: the files are its to prune */
+    CHECK_OK(put_child(s, "film", 5, 4));
+    CHECK_OK(put_child(s, "film", 6, 5));
+    CHECK_OK(zc_store_flush(s));
+    CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 3, 4, 5, 6, 0}));
+    CHECK_OK(put_child(s, "film", 7, 3)); /* shot 3 on the pinned take */
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 3, 7, 0}));
+    char *json = describe(dir, "film", ZC_FILM_VERIFY);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"ok\":true,\"line\":[1,2,3,7]") != NULL);
+    zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_retention_keeps_the_lowest_root_of_a_film)
+{
+    char *dir = zc_test_tmpdir("film-keep-anchor");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_keep(dir, 1);
+    REQUIRE(s != NULL);
+    CHECK_OK(put_shot(s, "film", 1, 1, NULL, NULL));
+    CHECK_OK(put_child(s, "film", 2, 1));
+    CHECK_OK(put_shot(s, "film", 3, 3, NULL, NULL)); /* a new first shot */
+    CHECK_OK(put_child(s, "film", 4, 3));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    /* 4 and its parent 3 are the line; 1 is the anchor (not a start image: 2 may go). */
+    CHECK(files_are(dir, "film", (const uint64_t[]){1, 3, 4, 0}));
+    /* A tag without any lineage prunes oldest first, as ever. */
+    REQUIRE((s = open_keep(dir, 1)) != NULL);
+    for (uint64_t g = 1; g <= 3; g++)
+        CHECK_OK(put_shot(s, "plain", g, (uint32_t)g, NULL, NULL));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK(files_are(dir, "plain", (const uint64_t[]){3, 0}));
+    zc_test_rmtree(dir);
+    free(dir);
+}

@@ -1,0 +1,74 @@
+"""The film of a tag, read by the engine from its spill files alone (``zc_film_describe``).
+
+A tag's spill files are its shots; each shot's ``lineage`` metadata names the shot it continued.
+Shots of one parent are the takes of a shot; the chosen take is the pinned one, else the one whose
+descendants hold the newest generation, so with no pins the film ends at the newest shot. Pins live
+in ``<spill_dir>/.zc-film-<tag>.json``. The dict is the engine's JSON (docs/film.md, "The film
+from the spill files"); nothing here needs a store or torch tensors.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+
+from ._library import check, encode, has, lib
+from .errors import EngineNotBuilt
+
+FILM_VERIFY = 1
+
+
+def _require(name: str) -> None:
+    if not has(name):
+        raise EngineNotBuilt(f"the loaded engine library has no {name} (it predates films); rebuild it "
+                             "with 'make' or 'python install.py --build', or update the zerocopy-engine wheel")
+
+
+def _dir(spill_dir) -> bytes:
+    return encode(os.fspath(spill_dir), "spill_dir")
+
+
+def describe_film(spill_dir, tag: str, *, verify: bool = False) -> dict:
+    """The film of ``tag`` in ``spill_dir``: the engine's description as a dict (``line``,
+    ``end``, ``shots`` with their ``state`` ...). With ``verify`` every file is read against its
+    digests and every hop's tail checked; then ``ok`` says whether all held. Raises NotFound when
+    the tag has no files there, InvalidInput for a bad tag, EngineIOError for an unreadable folder."""
+    _require("zc_film_describe")
+    out = ctypes.c_void_p()
+    check(lib.zc_film_describe(_dir(spill_dir), encode(tag, "tag"), FILM_VERIFY if verify else 0,
+                               ctypes.byref(out)))
+    try:
+        return json.loads(ctypes.string_at(out.value).decode("utf-8"))
+    finally:
+        lib.zc_free(out)
+
+
+def choose_take(spill_dir, tag: str, generation: int) -> None:
+    """Pin take ``generation`` of ``tag``'s film (replacing a pin of any of its siblings).
+    Raises NotFound when the tag has no such generation."""
+    _require("zc_film_choose")
+    generation = int(generation)
+    if generation <= 0:
+        from .errors import InvalidInput
+        raise InvalidInput(f"generation {generation} is not a take; pass a generation >= 1 "
+                           "(clear_choices removes every pin)")
+    check(lib.zc_film_choose(_dir(spill_dir), encode(tag, "tag"), generation))
+
+
+def clear_choices(spill_dir, tag: str) -> None:
+    """Remove every pin of ``tag``'s film: it follows the newest takes again."""
+    _require("zc_film_choose")
+    check(lib.zc_film_choose(_dir(spill_dir), encode(tag, "tag"), 0))
+
+
+def has_choices(spill_dir, tag: str) -> bool:
+    """Whether ``tag``'s film has at least one pinned take (one small file read)."""
+    _require("zc_film_has_choices")
+    return lib.zc_film_has_choices(_dir(spill_dir), encode(tag, "tag")) == 1
+
+
+def end_of_line(spill_dir, tag: str) -> int:
+    """The generation the chosen line ends at (the newest shot when nothing is pinned); 0 when no
+    shot of the tag can be followed."""
+    return int(describe_film(spill_dir, tag)["end"])
