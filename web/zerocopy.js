@@ -438,12 +438,13 @@ function storyboardCard(tag, shot, selected) {
       onclick: () => {
         state.filmSelected.set(tag, selected ? null : shot.generation);
         panel.render();
+        panel.root?.querySelector(".zc-film-detail")?.scrollIntoView?.({ block: "nearest" });
       },
     },
     el("img", { class: "zc-card-thumb", alt: "", loading: "lazy", src: previewURL(tag, shot.generation, 96) }),
     el("div", { class: "zc-card-title", text: `${label} · gen ${shot.generation}` }),
     el("div", { class: "zc-card-line", text: `take ${shot.take}/${shot.takes}${shot.pinned ? " · chosen" : ""}` }),
-    el("div", { class: "zc-card-line", text: `trim ${shot.trim ?? 0} · ${shot.frames ?? "?"} latents` }),
+    el("div", { class: "zc-card-line", text: `trim ${shot.trim ?? 0} · ${shot.frames ?? "?"} lat.`, title: `drops ${shot.trim ?? 0} pixel frames at its start when joined; ${shot.frames ?? "?"} latent frames` }),
     el("div", { class: `zc-card-line ${statusClass}`, text: status }),
     shot.state === "stale" ? el("div", { class: "zc-card-line zc-stale-mark", text: "stale" }) : null
   );
@@ -747,6 +748,7 @@ const STYLE = `
 .zc-card.zc-broken { border-color: #e5534b; }
 .zc-card-thumb { width: 96px; height: 96px; object-fit: contain; image-rendering: pixelated; background: #111; border-radius: 3px; }
 .zc-card-title { font-weight: 700; }
+.zc-card-title, .zc-card-line { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .zc-stale-mark { color: #ffb454; font-weight: 700; text-transform: uppercase; }
 .zc-film-detail { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; border-top: 1px dashed var(--border-color, #444); padding-top: 4px; word-break: break-all; }
 .zc-takes, .zc-continue-row { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin-top: 4px; }

@@ -86,5 +86,8 @@ def choose(tag: str, generation: int) -> dict:
     through: they name the value and the fix."""
     store = runtime.store()
     store.flush()
-    engine_film.choose_take(store.spill_dir, tag, generation)
+    if generation == 0:
+        engine_film.clear_choices(store.spill_dir, tag)
+    else:
+        engine_film.choose_take(store.spill_dir, tag, generation)
     return engine_film.describe_film(store.spill_dir, tag)

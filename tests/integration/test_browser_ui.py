@@ -224,6 +224,14 @@ def _wait(driver, script: str, timeout: float, what: str):
         raise AssertionError(f"timed out after {timeout} s waiting for {what}; state: {state}") from None
 
 
+def _click(browser, css: str, what: str = ""):
+    """Click the element the selector names, found and clicked in one step in the page: the
+    panel re-renders on every websocket event, which can replace an element between a lookup
+    from here and a click (a stale reference)."""
+    _wait(browser, f"const e = document.querySelector({json.dumps(css)}); if (e) e.click(); return !!e;", 10,
+          what or f"an element {css} to click")
+
+
 def _load_workflow(browser, workflow: dict, attempts: int = 10):
     """Load the workflow into the frontend and make sure it stays: the frontend loads its own
     start-up graph asynchronously and, on a slow start, that can replace a graph loaded before
@@ -365,7 +373,7 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
     assert thumb[0] >= 64 and "preview.png" in thumb[2]
 
     # the sidebar panel lists the buffer, and inspect shows its slots
-    browser.find_element("css selector", ".zerocopy-buffers-tab-button").click()
+    _click(browser, ".zerocopy-buffers-tab-button")
     _wait(
         browser,
         f"const r = document.querySelector('.zc-row[data-tag={TAG}]');"
@@ -373,7 +381,7 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
         10,
         "the sidebar row of the buffer",
     )
-    browser.find_element("css selector", f".zc-row[data-tag={TAG}] .zc-inspect").click()
+    _click(browser, f".zc-row[data-tag={TAG}] .zc-inspect")
     _wait(
         browser,
         f"const d = document.querySelector('.zc-row[data-tag={TAG}] .zc-detail');"
@@ -418,7 +426,7 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
     )
     # Clear (two clicks) drops the tag through DELETE on the real server; the badges follow
     for _ in range(2):
-        browser.find_element("css selector", f".zc-row[data-tag={TAG}] .zc-clear").click()
+        _click(browser, f".zc-row[data-tag={TAG}] .zc-clear")
         time.sleep(0.2)
     _wait(browser, f"return !document.querySelector('.zc-row[data-tag={TAG}]') && "
                    "[...document.querySelectorAll('.zc-badge[data-kind=ZeroCopyLatentStore]')]"
@@ -468,10 +476,10 @@ def test_storyboard_shows_the_film_its_takes_and_stale_shots(
     _queue_and_wait(browser)  # generations 4 (take 2 of shot 1), 5, 6
     doc = json.loads(_get(server.url + f"/api/zerocopy/film/{STORYBOARD_TAG}?verify=true")[2])
     assert doc["line"] == [4, 5, 6] and doc["ok"] is True, doc
-    browser.find_element("css selector", ".zerocopy-buffers-tab-button").click()
+    _click(browser, ".zerocopy-buffers-tab-button")
     row = f".zc-row[data-tag={STORYBOARD_TAG}]"
     _wait(browser, f"return !!document.querySelector('{row}')", 10, "the sidebar row")
-    browser.find_element("css selector", f"{row} .zc-film-button").click()
+    _click(browser, f"{row} .zc-film-button")
     cards = (f"return [...document.querySelectorAll('{row} .zc-strip-line .zc-card')]"
              ".map(c => c.dataset.generation).join()")
     _wait(browser, cards + " === '4,5,6'", 15, "the storyboard's line 4,5,6")
@@ -488,12 +496,12 @@ def test_storyboard_shows_the_film_its_takes_and_stale_shots(
     time.sleep(0.3)
     browser.save_screenshot(str(SCREENSHOT_DIR / "zerocopy_storyboard.png"))
     # inspect shot 1's first take and choose it: the line follows it, the second run's shots go stale
-    browser.find_element("css selector", f"{row} .zc-strip-off .zc-card[data-generation='1']").click()
+    _click(browser, f"{row} .zc-strip-off .zc-card[data-generation='1']")
     _wait(browser, f"return !!document.querySelector('{row} .zc-film-detail[data-generation=\"1\"]')", 5,
           "the detail of generation 1")
     continue_text = browser.execute_script(f"return document.querySelector('{row} .zc-continue').value")
     assert continue_text == f"buffer_tag={STORYBOARD_TAG} generation=1"
-    browser.find_element("css selector", f"{row} .zc-take[data-generation='1']").click()
+    _click(browser, f"{row} .zc-take[data-generation='1']")
     _wait(browser, cards + " === '1,2,3'", 15, "the line to follow the chosen take")
     states = browser.execute_script(
         f"return Object.fromEntries([...document.querySelectorAll('{row} .zc-card')]"

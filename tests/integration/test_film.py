@@ -152,14 +152,14 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
 
     # a parent rewritten with another tail (its own digest consistent): its file verifies, the hop
     # of the shot that continued from it does not, and `zc film` names that hop; nothing is lost
-    rewrite_tail(Path(spill) / f"{tag}@3.latent", scale=-1.0)
+    rewrite_tail(Path(spill) / f"{tag}@{3:020d}.latent", scale=-1.0)
     rc, out = zc_film(spill, tag)
     assert rc == 1, out
     assert "hop 7 <- 3" in out, out
     listed = json.loads(zc_film(spill, tag, "--json")[1])
     shots = {s["generation"]: s for s in listed["shots"]}
     assert shots[3]["file"] == "ok" and shots[7]["hop"] == "bad" and not listed["ok"], shots
-    assert sorted(p.name for p in Path(spill).glob(f"{tag}@*.latent")) == [f"{tag}@{i}.latent" for i in range(1, 8)]
+    assert sorted(p.name for p in Path(spill).glob(f"{tag}@*.latent")) == [f"{tag}@{i:020d}.latent" for i in range(1, 8)]
 
 
 def test_assemble_joins_the_audio_of_an_audio_video_film(comfy, captures, pack):

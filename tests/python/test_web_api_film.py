@@ -31,7 +31,10 @@ class FilmOfStore:
 
     def choose(self, tag, generation):
         self.store.flush()
-        engine_film.choose_take(self.store.spill_dir, tag, generation)
+        if generation == 0:
+            engine_film.clear_choices(self.store.spill_dir, tag)
+        else:
+            engine_film.choose_take(self.store.spill_dir, tag, generation)
         return engine_film.describe_film(self.store.spill_dir, tag)
 
 

@@ -105,8 +105,13 @@ def register() -> bool:
     routes = getattr(getattr(getattr(server, "PromptServer", None), "instance", None), "routes", None)
     if routes is None:
         return False
-    from .. import farm_link, film_view, runtime, ui_events
+    from .. import farm_link, runtime, ui_events
     from . import routes as api_routes
+
+    try:
+        from .. import film_view  # the engine reads films: without it the film routes answer 503
+    except ImportError:
+        film_view = None
 
     services = api_routes.Services(store=runtime.store, projection_for=projection_for,
                                    residency_report=residency_report, notify=ui_events.send,
