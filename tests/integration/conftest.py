@@ -115,6 +115,7 @@ class Comfy:
         asyncio.run(nodes.init_extra_nodes(init_custom_nodes=False, init_api_nodes=False))
         self.nodes, self.execution, self.folder_paths = nodes, execution, folder_paths
         self.input_dir, self.output_dir = input_dir, output_dir
+        self._peer_failures: dict[str, str] = {}
         self.server = RecordingServer()
         # ZC_COMFY_CACHE=ram runs the suite under the RAM-pressure cache, ComfyUI's default since
         # v0.33.0 (classic by default: its behaviour is the strictest about re-running nodes)
@@ -133,6 +134,24 @@ class Comfy:
         ok = asyncio.run(self.nodes.load_custom_node(path, module_parent="custom_nodes"))
         assert ok, f"ComfyUI could not load custom nodes from {path} (see the log above)"
         return sys.modules[path.replace(".", "_x_")]
+
+    def load_peer_pack(self, path: str, node: str) -> str | None:
+        """Load a peer node pack (e.g. KJNodes) that provides ``node``, once; None when ``node`` is
+        there after it, else the reason it is not (the pack does not load on this ComfyUI: an
+        older ComfyUI lacks what the pack imports). A failed load is not tried again."""
+        if node in self.nodes.NODE_CLASS_MAPPINGS:
+            return None
+        if path in self._peer_failures:
+            return self._peer_failures[path]
+        try:
+            self.load_custom_node(path)
+        except AssertionError:
+            pass
+        if node not in self.nodes.NODE_CLASS_MAPPINGS:
+            self._peer_failures[path] = (f"the node pack at {path} does not provide {node} on this ComfyUI "
+                                         "(it failed to load or lacks the node; see the log)")
+            return self._peer_failures[path]
+        return None
 
     def run(self, prompt: dict, *, targets=None, expect_error: bool = False) -> RunResult:
         """Validate and execute an API-format prompt as one queue item.

@@ -43,8 +43,8 @@ def schemas(comfy, loaded_pack):
     from comfy_workflows import Schemas
 
     for types, _, variable in build_examples.NEEDS_PACKS.values():  # peer packs, when given
-        if os.environ.get(variable) and not all(t in nodes.NODE_CLASS_MAPPINGS for t in types):
-            comfy.load_custom_node(os.environ[variable])
+        if os.environ.get(variable):
+            comfy.load_peer_pack(os.environ[variable], types[0])  # else its examples skip, saying why
 
     missing = [n for n in CORE_NODES_OF_THE_EXAMPLES if n not in nodes.NODE_CLASS_MAPPINGS]
     if missing:

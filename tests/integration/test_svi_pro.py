@@ -26,12 +26,9 @@ MOTION = 1
 def kjnodes(comfy):
     if not KJNODES_PATH:
         pytest.skip("skipped: KJNODES_PATH not set")
-    import nodes
-
-    if "WanImageToVideoSVIPro" not in nodes.NODE_CLASS_MAPPINGS:
-        comfy.load_custom_node(KJNODES_PATH)
-    if "WanImageToVideoSVIPro" not in nodes.NODE_CLASS_MAPPINGS:
-        pytest.skip(f"skipped: the KJNodes checkout at {KJNODES_PATH} has no WanImageToVideoSVIPro")
+    why = comfy.load_peer_pack(KJNODES_PATH, "WanImageToVideoSVIPro")
+    if why:
+        pytest.skip(f"skipped: {why}")
 
 
 def test_svi_pro_chain_over_three_queue_runs(comfy, captures, pack, kjnodes, tiny_wan21_i2v):
