@@ -91,6 +91,11 @@ def tiny_profile(unet: str, vae: str, tag: str = "zc_tiny_film") -> Profile:
     )
 
 
+def _read_me(wf, lines: list[str], size):
+    """The example's note at the top left: its own lines, then the tag paragraph every example shares."""
+    return wf.note((-520, -40), "\n".join([*lines, "", TAG_NOTE]), size=size)
+
+
 def _pin(wf, model_ref, pos=(0, 120)):
     """ZeroCopyVRAMPin after the loader: the diffusion model stays resident between shots."""
     return wf.add(
@@ -296,18 +301,14 @@ def wan22_5b_chain(schemas):
 
     wf = Workflow(schemas, "wan22_5b_2shot_chain")
     tag = "wan22_5b_film"
-    wf.note(
-        (-520, -40),
-        "\n".join(
-            [
-                "## Wan 2.2 TI2V 5B: continue a shot in latent space",
-                "48-channel latents at 16x spatial compression (the Wan 2.2 VAE). Shot 2 starts from the",
-                "stored tail of shot 1: the causal first latent of a tail stands for 4 pixel frames, so the",
-                "certificate tells how many of shot 2's first frames repeat shot 1 (trim them when joining).",
-                "",
-                TAG_NOTE,
-            ]
-        ),
+    _read_me(
+        wf,
+        [
+            "## Wan 2.2 TI2V 5B: continue a shot in latent space",
+            "48-channel latents at 16x spatial compression (the Wan 2.2 VAE). Shot 2 starts from the",
+            "stored tail of shot 1: the causal first latent of a tail stands for 4 pixel frames, so the",
+            "certificate tells how many of shot 2's first frames repeat shot 1 (trim them when joining).",
+        ],
         size=(460, 260),
     )
     unet = wf.add(
@@ -381,18 +382,14 @@ def ltx2_av_chain(schemas):
     wf = Workflow(schemas, "ltx2_av_2shot_chain")
     tag = "ltx2_av_film"
     ckpt = "ltx-2-19b-dev-fp8.safetensors"
-    wf.note(
-        (-520, -40),
-        "\n".join(
-            [
-                "## LTX-2: an audio-video shot continued in latent space",
-                "The Store keeps the video and audio latents of the shot as one bundle (both digested). The",
-                "Handoff continues the video stream from its tail at LTX's legal insertion point; each LTX",
-                "latent after the first stands for 8 pixel frames.",
-                "",
-                TAG_NOTE,
-            ]
-        ),
+    _read_me(
+        wf,
+        [
+            "## LTX-2: an audio-video shot continued in latent space",
+            "The Store keeps the video and audio latents of the shot as one bundle (both digested). The",
+            "Handoff continues the video stream from its tail at LTX's legal insertion point; each LTX",
+            "latent after the first stands for 8 pixel frames.",
+        ],
         size=(460, 260),
     )
     checkpoint = wf.add("CheckpointLoaderSimple", (0, 0), size=(340, 100), ckpt_name=ckpt)
@@ -542,19 +539,15 @@ def minimax_h3_chain(schemas):
 
     wf = Workflow(schemas, "minimax_h3_av_2shot_chain")
     tag = "h3_av_film"
-    wf.note(
-        (-520, -40),
-        "\n".join(
-            [
-                "## MiniMax H3: audio + video continued in latent space",
-                "H3 latents are a video stream [B,24,T,H/16,W/16] and an audio stream [B,32,2,T_a].",
-                "The Store",
-                "keeps both; the Handoff takes the last chunk-aligned latents (5j+2) so the 17-frame causal",
-                "chunking of the H3 VAE stays aligned.",
-                "",
-                TAG_NOTE,
-            ]
-        ),
+    _read_me(
+        wf,
+        [
+            "## MiniMax H3: audio + video continued in latent space",
+            "H3 latents are a video stream [B,24,T,H/16,W/16] and an audio stream [B,32,2,T_a].",
+            "The Store",
+            "keeps both; the Handoff takes the last chunk-aligned latents (5j+2) so the 17-frame causal",
+            "chunking of the H3 VAE stays aligned.",
+        ],
         size=(460, 260),
     )
     unet = wf.add(
@@ -616,17 +609,13 @@ def flux_kontext_stills(schemas):
 
     wf = Workflow(schemas, "flux_kontext_stills_chain")
     tag = "kontext_stills"
-    wf.note(
-        (-520, -40),
-        "\n".join(
-            [
-                "## FLUX.1 Kontext: a series of stills without a VAE round trip",
-                "Still 1 edits the input image. The Store keeps its latent; still 2 takes that latent from",
-                "the store as its reference, so the series never goes through decode/encode between edits.",
-                "",
-                TAG_NOTE,
-            ]
-        ),
+    _read_me(
+        wf,
+        [
+            "## FLUX.1 Kontext: a series of stills without a VAE round trip",
+            "Still 1 edits the input image. The Store keeps its latent; still 2 takes that latent from",
+            "the store as its reference, so the series never goes through decode/encode between edits.",
+        ],
         size=(460, 240),
     )
     unet = wf.add(
@@ -741,19 +730,15 @@ def flux_dev_img2img_stills(schemas):
 
     wf = Workflow(schemas, "flux_dev_img2img_stills")
     tag = "flux_dev_stills"
-    wf.note(
-        (-520, -40),
-        "\n".join(
-            [
-                "## FLUX.1 Dev: a series of stills, each starting from the one before",
-                "Still 2's latent is still 1's, bit-identical, from the store: img2img with no VAE encode.",
-                "The KSampler's denoise (0.6 here) says how much of it changes: 1.0 would ignore it.",
-                "Schnell works the same way (4 steps, no FluxGuidance). For FLUX.1 Kontext use the",
-                "Kontext example: Kontext loads as the same architecture, so choose its adapter by name.",
-                "",
-                TAG_NOTE,
-            ]
-        ),
+    _read_me(
+        wf,
+        [
+            "## FLUX.1 Dev: a series of stills, each starting from the one before",
+            "Still 2's latent is still 1's, bit-identical, from the store: img2img with no VAE encode.",
+            "The KSampler's denoise (0.6 here) says how much of it changes: 1.0 would ignore it.",
+            "Schnell works the same way (4 steps, no FluxGuidance). For FLUX.1 Kontext use the",
+            "Kontext example: Kontext loads as the same architecture, so choose its adapter by name.",
+        ],
         size=(460, 260),
     )
     unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name="flux1-dev.safetensors",
@@ -801,20 +786,16 @@ def wan22_s2v_extend(schemas):
 
     wf = Workflow(schemas, "wan22_s2v_extend_chain")
     tag = "wan22_s2v_film"
-    wf.note(
-        (-520, -40),
-        "\n".join(
-            [
-                "## Wan 2.2 S2V: extend a talking shot across queue runs",
-                "Queue once: group 'Shot 1' makes shot 1 and stores it ('Next shot' is muted). Then mute",
-                "'Shot 1', un-mute 'Next shot' (select the nodes, Ctrl+M) and queue once per further shot:",
-                "ZeroCopy Latent Load hands the newest stored shot, bit-identical, to",
-                "WanSoundImageToVideoExtend as video_latent (core takes its last 19 latents as motion),",
-                "and the Store keeps the new shot. A restart of ComfyUI loses nothing: the store spills.",
-                "",
-                TAG_NOTE,
-            ]
-        ),
+    _read_me(
+        wf,
+        [
+            "## Wan 2.2 S2V: extend a talking shot across queue runs",
+            "Queue once: group 'Shot 1' makes shot 1 and stores it ('Next shot' is muted). Then mute",
+            "'Shot 1', un-mute 'Next shot' (select the nodes, Ctrl+M) and queue once per further shot:",
+            "ZeroCopy Latent Load hands the newest stored shot, bit-identical, to",
+            "WanSoundImageToVideoExtend as video_latent (core takes its last 19 latents as motion),",
+            "and the Store keeps the new shot. A restart of ComfyUI loses nothing: the store spills.",
+        ],
         size=(460, 280),
     )
     unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name="wan2.2_s2v_14B_fp8_scaled.safetensors",
@@ -867,22 +848,18 @@ def wan22_svi_pro(schemas):
 
     wf = Workflow(schemas, "wan22_svi_pro_chain")
     tag = "wan22_svi_film"
-    wf.note(
-        (-520, -40),
-        "\n".join(
-            [
-                "## Wan 2.2 SVI 2.0 Pro: a long shot over queue runs",
-                "Needs kijai/ComfyUI-KJNodes (WanImageToVideoSVIPro) and the SVI 2.0 Pro LoRAs.",
-                "Queue once: group 'Shot 1' encodes the start image, stores it as the film's anchor",
-                "(generation 1) and makes shot 1. Then mute 'Shot 1', un-mute 'Next shot' (select the",
-                "nodes, Ctrl+M) and queue once per further shot: ZeroCopy Latent Load 'first' hands the",
-                "anchor to anchor_samples, 'newest' the previous shot to prev_samples (SVI uses its last",
-                "motion_latent_count latents), both verified and bit-identical; the Store keeps the new",
-                "shot and records which shot it continued. A restart loses nothing: the store spills.",
-                "",
-                TAG_NOTE,
-            ]
-        ),
+    _read_me(
+        wf,
+        [
+            "## Wan 2.2 SVI 2.0 Pro: a long shot over queue runs",
+            "Needs kijai/ComfyUI-KJNodes (WanImageToVideoSVIPro) and the SVI 2.0 Pro LoRAs.",
+            "Queue once: group 'Shot 1' encodes the start image, stores it as the film's anchor",
+            "(generation 1) and makes shot 1. Then mute 'Shot 1', un-mute 'Next shot' (select the",
+            "nodes, Ctrl+M) and queue once per further shot: ZeroCopy Latent Load 'first' hands the",
+            "anchor to anchor_samples, 'newest' the previous shot to prev_samples (SVI uses its last",
+            "motion_latent_count latents), both verified and bit-identical; the Store keeps the new",
+            "shot and records which shot it continued. A restart loses nothing: the store spills.",
+        ],
         size=(460, 300),
     )
     high = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name="wan2.2_i2v_high_noise_14B_fp16.safetensors",

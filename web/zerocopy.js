@@ -38,6 +38,7 @@ const state = {
   residencyEvents: new Map(), // node id -> last zerocopy.residency payload
   films: new Map(), // tag -> GET /zerocopy/film/{tag}?verify=true document, or error text
   filmSelected: new Map(), // tag -> generation of the storyboard shot being inspected
+  choosing: null, // tag whose take this tab is choosing now
   farm: null, // GET /zerocopy/farm: enabled, worker, url (password hidden), connected, tags, ...
   farmError: null, // why the farm setting or status could not be applied or read
   error: null, // last API error text, shown in the panel
@@ -329,7 +330,8 @@ function refresh() {
       } catch (error) {
         state.error = String(error?.message ?? error);
       }
-      await Promise.all([...panel.films].map((tag) => loadFilm(tag)));
+      // an open storyboard is read again (verified: every file) only when its tag has a new shot
+      await Promise.all([...panel.films].filter(filmIsOld).map((tag) => loadFilm(tag)));
       state.refreshes += 1;
       updateAllNodes();
       panel.render();
@@ -391,6 +393,11 @@ function farmLines() {
 
 // ---------------------------------------------------------------- storyboard (the film of a tag)
 
+function filmIsOld(tag) {
+  const doc = state.films.get(tag);
+  return typeof doc !== "object" || doc === null || doc.newest !== state.buffers.get(tag)?.newest_generation;
+}
+
 async function loadFilm(tag) {
   try {
     state.films.set(tag, await apiJSON(`/zerocopy/film/${encodeURIComponent(tag)}?verify=true`));
@@ -400,6 +407,7 @@ async function loadFilm(tag) {
 }
 
 async function chooseTake(tag, generation) {
+  state.choosing = tag; // its own zerocopy.film event needs no second read
   try {
     await apiJSON(`/zerocopy/film/${encodeURIComponent(tag)}/choose`, {
       method: "POST",
@@ -410,6 +418,7 @@ async function chooseTake(tag, generation) {
     state.error = String(error?.message ?? error);
   }
   await loadFilm(tag);
+  state.choosing = null;
   panel.render();
 }
 
@@ -789,9 +798,13 @@ app.registerExtension({
       state.residency = { available: true, ...detail };
       updateAllNodes();
     });
-    api.addEventListener("zerocopy.film", () => {
+    api.addEventListener("zerocopy.film", async (event) => {
       state.received.push("zerocopy.film");
-      refresh();
+      const tag = event.detail?.tag;
+      if (panel.films.has(tag) && state.choosing !== tag) { // another tab chose: this one follows
+        await loadFilm(tag);
+        panel.render();
+      }
     });
     api.addEventListener("zerocopy.buffers", () => {
       state.received.push("zerocopy.buffers");

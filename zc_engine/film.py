@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+from pathlib import Path
 
 from ._library import check, encode, has, lib
 from .errors import EngineNotBuilt
@@ -39,7 +40,8 @@ def describe_film(spill_dir, tag: str, *, verify: bool = False) -> dict:
     check(lib.zc_film_describe(_dir(spill_dir), encode(tag, "tag"), FILM_VERIFY if verify else 0,
                                ctypes.byref(out)))
     try:
-        return json.loads(ctypes.string_at(out.value).decode("utf-8"))
+        # a problem sentence cut at the engine's message bound may end inside a character
+        return json.loads(ctypes.string_at(out.value).decode("utf-8", errors="replace"))
     finally:
         lib.zc_free(out)
 
@@ -60,6 +62,11 @@ def clear_choices(spill_dir, tag: str) -> None:
     """Remove every pin of ``tag``'s film: it follows the newest takes again."""
     _require("zc_film_choose")
     check(lib.zc_film_choose(_dir(spill_dir), encode(tag, "tag"), 0))
+
+
+def choices_file(spill_dir, tag: str) -> Path:
+    """Where ``tag``'s chosen takes are kept (the file ``zc_film_choose`` writes; docs/film.md)."""
+    return Path(spill_dir) / f".zc-film-{tag}.json"
 
 
 def has_choices(spill_dir, tag: str) -> bool:

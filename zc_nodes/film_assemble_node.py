@@ -12,6 +12,7 @@ from __future__ import annotations
 from comfy_api.latest import io
 
 from . import comfy_adapter, film_view, log, runtime
+from .handoff_node import store_state
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, film_join
 from ..zc_continuity.errors import ContinuityError
@@ -70,7 +71,9 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
     def fingerprint_inputs(cls, buffer_tag=DEFAULT_TAG, **kwargs):
         # The film changes when a shot is stored or a take chosen.
         try:
-            entry = runtime.store().describe_tag(buffer_tag) if buffer_tag is not None else None
+            if buffer_tag is None:  # linked: every tag's newest stands in for it, as on the Handoff
+                return store_state()
+            entry = runtime.store().describe_tag(buffer_tag)
             return f"{entry['last_generation'] if entry else 0}:{film_view.choices_state(buffer_tag)}"
         except Exception:
             return float("nan")

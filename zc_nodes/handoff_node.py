@@ -249,11 +249,11 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             request.audio_shape, request.audio_rate = cls.fresh_audio(spec, piece.shape[0], length)
         result = chosen.build(request)
         start = cls.store_start_image(tag, piece, spec, model)
+        start_digest = digest_tensor(piece)
         result.latent[lineage.MARKER] = lineage.marker(
             parent_tag=tag, parent_generation=start,
             tail_frames=piece.shape[2] if piece.dim() == 5 else piece.shape[0],  # the whole start image
-            tail_digest=digest_tensor(piece),
-            used_digest=digest_tensor(piece), adapter=chosen.name, trim=0, prompt=prompt)
+            tail_digest=start_digest, used_digest=start_digest, adapter=chosen.name, trim=0, prompt=prompt)
         info = "\n".join([f"ZeroCopy handoff: tag {tag!r} holds no latent yet: this first shot "
                           f"starts from fallback_first_frame (VAE-encoded once), adapter {chosen.name}",
                           f"family {spec.name}: from {family.source}",
@@ -269,7 +269,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         facts = comfy_adapter.model_facts(model)
         described = shot_description.describe_shot([piece], model=facts,
                                                    source="ZeroCopyLatentHandoff (start image)")
-        meta = dict(described.meta, kind="start_image")
+        meta = dict(described.meta, kind=film_view.START_IMAGE)
         if described.spec is None:  # the family came from the VAE or the text encoder
             meta.update(shot_description.metadata_for(spec))
         return farm_link.put(runtime.store(), tag, described.tensors, meta)

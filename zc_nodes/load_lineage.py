@@ -65,6 +65,6 @@ def parent_marker(prompt: dict | None, store_node_id, input_name: str = "samples
 
 
 def forget_all() -> None:
-    """Tests: forget every Load's record."""
+    """Forget every Load's record (the store they served from was closed)."""
     with _lock:
         _served.clear()

@@ -145,8 +145,9 @@ def reset(spill_dir: str | os.PathLike | None = None) -> None:
     With spill_dir, the next store uses that directory (tests, and users who
     move their spill directory at runtime). The farm link goes first: it publishes from the store."""
     global _store
-    from . import farm_link
+    from . import farm_link, load_lineage
     farm_link.close()
+    load_lineage.forget_all()  # what the Loads served was of the closed store
     with _lock:
         if _store is not None:
             _store.close()

@@ -178,8 +178,13 @@ static int check_file(zc_film *film, zc_film_shot *s, held_tensor *video, held_t
         keep->bytes = buf;
     }
     zc_file_close(f);
-    if (rc == ZC_E_NOMEM)
+    if (rc == ZC_E_NOMEM) {
+        free(video->bytes);
+        free(audio->bytes);
+        memset(video, 0, sizeof *video);
+        memset(audio, 0, sizeof *audio);
         return rc;
+    }
     if (rc != ZC_OK) {
         s->file = FILM_FILE_BAD;
         zc__film_problem(s, "shot %llu: its file fails verification (%s); the shot's bytes "

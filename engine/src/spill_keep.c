@@ -10,7 +10,11 @@
  * their ancestors, and when the tag is a film (a file has a lineage or is
  * a start image) its anchor: the lowest-generation root, and when that is
  * a start image its lowest-generation child as well (the film's first
- * shot).  A tag without lineage prunes as before, oldest first.
+ * shot).  A tag without lineage prunes as before, oldest first.  When what
+ * a film needs cannot be known this time (a file that cannot be opened for
+ * a reason other than being gone or corrupt, a choices file that cannot be
+ * read or parsed), nothing is pruned this time: a pinned take or an
+ * ancestor is never lost to a transient error.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +25,8 @@
 
 typedef struct {
     zc_disk_file f;
-    int gone; /* its file vanished (another process removed it) */
+    int gone;      /* its file vanished (another process removed it) */
+    int uncertain; /* its file could not be read now: its parent is unknown */
     int keep;
 } candidate;
 
@@ -50,9 +55,11 @@ static void read_lineage(const zc_store *s, const char *tag, candidate *c)
     zc_os_path_kind kind;
     if (zc__spill_path(s, tag, c->f.generation, path, sizeof path) != ZC_OK)
         return;
-    if (zc_file_open(path, &f) != ZC_OK) {
+    int rc = zc_file_open(path, &f);
+    if (rc != ZC_OK) {
         c->gone = zc_os_error_is(zc_os_stat(path, &kind, NULL), ZC_OS_NOT_FOUND);
-        c->f.lineage_known = !c->gone; /* unreadable: a root outside any film */
+        c->f.lineage_known = !c->gone && rc == ZC_E_CORRUPT; /* corrupt: a root outside any film */
+        c->uncertain = !c->gone && rc != ZC_E_CORRUPT;        /* try again at the next prune */
         return;
     }
     const char *lineage = zc_file_meta(f, "lineage"), *k = zc_file_meta(f, "kind");
@@ -74,11 +81,14 @@ static long find(const candidate *c, size_t n, uint64_t generation)
     return lo < n && c[lo].f.generation == generation && !c[lo].gone ? (long)lo : -1;
 }
 
-static void choose_kept(const zc_store *s, const char *tag, candidate *c, size_t n)
+/* Marks what to keep; 0 when what the film needs cannot be known now (keep everything). */
+static int choose_kept(const zc_store *s, const char *tag, candidate *c, size_t n)
 {
     uint32_t mine_kept = 0;
     int film = 0;
     for (size_t i = n; i-- > 0;) {
+        if (c[i].uncertain)
+            return 0;
         if (c[i].gone)
             continue;
         film |= c[i].f.in_film;
@@ -90,12 +100,15 @@ static void choose_kept(const zc_store *s, const char *tag, candidate *c, size_t
     uint64_t *pins = NULL;
     size_t npins = 0;
     int unreadable = 0;
-    if (zc__film_read_pins(s->spill_dir, tag, &pins, &npins, &unreadable) == ZC_OK)
-        for (size_t i = 0; i < npins; i++) {
-            long j = find(c, n, pins[i]);
-            if (j >= 0)
-                c[j].keep = 1;
-        }
+    if (zc__film_read_pins(s->spill_dir, tag, &pins, &npins, &unreadable) != ZC_OK || unreadable) {
+        free(pins);
+        return 0; /* the chosen takes are unknown: none may be pruned */
+    }
+    for (size_t i = 0; i < npins; i++) {
+        long j = find(c, n, pins[i]);
+        if (j >= 0)
+            c[j].keep = 1;
+    }
     free(pins);
     for (size_t i = 0; film && i < n; i++) {
         if (c[i].gone || c[i].f.parent != 0)
@@ -115,6 +128,7 @@ static void choose_kept(const zc_store *s, const char *tag, candidate *c, size_t
         if (j >= 0)
             c[j].keep = 1;
     }
+    return 1;
 }
 
 uint32_t zc__spill_plan_prune(zc_store *s, const char *tag, uint64_t *prune, uint32_t cap)
@@ -131,7 +145,7 @@ uint32_t zc__spill_plan_prune(zc_store *s, const char *tag, uint64_t *prune, uin
     for (size_t i = 0; i < n; i++)
         if (!c[i].f.lineage_known)
             read_lineage(s, tag, &c[i]);
-    choose_kept(s, tag, c, n);
+    int may_prune = choose_kept(s, tag, c, n);
     uint32_t count = 0;
     zc_os_mutex_lock(&s->lock);
     e = zc__tag_find(s, tag);
@@ -146,7 +160,7 @@ uint32_t zc__spill_plan_prune(zc_store *s, const char *tag, uint64_t *prune, uin
                 d->start_image = c[i].f.start_image;
                 d->in_film = c[i].f.in_film;
             }
-            if (d->mine && !c[i].gone && !c[i].keep && count < cap) {
+            if (may_prune && d->mine && !c[i].gone && !c[i].keep && count < cap) {
                 prune[count++] = d->generation;
                 zc__disk_remove(e, d->generation);
             }

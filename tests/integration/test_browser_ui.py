@@ -314,15 +314,7 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
 
     ours = to_api_prompt(workflow, schemas_for_browser)
     assert {k: v["inputs"] for k, v in queued.items()} == {k: v["inputs"] for k, v in ours.items()}
-    browser.execute_async_script(
-        "const done = arguments[arguments.length - 1];"
-        "window.__zcRun = 'queued';"
-        "for (const e of ['execution_success', 'execution_error']) window.comfyAPI.api.api.addEventListener("
-        "  e, () => { window.__zcRun = e; });"
-        "window.comfyAPI.app.app.queuePrompt(0, 1).then(() => done(true), e => done(String(e)));"
-    )
-    _wait(browser, "return window.__zcRun !== 'queued' && window.__zcRun", RUN_TIMEOUT_S, "the run to finish")
-    assert browser.execute_script("return window.__zcRun") == "execution_success"
+    _queue_and_wait(browser)
     # each Store badge shows the shot its node stored (zerocopy.store events)
     stores_ready = (
         "const b = [...document.querySelectorAll('.zc-badge[data-kind=ZeroCopyLatentStore]')];"

@@ -90,6 +90,24 @@ def rewrite_tail(path: Path, *, scale: float):
     save_file(tensors, str(path), metadata=meta)
 
 
+def assemble(comfy, tag, *, vae_name=None, audio=False, **settings):
+    """ZeroCopyFilmAssemble run on the film (a VAE file by name, else the fake decoding VAEs, with
+    the audio one when ``audio``); its three outputs (images, audio, info)."""
+    g = Graph()
+    extra = {}
+    if vae_name:
+        vae = g.out(g.add("VAELoader", vae_name=vae_name))
+    else:
+        fakes = g.add("ZCTestDecodingVAEs")
+        vae = g.out(fakes, 0)
+        if audio:
+            extra["audio_vae"] = g.out(fakes, 1)
+    inputs = {"crossfade_frames": 0, "first_shot": 1, "last_shot": 0, "seam_trim": -1, **settings}
+    node = g.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=vae, **extra, **inputs)
+    run = comfy.run(g.prompt, targets=[node])
+    return tuple(comfy.output(run, node, i) for i in range(3))
+
+
 def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
     """The issue's proof: a 4-shot film with two takes of shot 2, shot 3 from the second take;
     choosing the first take turns shots 3-4 stale; after a restart `zc film` verifies the chosen
@@ -132,23 +150,14 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     assert listed["line"] == [1, 2, 3, 7] and listed["ok"] is True
 
     # the assembled film of the chosen line: every clip decoded, each seam's trim dropped
-    g = Graph()
-    vae_node = g.add("VAELoader", vae_name=vae)
-    assemble = g.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=g.out(vae_node), crossfade_frames=0,
-                     first_shot=1, last_shot=0, seam_trim=-1)
-    run = comfy.run(g.prompt, targets=[assemble])
-    images, audio, info = (comfy.output(run, assemble, i) for i in range(3))
+    images, audio, info = assemble(comfy, tag, vae_name=vae)
     trims = [json.loads(shared_store(pack).get(tag, gen).meta["lineage"])["trim"] for gen in (3, 7)]
     assert images.ndim == 4 and images.shape[1:] == (64, 64, 3) and audio is None
     assert images.shape[0] == 3 * WAN["length"] - sum(trims), (images.shape, trims, info)
     assert f"3 shots, {images.shape[0]} frames = {3 * WAN['length']} decoded - {sum(trims)} trimmed" in info, info
     # with a crossfade of 2 frames the two seams shorten it by 4 more
-    g2 = Graph()
-    vae_node = g2.add("VAELoader", vae_name=vae)
-    faded = g2.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=g2.out(vae_node), crossfade_frames=2,
-                   first_shot=2, last_shot=3, seam_trim=-1)
-    run = comfy.run(g2.prompt, targets=[faded])
-    assert comfy.output(run, faded, 0).shape[0] == 2 * WAN["length"] - trims[1] - 2
+    faded = assemble(comfy, tag, vae_name=vae, crossfade_frames=2, first_shot=2, last_shot=3)[0]
+    assert faded.shape[0] == 2 * WAN["length"] - trims[1] - 2
 
     # a parent rewritten with another tail (its own digest consistent): its file verifies, the hop
     # of the shot that continued from it does not, and `zc film` names that hop; nothing is lost
@@ -183,12 +192,7 @@ def test_assemble_joins_the_audio_of_an_audio_video_film(comfy, captures, pack):
                 parent_tag=tag, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
                 used_digest=digest_tensor(tail), adapter="ltx_latent_guide", trim=8))
         parent = store.put(tag, tensors, meta, spill=True)
-    g = Graph()
-    vaes = g.add("ZCTestDecodingVAEs")
-    assemble = g.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=g.out(vaes, 0), audio_vae=g.out(vaes, 1),
-                     crossfade_frames=0, first_shot=1, last_shot=0, seam_trim=-1, frame_rate=25.0)
-    run = comfy.run(g.prompt, targets=[assemble])
-    images, audio, info = (comfy.output(run, assemble, i) for i in range(3))
+    images, audio, info = assemble(comfy, tag, audio=True, frame_rate=25.0)
     assert images.shape == (3 * 17 - 2 * 8, 16, 16, 3), (images.shape, info)
     assert audio["sample_rate"] == 16000 and audio["waveform"].shape == (1, 2, (3 * 17 - 2 * 8) * 640)
     # the frame after the first seam is shot 2's 9th frame (its first 8 repeat shot 1)
@@ -197,25 +201,13 @@ def test_assemble_joins_the_audio_of_an_audio_video_film(comfy, captures, pack):
     wave2 = store.get(tag, 2).tensors["latent_tensor_1"].float().mean(dim=(1, 3))
     assert torch.equal(audio["waveform"][0, 0, 17 * 640], wave2[0, 8])
     assert "3 shots, 35 frames = 51 decoded - 16 trimmed" in info, info
-    # without the audio VAE there is no sound, and a non-AV film with one is refused by name
-    g = Graph()
-    vaes = g.add("ZCTestDecodingVAEs")
-    silent = g.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=g.out(vaes, 0), crossfade_frames=0,
-                   first_shot=2, last_shot=3, seam_trim=0)
-    run = comfy.run(g.prompt, targets=[silent])
-    assert comfy.output(run, silent, 1) is None and comfy.output(run, silent, 0).shape[0] == 2 * 17
+    # without the audio VAE there is no sound; a fixed seam trim of 0 keeps every frame
+    images, audio, _ = assemble(comfy, tag, first_shot=2, last_shot=3, seam_trim=0)
+    assert audio is None and images.shape[0] == 2 * 17
 
 
 def test_assemble_refuses_bad_ranges_and_unknown_films(comfy, captures, pack):
-    g = Graph()
-    vaes = g.add("ZCTestDecodingVAEs")
-    missing = g.add("ZeroCopyFilmAssemble", buffer_tag="film_never_stored", vae=g.out(vaes, 0),
-                    crossfade_frames=0, first_shot=1, last_shot=0, seam_trim=-1)
     with pytest.raises(ComfyRunError, match="film_never_stored.*ZeroCopyLatentStore"):
-        comfy.run(g.prompt, targets=[missing])
-    g = Graph()
-    vaes = g.add("ZCTestDecodingVAEs")
-    beyond = g.add("ZeroCopyFilmAssemble", buffer_tag="film_av_assemble", vae=g.out(vaes, 0),
-                   crossfade_frames=0, first_shot=5, last_shot=0, seam_trim=-1)
+        assemble(comfy, "film_never_stored")
     with pytest.raises(ComfyRunError, match="not on the film's line of 3 shots"):
-        comfy.run(g.prompt, targets=[beyond])
+        assemble(comfy, "film_av_assemble", first_shot=5)

@@ -177,7 +177,7 @@ def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
             if buffers.find_entry(store.describe(), tag) is None:
                 raise ApiError(404, "not_found", f"no buffer is tagged {tag!r}")
             await _off_loop(store.drop, tag, disk)
-            _notify(services, [tag])
+            _notify_dropped(services, [tag])
             return _json({"dropped": [tag], "missing": [], "disk": disk})
         check_query(request.query, ())
         entry = buffers.find_entry(_store(services).describe(), tag)
@@ -261,7 +261,7 @@ def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
             await _off_loop(store.drop, tag, disk)
             dropped.append(tag)
         if dropped:
-            _notify(services, dropped)
+            _notify_dropped(services, dropped)
         return _json({"dropped": dropped, "missing": missing, "disk": disk})
 
     async def residency(request: web.Request) -> web.Response:
@@ -317,11 +317,7 @@ def build_routes(services: Services) -> list[tuple[str, str, Callable]]:
                            f"(the take to choose; 0 clears every choice), not {generation!r}")
         view = _film()
         doc = await asyncio.get_running_loop().run_in_executor(None, lambda: view.choose(tag, generation))
-        if services.notify is not None:
-            try:
-                services.notify("zerocopy.film", {"reason": "chosen", "tag": tag, "generation": generation})
-            except Exception:  # noqa: BLE001 - a UI message must never fail the request
-                _log.debug("[ZeroCopy-Continuity] could not notify the UI", exc_info=True)
+        _notify(services, "zerocopy.film", {"reason": "chosen", "tag": tag, "generation": generation})
         return _json({**doc, "version": API_VERSION})
 
     async def unknown(request: web.Request) -> web.Response:
@@ -365,11 +361,15 @@ async def _read_body(request: web.Request) -> bytes:
     return b"".join(chunks)
 
 
-def _notify(services: Services, tags: list[str]) -> None:
+def _notify_dropped(services: Services, tags: list[str]) -> None:
+    _notify(services, "zerocopy.buffers", {"reason": "dropped", "tags": tags})
+
+
+def _notify(services: Services, event: str, data: dict) -> None:
     if services.notify is None:
         return
     try:
-        services.notify("zerocopy.buffers", {"reason": "dropped", "tags": tags})
+        services.notify(event, data)
     except Exception:  # noqa: BLE001 - a UI message must never fail the request
         _log.debug("[ZeroCopy-Continuity] could not notify the UI", exc_info=True)
 
