@@ -7,6 +7,11 @@ development machine, one thread, after idle). The memory hint is an OS matter, s
 package only offers the hook: the node layer registers the engine's hint
 (``set_first_touch_hint``), and every large CPU tensor made here goes through it before it is
 filled. Without a hint (tests, other callers), ``empty`` is plain ``torch.empty``.
+
+A second hook lets the node layer hand out latents it filled ahead of time, off the critical
+path (``set_prepared_source``): ``filled`` asks it first, and it answers with a tensor nobody
+else holds, of exactly the shape, dtype, device and fill asked for, or None (then the tensor is
+made here, as without a source).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import torch
 HINT_MIN_BYTES = 4 << 20  # below a couple of huge pages the hint cannot help
 
 _hint: Callable[[torch.Tensor], None] | None = None
+_prepared: Callable[[tuple, torch.Tensor], torch.Tensor | None] | None = None
 
 
 def set_first_touch_hint(hint: Callable[[torch.Tensor], None] | None) -> None:
@@ -34,9 +40,21 @@ def empty(shape, *, dtype: torch.dtype, device) -> torch.Tensor:
     return tensor
 
 
+def set_prepared_source(source: Callable[[tuple, torch.Tensor], torch.Tensor | None] | None) -> None:
+    """``source(shape, value)`` answers ``filled`` first: a fresh tensor of ``shape`` holding
+    ``value`` broadcast that no one else holds, or None (None: no source)."""
+    global _prepared
+    _prepared = source
+
+
 def filled(shape, value: torch.Tensor) -> torch.Tensor:
     """A new tensor of ``shape`` holding ``value`` broadcast (e.g. a per-channel fill), on its
-    device and dtype."""
+    device and dtype; the caller owns it (it may write it)."""
+    shape = tuple(int(d) for d in shape)
+    if _prepared is not None:
+        ready = _prepared(shape, value)
+        if ready is not None:
+            return ready
     out = empty(shape, dtype=value.dtype, device=value.device)
     out.copy_(value.expand(out.shape))
     return out

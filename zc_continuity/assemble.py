@@ -98,8 +98,7 @@ def _per_channel(name: str, value, channels: int, like: torch.Tensor) -> torch.T
 
 def _frame_mask(shape, kept: int, device) -> torch.Tensor:
     """float32 mask, 0.0 on the first ``kept`` frames (keep) and 1.0 after them (generate)."""
-    mask = alloc.empty(shape, dtype=torch.float32, device=device)
-    mask.fill_(1.0)
+    mask = alloc.filled(shape, torch.ones(1, dtype=torch.float32, device=device))
     mask[:, :, :kept] = 0.0
     return mask
 

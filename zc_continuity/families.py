@@ -15,6 +15,7 @@ else in the package has to change unless the family needs a new adapter.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -117,12 +118,12 @@ class LengthRule:
         """Pixel frames decoded from the first ``count`` latent frames of a clip."""
         return sum(self.span(i) for i in range(count))
 
-    @property
+    @functools.cached_property  # the rule is frozen: computed once (every Handoff asks)
     def pixel_offset(self) -> int:
         """The shortest valid pixel length."""
         return self.pixels_for_latents(self.first_latents)
 
-    @property
+    @functools.cached_property
     def pixel_step(self) -> int:
         """The distance between consecutive valid pixel lengths."""
         return self.pixels_for_latents(self.first_latents + self.latent_step) - self.pixel_offset

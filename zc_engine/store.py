@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import struct
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,10 @@ DIGEST_XXH64 = 1
 DIGEST_XXH3 = 2
 DIGEST_ALGO_NAMES = {DIGEST_XXH64: "xxh64", DIGEST_XXH3: "xxh3"}
 VERIFY_REHASH = 1
+# Each engine dtype's zc_dtype code, for the CPU put's direct call (zc_bundle_add_host_copy).
+_ZC_DTYPE_CODES = {dtype: code for code, dtype in enumerate(
+    (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn,
+     torch.float8_e5m2, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool))}
 # The dtypes the engine stores, which zc_digest_tensor reads in place.
 _ENGINE_DTYPES = frozenset({torch.float32, torch.float16, torch.bfloat16, torch.float64,
                             torch.float8_e4m3fn, torch.float8_e5m2, torch.int8, torch.int16,
@@ -212,19 +217,41 @@ class LatentStore:
         allocator handed out): raises GenerationExists if the tag holds it in memory or
         in the spill folder; the store's own numbering continues above it.
         """
-        if not isinstance(tensors, Mapping) or not tensors:
+        if not (type(tensors) is dict or isinstance(tensors, Mapping)) or not tensors:  # dict: the fast test
             raise TypeError("tensors must be a non-empty mapping of name -> torch.Tensor")
         keep_host = spill if host_copy is None else host_copy
         flags = (PUT_SPILL if spill else 0) | (PUT_MAY_EVICT_NEWEST if may_evict_newest else 0)
+        if len(tensors) == 1 and not meta and generation is None:
+            stored = self._put_one_host_tensor(tag, tensors, flags)
+            if stored is not None:
+                return stored
         return self._put(tag, tensors, meta, flags,
                          lambda bundle, name, tensor: self._add(bundle, name, tensor, keep_host,
                                                                 defensive_clone), generation)
 
+    def _put_one_host_tensor(self, tag: str, tensors: Mapping[str, torch.Tensor], flags: int) -> int | None:
+        """The commonest put, one CPU tensor of an engine dtype and no metadata, in one engine
+        call; None when ``tensors`` is anything else (the general path handles it)."""
+        (name, tensor), = tensors.items()
+        if type(tensor) is not torch.Tensor or not tensor.is_cpu or tensor.is_nested:
+            return None
+        code = _ZC_DTYPE_CODES.get(tensor.dtype)
+        if code is None:
+            return None
+        ndim = tensor.dim()
+        generation = ctypes.c_uint64()
+        check(lib.zc_store_put_host_copy(
+            self.handle, encode(tag, "tag"), encode(name, "tensor name"),
+            tensor.data_ptr() if tensor.numel() else None, code, ndim,
+            struct.pack(f"={2 * ndim}q", *tensor.shape, *tensor.stride()) if ndim else None,
+            flags, ctypes.byref(generation)))
+        return generation.value
+
     def _put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None,
              flags: int, add, chosen: int | None = None) -> int:
-        """Build a bundle with add(bundle, name, tensor) for each tensor, then store it."""
+        """Build a bundle with add(bundle, name, tensor) for each tensor, then store it (the
+        engine checks the tag when it stores; a bad one frees the bundle, nothing stored)."""
         tag_b = encode(tag, "tag")
-        check(lib.zc_tag_check(tag_b))
         bundle = ctypes.c_void_p()
         check(lib.zc_store_bundle_create(self.handle, ctypes.byref(bundle)))
         try:
@@ -254,8 +281,16 @@ class LatentStore:
         if tensor.is_nested:
             raise TypeError(f"tensor {name!r} is a nested tensor; put each of its streams "
                             "(tensor.unbind()) under its own name")
-        if tensor.device.type == "cpu":
-            with dlpack.borrowed_dltensor(tensor) as dl:
+        if tensor.is_cpu:
+            code = _ZC_DTYPE_CODES.get(tensor.dtype)
+            if code is not None:  # described by plain values: no DLPack capsule per put
+                ndim = tensor.dim()
+                dims = struct.pack(f"={2 * ndim}q", *tensor.shape, *tensor.stride()) if ndim else None
+                check(lib.zc_bundle_add_host_copy(bundle, encode(name, "tensor name"),
+                                                  tensor.data_ptr() if tensor.numel() else None,
+                                                  code, ndim, dims))
+                return
+            with dlpack.borrowed_dltensor(tensor) as dl:  # the engine names what it cannot store
                 check(lib.zc_bundle_add_copy(bundle, encode(name, "tensor name"), dl))
             return
         LatentStore._add_reference(bundle, name, device.hold(tensor, clone=clone), host_copy)
@@ -347,6 +382,30 @@ class LatentStore:
         with self._view(tag, generation) as view:
             return lib.zc_view_generation(view), self._infos(view)
 
+    def meta(self, tag: str, generation: int = 0, keys: tuple[str, ...] | None = None
+             ) -> tuple[int, dict[str, str]]:
+        """(generation, metadata) of tag@generation (0 = the newest), without exporting any
+        tensor to torch (so nothing becomes a possible writer of the stored bytes); with
+        ``keys``, only those entries (the ones present)."""
+        with self._view(tag, generation) as view:
+            if keys is None:
+                return lib.zc_view_generation(view), self._meta(view)
+            found = {}
+            for key in keys:
+                value = lib.zc_view_meta(view, encode(key, "metadata key"))
+                if value is not None:
+                    found[key] = value.decode("utf-8")
+            return lib.zc_view_generation(view), found
+
+    @staticmethod
+    def _meta(view: int) -> dict[str, str]:
+        meta = {}
+        key, value = ctypes.c_char_p(), ctypes.c_char_p()
+        for index in range(lib.zc_view_meta_count(view)):
+            check(lib.zc_view_meta_at(view, index, ctypes.byref(key), ctypes.byref(value)))
+            meta[key.value.decode("utf-8")] = value.value.decode("utf-8")
+        return meta
+
     @staticmethod
     def _infos(view: int) -> dict[str, StoredTensorInfo]:
         infos: dict[str, StoredTensorInfo] = {}
@@ -369,14 +428,9 @@ class LatentStore:
             check(lib.zc_view_tensor(view, index, ctypes.byref(ti)))
             tensors[name] = dlpack.view_tensor(view, index, (ti.device_type, ti.device_id),
                                                DLPACK_CODES[ti.dtype])
-        meta = {}
-        key, value = ctypes.c_char_p(), ctypes.c_char_p()
-        for index in range(lib.zc_view_meta_count(view)):
-            check(lib.zc_view_meta_at(view, index, ctypes.byref(key), ctypes.byref(value)))
-            meta[key.value.decode("utf-8")] = value.value.decode("utf-8")
         return StoredBundle(tag=lib.zc_view_tag(view).decode("utf-8"),
-                            generation=lib.zc_view_generation(view), tensors=tensors, meta=meta,
-                            info=infos)
+                            generation=lib.zc_view_generation(view), tensors=tensors,
+                            meta=cls._meta(view), info=infos)
 
     def verify(self, tag: str, generation: int = 0, *, rehash: bool = False) -> VerifyResult:
         """Check the stored host bytes against their digests; raises CorruptFile if any changed.

@@ -34,16 +34,27 @@ def encode_stats(stats: color.ChannelStats) -> str:
                        "std": [float(v) for v in stats.std.tolist()]}, separators=(",", ":"))
 
 
-def decode_stats(text: str) -> color.ChannelStats | None:
+def _anchor_lists(text: str) -> tuple[list, list] | None:
+    """The anchor's mean and std lists when ``text`` is a well-formed anchor (two equally long
+    lists of numbers), else None."""
     try:
         data = json.loads(text)
-        mean = torch.tensor(data["mean"], dtype=torch.float32)
-        std = torch.tensor(data["std"], dtype=torch.float32)
+        mean, std = data["mean"], data["std"]
     except (ValueError, KeyError, TypeError):
         return None
-    if mean.ndim != 1 or mean.shape != std.shape:
+    if not (isinstance(mean, list) and isinstance(std, list) and len(mean) == len(std)):
         return None
-    return color.ChannelStats(mean, std)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in mean + std):
+        return None
+    return mean, std
+
+
+def decode_stats(text: str) -> color.ChannelStats | None:
+    lists = _anchor_lists(text)
+    if lists is None:
+        return None
+    return color.ChannelStats(torch.tensor(lists[0], dtype=torch.float32),
+                              torch.tensor(lists[1], dtype=torch.float32))
 
 
 def anchor_for_new_shot(store, tag: str, video: torch.Tensor) -> dict[str, str]:
@@ -54,22 +65,22 @@ def anchor_for_new_shot(store, tag: str, video: torch.Tensor) -> dict[str, str]:
         return dict(meta, color_anchor_reset=reset) if reset else meta
 
     try:
-        previous = store.get(tag)
+        generation, meta = store.meta(tag, keys=(ANCHOR_KEY, SOURCE_KEY))  # no tensor exported
     except NotFound:
         return fresh()
     except Exception as exc:  # a damaged spill file must not stop the new shot from being stored
         return fresh(f"the previous shot could not be read ({exc})")
-    anchor = decode_stats(previous.meta.get(ANCHOR_KEY, ""))
+    anchor = _anchor_lists(meta.get(ANCHOR_KEY, ""))  # checked, not made into tensors: no torch op
     if anchor is None:
         return fresh("the previous shot of the tag carried no anchor")
     channels = int(video.shape[1])
-    if anchor.channels != channels:
-        return fresh(f"the previous shot has {anchor.channels} channels, this one {channels} "
+    if len(anchor[0]) != channels:
+        return fresh(f"the previous shot has {len(anchor[0])} channels, this one {channels} "
                      "(another latent space)")
-    source = previous.meta.get(SOURCE_KEY, SELF)
+    source = meta.get(SOURCE_KEY, SELF)
     if source == SELF:
-        source = f"generation {previous.generation}"
-    return {ANCHOR_KEY: previous.meta[ANCHOR_KEY], SOURCE_KEY: source}
+        source = f"generation {generation}"
+    return {ANCHOR_KEY: meta[ANCHOR_KEY], SOURCE_KEY: source}
 
 
 def anchor_of(shot) -> tuple[color.ChannelStats, str] | None:

@@ -4,6 +4,8 @@ Capabilities are detected by feature, not by version string."""
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 
 
@@ -27,19 +29,32 @@ def latent_format_by_name(name: str):
     return cls() if isinstance(cls, type) else None
 
 
+# process_out(0) per latent format object (a model keeps one for its life) and channel count
+_EMPTY_FILLS: "weakref.WeakKeyDictionary[object, dict[int, torch.Tensor]]" = weakref.WeakKeyDictionary()
+
+
 def empty_fill(latent_format, channels: int) -> torch.Tensor:
     """The raw-space value of an empty frame per channel: process_out(0).
 
     ComfyUI normalises a latent that is not all zeros with process_in, so empty
-    frames next to real ones must hold process_out(0), as core nodes do."""
+    frames next to real ones must hold process_out(0), as core nodes do. It is computed once
+    per format object and a copy handed out."""
     if latent_format is None:
         return torch.zeros(channels)
-    zeros = torch.zeros(1, channels, 1, 1, 1)
     try:
-        out = latent_format.process_out(zeros)
-    except Exception:
-        out = latent_format.process_out(zeros[:, :, 0])
-    return out.reshape(channels, -1)[:, 0].to(torch.float32).clone()
+        per_format = _EMPTY_FILLS.setdefault(latent_format, {})
+    except TypeError:  # not weakly referenceable: computed every time
+        per_format = {}
+    known = per_format.get(channels)
+    if known is None:
+        zeros = torch.zeros(1, channels, 1, 1, 1)
+        try:
+            out = latent_format.process_out(zeros)
+        except Exception:
+            out = latent_format.process_out(zeros[:, :, 0])
+        known = out.reshape(channels, -1)[:, 0].to(device="cpu", dtype=torch.float32).clone()
+        per_format[channels] = known
+    return known.clone()
 
 
 def is_wan_i2v(model) -> bool:
@@ -67,14 +82,33 @@ def latent_format_facts(latent_format) -> tuple[str | None, tuple[int, int, int]
     return type(latent_format).__name__, geometry
 
 
+# model_facts per model patcher, with the base model it was read from (facts come from the base
+# model's class, latent format and weight shapes, which do not change while it lives)
+_FACTS: "weakref.WeakKeyDictionary[object, tuple]" = weakref.WeakKeyDictionary()
+
+
 def model_facts(model):
     """What the Store records about a connected diffusion model (``zc_continuity.shot.ModelFacts``):
-    its latent format, identity and variant; None without a model."""
+    its latent format, identity and variant; None without a model. Read once per patcher and
+    base model."""
+    if model is None:
+        return None
+    base = getattr(model, "model", None)
+    try:
+        known = _FACTS.get(model)
+    except TypeError:  # not weakly referenceable
+        return _read_model_facts(model)
+    if known is not None and known[0] is base:
+        return known[1]
+    facts = _read_model_facts(model)
+    _FACTS[model] = (base, facts)
+    return facts
+
+
+def _read_model_facts(model):
     from ..zc_continuity.shot import ModelFacts
     from .adapters import model_variant
 
-    if model is None:
-        return None
     name, geometry = latent_format_facts(latent_format_of_model(model))
     facts = ModelFacts(latent_format=name, identity=model_identity(model), generic_geometry=geometry)
     spec = facts.family()

@@ -17,7 +17,7 @@ import torch
 from comfy_api.latest import io
 
 from . import (adapters, comfy_adapter, cpu_threads, family_resolution, handoff_tail, log,
-               pixel_bridge, prompt_cache, runtime, ui_events)
+               pixel_bridge, prepared_latents, prompt_cache, runtime, ui_events)
 from .sockets import ContinuityToken
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from . import farm_link, film_view
@@ -212,12 +212,16 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         if adapter == adapters.PIXEL_BRIDGE:
             return cls.bridge_shot(shot, positive, negative, vae, bridge_vae or vae, clip, model,
                                    settings, fallback_notes)
-        if continuity_mode == MODES[0]:  # copies, fills, digests: small ops, no VAE
-            with cpu_threads.single_threaded():  # no cold thread-pool wake-up for them
-                return cls.continue_shot(shot, positive, negative, vae, clip, model, adapter, settings,
-                                         fallback_notes)
-        return cls.continue_shot(shot, positive, negative, vae, clip, model, adapter, settings,
-                                 fallback_notes)
+        # the next latent of this canvas is made ready between shots, once this Handoff is done
+        prepared = prepared_latents.pool(empty=alloc.empty)
+        alloc.set_prepared_source(prepared)
+        with prepared.deferred():
+            if continuity_mode == MODES[0]:  # copies, fills, digests: small ops, no VAE
+                with cpu_threads.single_threaded():  # no cold thread-pool wake-up for them
+                    return cls.continue_shot(shot, positive, negative, vae, clip, model, adapter,
+                                             settings, fallback_notes)
+            return cls.continue_shot(shot, positive, negative, vae, clip, model, adapter, settings,
+                                     fallback_notes)
 
     @staticmethod
     def conditioning(clip, prompt, positive, negative_prompt, negative):

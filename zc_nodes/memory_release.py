@@ -5,8 +5,9 @@ ComfyUI has two places where it makes room, and both are attributes looked up at
 - ``comfy.memory_management.extra_ram_release(target, free_active=False)``: called before
   ComfyUI pins host memory (model loading, RAM-pressure caching) to keep ``target`` bytes of
   RAM free; its release callback is the RAM-pressure cache's. The wrapper first releases
-  host memory of the store (its recycled buffers, then spilled shots no view holds) when the
-  machine has less than ``target`` available, then calls ComfyUI's.
+  host memory of the pack (the next latents prepared ahead, then the store's recycled buffers,
+  then spilled shots no view holds) when the machine has less than ``target`` available, then
+  calls ComfyUI's.
 - ``comfy.model_management.free_memory(memory_required, device, ...)``: called before a model
   or a VAE is loaded onto a device. When ``device`` has less than ``memory_required`` free, the
   wrapper first releases the store's device-tier shots that are safely on disk.
@@ -19,7 +20,7 @@ already short of memory.
 
 from __future__ import annotations
 
-from . import log
+from . import log, prepared_latents
 from .residency.hooks import HookSet, mark
 
 MARKER = "__zc_store_release_hook__"
@@ -41,7 +42,9 @@ def wrap_extra_ram_release(store_of, original):
         store = store_of()
         if store is not None and available is not None and target and available < target:
             try:
-                freed = store.release(int(target) - available)
+                freed = prepared_latents.release_all()
+                if freed < int(target) - available:
+                    freed += store.release(int(target) - available - freed)
             except Exception as exc:  # noqa: BLE001 - ComfyUI's own release must still run
                 log.warning("the store could not release host memory: %s", exc)
             if freed:

@@ -224,10 +224,10 @@ ZC_API void zc_xxh3_reset(zc_xxh3_state *state, uint64_t seed);
 ZC_API void zc_xxh3_update(zc_xxh3_state *state, const void *data, size_t len);
 ZC_API uint64_t zc_xxh3_digest(const zc_xxh3_state *state);
 
-/* The name of the XXH3 stripe kernel this process uses: "avx2", "sse2" or
- * "scalar".  It is chosen once, at the first digest: the fastest one the CPU
+/* The name of the XXH3 stripe kernel this process uses: "avx512", "avx2",
+ * "sse2" or "scalar".  It is chosen once, at the first digest: the fastest one the CPU
  * and the build support, or the one the environment variable
- * ZC_DIGEST_KERNEL names ("scalar", "sse2", "avx2") if the CPU runs it (any
+ * ZC_DIGEST_KERNEL names ("scalar", "sse2", "avx2", "avx512") if the CPU runs it (any
  * other value is ignored; this function then says what runs).  Every kernel
  * gives the same digests; the variable exists to test them and to rule a
  * SIMD path out when diagnosing. */
@@ -300,6 +300,16 @@ ZC_API void zc_bundle_free(zc_bundle *bundle);
  * non-host device); ZC_E_STATE (name already in the bundle); ZC_E_LIMIT
  * (ZC_MAX_TENSORS reached, size overflow); ZC_E_NOMEM. */
 ZC_API int zc_bundle_add_copy(zc_bundle *bundle, const char *name, const zc_dl_tensor *src);
+
+/* zc_bundle_add_copy for a CPU tensor described by plain values, for callers
+ * that would otherwise build a DLTensor per call (a binding's hot path):
+ * dtype is a zc_dtype; dims holds ndim sizes followed by ndim strides in
+ * elements (2 * ndim values; NULL when ndim is 0).  data may be NULL only
+ * when the tensor has no elements.
+ * @return as zc_bundle_add_copy; ZC_E_INVALID also for a dtype outside
+ * zc_dtype. */
+ZC_API int zc_bundle_add_host_copy(zc_bundle *bundle, const char *name, const void *data,
+                                   int dtype, int32_t ndim, const int64_t *dims);
 
 /* Hold a tensor by reference, without touching its bytes.  managed is a
  * zc_dl_managed_versioned* when versioned is non-zero, else a zc_dl_managed*;
@@ -387,6 +397,14 @@ ZC_API int zc_store_set_depth(zc_store *store, const char *tag, uint32_t depth);
  * lacking a host copy); ZC_E_STATE (store closing). */
 ZC_API int zc_store_put(zc_store *store, const char *tag, zc_bundle *bundle,
                  uint32_t flags, uint64_t *generation);
+
+/* One CPU tensor, no metadata, as the tag's next generation, in one call:
+ * zc_store_bundle_create + zc_bundle_add_host_copy + zc_store_put (a
+ * binding's fast path for the commonest put).  Nothing is stored, and the
+ * copy is freed, when any step fails.  @return as those calls. */
+ZC_API int zc_store_put_host_copy(zc_store *store, const char *tag, const char *name,
+                                  const void *data, int dtype, int32_t ndim, const int64_t *dims,
+                                  uint32_t flags, uint64_t *generation);
 
 /* zc_store_put with the generation number chosen by the caller, e.g. one a
  * farm-wide allocator handed out, instead of the folder's next one.  The

@@ -233,6 +233,28 @@ int zc_bundle_add_copy(zc_bundle *b, const char *name, const zc_dl_tensor *src)
     return ZC_OK;
 }
 
+int zc_bundle_add_host_copy(zc_bundle *b, const char *name, const void *data, int dtype,
+                            int32_t ndim, const int64_t *dims)
+{
+    zc_dl_tensor src;
+    memset(&src, 0, sizeof src);
+    int rc = zc__dtype_to_dlpack(dtype, &src.dtype);
+    if (rc != ZC_OK) {
+        zc__fail_context("tensor \"%s\"", name ? name : "(null)");
+        return rc;
+    }
+    if (ndim > 0 && dims == NULL)
+        return zc__fail(ZC_E_INVALID, "tensor \"%s\" has rank %d but no dims array",
+                        name ? name : "(null)", (int)ndim);
+    src.data = (void *)data;
+    src.device.device_type = ZC_DL_CPU;
+    src.ndim = ndim;
+    /* the DLTensor's arrays are not const; zc_bundle_add_copy only reads them */
+    src.shape = ndim > 0 ? (int64_t *)dims : NULL;
+    src.strides = ndim > 0 ? (int64_t *)dims + ndim : NULL;
+    return zc_bundle_add_copy(b, name, &src);
+}
+
 int zc_bundle_add_reference(zc_bundle *b, const char *name, void *managed, int versioned,
                             const zc_dl_tensor *host_copy)
 {

@@ -110,7 +110,8 @@ static inline uint64_t zc__mul128_fold64(uint64_t a, uint64_t b)
 
 /* SIMD digest kernels (xxh3_x86.c): x86-64 with GCC or Clang (mingw-w64
  * included), which compile AVX2 code per function (target attribute) and
- * tell at run time whether the CPU and OS support it.  SSE2 is part of
+ * (and AVX-512F) code per function (target attribute) and tell at run time
+ * whether the CPU and OS support it.  SSE2 is part of
  * x86-64 itself.  Other compilers and architectures get the portable
  * kernel only: an MSVC spelling (__cpuid, no target attribute needed)
  * would be easy but could not be tested here, and NEON on aarch64 is not
@@ -118,10 +119,18 @@ static inline uint64_t zc__mul128_fold64(uint64_t a, uint64_t b)
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__)
 #define ZC_X86_KERNELS 1
 #define ZC_TARGET_AVX2 __attribute__((target("avx2")))
+#define ZC_TARGET_AVX512 __attribute__((target("avx512f,avx2")))
 static inline int zc__cpu_has_avx2(void)
 {
     __builtin_cpu_init(); /* needed when called before constructors ran; cheap */
     return __builtin_cpu_supports("avx2") != 0;
+}
+/* GCC's and Clang's cpu_supports also check that the OS saves the 512-bit
+ * state (XCR0's ZMM bits), not only the CPUID flag. */
+static inline int zc__cpu_has_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0;
 }
 #else
 #define ZC_X86_KERNELS 0

@@ -30,6 +30,17 @@ size_t zc_dtype_size(int dtype)
     return dtypes[dtype].size;
 }
 
+int zc__dtype_to_dlpack(int dtype, zc_dl_dtype *out)
+{
+    if (dtype < 0 || dtype >= ZC_DTYPE_COUNT)
+        return zc__fail(ZC_E_INVALID, "dtype %d is not an engine dtype (0 to %d)", dtype,
+                        ZC_DTYPE_COUNT - 1);
+    out->code = (uint8_t)dtypes[dtype].dl_code;
+    out->bits = (uint8_t)dtypes[dtype].dl_bits;
+    out->lanes = 1;
+    return ZC_OK;
+}
+
 const char *zc_dtype_name(int dtype)
 {
     if (dtype < 0 || dtype >= ZC_DTYPE_COUNT)

@@ -63,6 +63,8 @@ int zc__shape_nbytes(int32_t ndim, const int64_t *shape, size_t elem_size, uint6
 
 /* ---- host memory (hostmem.c) ---- */
 
+/* The DLPack type of an engine dtype; ZC_E_INVALID for a value outside zc_dtype. */
+int zc__dtype_to_dlpack(int dtype, zc_dl_dtype *out);
 void *zc__host_alloc(uint64_t nbytes);   /* ZC_HOST_ALIGN-aligned, never NULL for 0 bytes */
 void zc__host_free(void *p);
 

@@ -592,6 +592,19 @@ int zc_store_put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uin
     return put(s, tag, b, flags, 0, generation);
 }
 
+int zc_store_put_host_copy(zc_store *s, const char *tag, const char *name, const void *data,
+                           int dtype, int32_t ndim, const int64_t *dims, uint32_t flags,
+                           uint64_t *generation)
+{
+    zc_bundle *b = NULL;
+    int rc = zc_store_bundle_create(s, &b);
+    if (rc == ZC_OK && (rc = zc_bundle_add_host_copy(b, name, data, dtype, ndim, dims)) == ZC_OK &&
+        (rc = zc_store_put(s, tag, b, flags, generation)) == ZC_OK)
+        return ZC_OK; /* the store owns the bundle */
+    zc_bundle_free(b);
+    return rc;
+}
+
 int zc_store_put_generation(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags,
                             uint64_t generation)
 {

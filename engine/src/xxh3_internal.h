@@ -1,7 +1,7 @@
 /*
  * xxh3_internal.h — the pieces of XXH3-64 shared by the algorithm
  * (digest_xxh3.c), its stripe kernels (xxh3_kernels.c: scalar and
- * dispatch; xxh3_x86.c: SSE2 and AVX2) and the tests.
+ * dispatch; xxh3_x86.c: SSE2, AVX2 and AVX-512) and the tests.
  *
  * Long inputs (> 240 bytes) are hashed 64-byte stripe by stripe into eight
  * 64-bit accumulators; 16 stripes make a 1024-byte block, after which the
@@ -70,11 +70,12 @@ extern const zc_xxh3_impl zc__xxh3_scalar;
 #if ZC_X86_KERNELS
 extern const zc_xxh3_impl zc__xxh3_sse2;
 extern const zc_xxh3_impl zc__xxh3_avx2;
+extern const zc_xxh3_impl zc__xxh3_avx512;
 #endif
 
 /* The kernel the engine uses, chosen once per process: the best one the CPU
  * runs, or the one the environment variable ZC_DIGEST_KERNEL names
- * ("scalar", "sse2", "avx2") when the CPU runs it.  Thread-safe. */
+ * ("scalar", "sse2", "avx2", "avx512") when the CPU runs it.  Thread-safe. */
 const zc_xxh3_impl *zc__xxh3_active(void);
 
 /* The kernel called name if this build has it and the CPU runs it, else NULL. */

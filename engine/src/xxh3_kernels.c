@@ -82,6 +82,8 @@ const zc_xxh3_impl *zc__xxh3_kernel_named(const char *name)
         return &zc__xxh3_sse2;
     if (strcmp(name, "avx2") == 0)
         return zc__cpu_has_avx2() ? &zc__xxh3_avx2 : NULL;
+    if (strcmp(name, "avx512") == 0)
+        return zc__cpu_has_avx512() ? &zc__xxh3_avx512 : NULL;
 #endif
     return NULL;
 }
@@ -95,7 +97,9 @@ static void choose(void)
     const zc_xxh3_impl *k = zc__xxh3_kernel_named(getenv("ZC_DIGEST_KERNEL"));
     if (k == NULL) {
 #if ZC_X86_KERNELS
-        k = zc__cpu_has_avx2() ? &zc__xxh3_avx2 : &zc__xxh3_sse2;
+        k = zc__cpu_has_avx512() ? &zc__xxh3_avx512
+            : zc__cpu_has_avx2()  ? &zc__xxh3_avx2
+                                  : &zc__xxh3_sse2;
 #else
         k = &zc__xxh3_scalar;
 #endif

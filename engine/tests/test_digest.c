@@ -60,7 +60,7 @@ static const struct {
 };
 #define KNOWN_MAX_LEN 1048577u
 
-static const char *const kernel_names[] = {"scalar", "sse2", "avx2"};
+static const char *const kernel_names[] = {"scalar", "sse2", "avx2", "avx512"};
 
 TEST(xxh3_known_answers_with_every_kernel)
 {
@@ -128,14 +128,18 @@ static void check_kernel_matches_scalar(const char *name)
     free(d1);
     free(d2);
     /* Copies past ZC_XXH3_STREAM_MIN take the streaming-store loop when the
-     * destination is aligned (host buffers are) and the plain one otherwise. */
+     * destination is 32-byte aligned (host buffers are 64-byte aligned; 32
+     * past that is aligned for AVX2's streaming stores, not for AVX-512's)
+     * and the plain one otherwise. */
     const size_t huge = ZC_XXH3_STREAM_MIN + 4099;
-    uint8_t *src = zc__host_alloc(huge + 8), *dst = zc__host_alloc(huge + 8);
+    uint8_t *src = zc__host_alloc(huge + 64), *dst = zc__host_alloc(huge + 64);
     REQUIRE(src != NULL && dst != NULL);
-    fixture_fill(src, huge + 8, 13);
-    for (size_t shift = 0; shift < 2; shift++) {
+    fixture_fill(src, huge + 64, 13);
+    static const size_t shifts[] = {0, 1, 32};
+    for (size_t i = 0; i < sizeof shifts / sizeof shifts[0]; i++) {
+        size_t shift = shifts[i];
         uint64_t want = zc__xxh3_64_with(&zc__xxh3_scalar, src + 5, huge, 0);
-        memset(dst, 0, huge + 8);
+        memset(dst, 0, huge + 64);
         CHECK(zc__xxh3_copy_with(impl, dst + shift, src + 5, huge) == want);
         CHECK(memcmp(dst + shift, src + 5, huge) == 0);
     }
@@ -156,6 +160,11 @@ TEST(xxh3_sse2_kernel_matches_scalar)
 TEST(xxh3_avx2_kernel_matches_scalar)
 {
     check_kernel_matches_scalar("avx2");
+}
+
+TEST(xxh3_avx512_kernel_matches_scalar)
+{
+    check_kernel_matches_scalar("avx512");
 }
 
 TEST(xxh3_scalar_kernel_is_always_there_and_the_active_one_is_named)

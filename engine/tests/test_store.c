@@ -124,6 +124,59 @@ TEST(strided_copy_is_made_contiguous)
     zc_store_close(s);
 }
 
+/* The plain-values entry points: the same copy, digest and errors as a
+ * DLTensor, and a failed one-call put stores nothing. */
+TEST(host_copy_from_plain_values_and_the_one_call_put)
+{
+    float base[12];
+    for (int i = 0; i < 12; i++)
+        base[i] = (float)i;
+    int64_t dims[4] = {3, 4, 1, 3}; /* the transposed view of a 4x3 buffer: sizes, strides */
+    zc_store *s = open_store(0, 0, 0);
+    REQUIRE(s != NULL);
+    uint64_t gen = 0;
+    REQUIRE_OK(zc_store_put_host_copy(s, "t", "latent", base, ZC_F32, 2, dims, 0, &gen));
+    CHECK(gen == 1);
+    zc_view *v;
+    REQUIRE_OK(zc_store_get(s, "t", 0, &v));
+    zc_tensor_info ti;
+    REQUIRE_OK(zc_view_tensor(v, 0, &ti));
+    float expect[12];
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 4; c++)
+            expect[r * 4 + c] = base[c * 3 + r];
+    CHECK(ti.dtype == ZC_F32 && ti.ndim == 2 && ti.shape[0] == 3 && ti.shape[1] == 4);
+    CHECK(memcmp(ti.data, expect, sizeof expect) == 0);
+    CHECK(ti.digest == zc_xxh3_64(expect, sizeof expect, 0));
+    CHECK(strcmp(ti.name, "latent") == 0);
+    zc_view_release(v);
+    /* rank 0 and an empty tensor (no data pointer) */
+    zc_bundle *b;
+    REQUIRE_OK(zc_store_bundle_create(s, &b));
+    REQUIRE_OK(zc_bundle_add_host_copy(b, "scalar", base + 5, ZC_F32, 0, NULL));
+    int64_t empty[2] = {0, 1};
+    REQUIRE_OK(zc_bundle_add_host_copy(b, "empty", NULL, ZC_I64, 1, empty));
+    CHECK(zc_bundle_count(b) == 2);
+    /* bad input names the value */
+    CHECK(zc_bundle_add_host_copy(b, "x", base, ZC_DTYPE_COUNT, 1, dims) == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "dtype") != NULL && strstr(zc_last_error(), "\"x\"") != NULL);
+    CHECK(zc_bundle_add_host_copy(b, "y", base, ZC_F32, 2, NULL) == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "no dims") != NULL);
+    int64_t negative[2] = {-1, 1};
+    CHECK(zc_bundle_add_host_copy(b, "z", base, ZC_F32, 1, negative) == ZC_E_INVALID);
+    CHECK(zc_bundle_count(b) == 2);
+    REQUIRE_OK(zc_store_put(s, "two", b, 0, NULL));
+    /* a one-call put that fails stores nothing and keeps what the tag held */
+    CHECK(zc_store_put_host_copy(s, "bad tag", "latent", base, ZC_F32, 2, dims, 0, &gen) ==
+          ZC_E_INVALID);
+    CHECK(zc_store_put_host_copy(s, "t", "latent", base, -1, 2, dims, 0, &gen) == ZC_E_INVALID);
+    uint64_t gens[4];
+    size_t count = 0;
+    REQUIRE_OK(zc_store_generations(s, "t", gens, 4, &count));
+    CHECK(count == 1 && gens[0] == 1);
+    zc_store_close(s);
+}
+
 TEST(every_dtype_and_rank_zero_and_empty)
 {
     static const struct { uint8_t code, bits; int dtype; } types[] = {

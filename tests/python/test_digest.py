@@ -14,7 +14,7 @@ import xxhash
 from zc_engine import LatentStore, digest_bytes, digest_tensor, format_digest
 from zc_engine._library import LIBRARY_PATH, lib
 
-KERNELS = ("scalar", "sse2", "avx2")
+KERNELS = ("scalar", "sse2", "avx2", "avx512")
 
 
 def test_every_length_0_to_4096_matches_xxhash():
