@@ -569,9 +569,12 @@ def details_for(results: list[dict], via_nodes: bool) -> str:
                       f"{fmt_time(median(r['file']))} (min {fmt_time(min(r['file']))})",
                       f"{fmt_time(median(r['memcpy']))}", vae_cells])
     ours_text = ("ZeroCopyLatentStore.execute (copy + XXH3 digest into the resident store, background "
-                 "spill to disk started) + ZeroCopyLatentHandoff.execute (verified get: the whole stored "
-                 "latent is re-hashed and compared to its digest, tail taken, the family's adapter builds "
-                 "the next shot's latent and conditioning, certificate) — the nodes' own code, called as "
+                 "spill to disk started) + ZeroCopyLatentHandoff.execute (verified get: the stored latent "
+                 "is re-hashed when anything could have written it since its digest was checked, and "
+                 "here nothing could, so the engine's count of writable exports lets it through unhashed; "
+                 "tail taken and digested, the family's adapter builds the next shot's latent and "
+                 "conditioning, the latent and mask filled ahead between shots when the canvas repeats, "
+                 "certificate) — the nodes' own code, called as "
                  "the executor calls it, with a tiny random DiT of the family as 'model' and the test "
                  "stand-in text encoder (its cost, ~0.1 ms, is in 'ours')"
                  if via_nodes else
@@ -588,9 +591,10 @@ def details_for(results: list[dict], via_nodes: bool) -> str:
                   "VAE roundtrip (median)"], table),
         "",
         "What was timed:",
-        f"- **ours**: {ours_text}. The spill writer's flush runs untimed after each repetition "
-        "(in a film it overlaps the next shot's sampling); the column 'incl. waiting for the spill' "
-        "shows one run that waits for it.",
+        f"- **ours**: {ours_text}. Its background work, the spill writer's flush and the next "
+        "latent's preparation, is waited for untimed after each repetition (in a film it overlaps "
+        "the next shot's sampling); the column 'incl. waiting for the spill' shows one run that "
+        "waits for both.",
         f"- **file route**: {file_text}.",
         "- **one memcpy**: every stream of the latent copied once into buffers allocated and touched "
         "beforehand (libc memcpy on the host, a device copy on a GPU): the floor of any handoff that copies "

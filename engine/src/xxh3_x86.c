@@ -19,6 +19,42 @@
 
 #include <immintrin.h>
 
+/* The five entry points of a kernel, each one call of its run loop
+ * (acc, dst or NULL, in, whole blocks, loose stripes, secret, streaming). */
+#define ZC_XXH3_KERNEL(name, target)                                                              \
+    target static void blocks_##name(uint64_t *acc, const uint8_t *in, size_t nblocks,            \
+                                     const uint8_t *secret)                                       \
+    {                                                                                             \
+        name##_run(acc, NULL, in, nblocks, 0, secret, 0);                                         \
+    }                                                                                             \
+    target static void stripes_##name(uint64_t *acc, const uint8_t *in, size_t nstripes,          \
+                                      const uint8_t *secret)                                      \
+    {                                                                                             \
+        name##_run(acc, NULL, in, 0, nstripes, secret, 0);                                        \
+    }                                                                                             \
+    target static void blocks_copy_##name(uint64_t *acc, uint8_t *dst, const uint8_t *in,         \
+                                          size_t nblocks, const uint8_t *secret)                  \
+    {                                                                                             \
+        name##_run(acc, dst, in, nblocks, 0, secret, 0);                                          \
+    }                                                                                             \
+    target static void stripes_copy_##name(uint64_t *acc, uint8_t *dst, const uint8_t *in,        \
+                                           size_t nstripes, const uint8_t *secret)                \
+    {                                                                                             \
+        name##_run(acc, dst, in, 0, nstripes, secret, 0);                                         \
+    }                                                                                             \
+    target static void blocks_stream_##name(uint64_t *acc, uint8_t *dst, const uint8_t *in,       \
+                                            size_t nblocks, const uint8_t *secret)                \
+    {                                                                                             \
+        name##_run(acc, dst, in, nblocks, 0, secret, 1);                                          \
+    }                                                                                             \
+    const zc_xxh3_impl zc__xxh3_##name = {                                                        \
+        #name, blocks_##name, stripes_##name, blocks_copy_##name, stripes_copy_##name,            \
+        blocks_stream_##name,                                                                     \
+    }
+
+/* For SSE2, part of x86-64: no target attribute. */
+#define ZC_TARGET_BASELINE
+
 /* ---- SSE2 ---- */
 
 static inline void sse2_stripe(__m128i a[4], uint8_t *dst, const uint8_t *in,
@@ -83,37 +119,7 @@ static inline void sse2_run(uint64_t *acc, uint8_t *dst, const uint8_t *in, size
         _mm_sfence(); /* streaming stores are weakly ordered: done before we return */
 }
 
-static void blocks_sse2(uint64_t *acc, const uint8_t *in, size_t nblocks, const uint8_t *secret)
-{
-    sse2_run(acc, NULL, in, nblocks, 0, secret, 0);
-}
-
-static void stripes_sse2(uint64_t *acc, const uint8_t *in, size_t nstripes, const uint8_t *secret)
-{
-    sse2_run(acc, NULL, in, 0, nstripes, secret, 0);
-}
-
-static void blocks_copy_sse2(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nblocks,
-                             const uint8_t *secret)
-{
-    sse2_run(acc, dst, in, nblocks, 0, secret, 0);
-}
-
-static void blocks_stream_sse2(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nblocks,
-                               const uint8_t *secret)
-{
-    sse2_run(acc, dst, in, nblocks, 0, secret, 1);
-}
-
-static void stripes_copy_sse2(uint64_t *acc, uint8_t *dst, const uint8_t *in, size_t nstripes,
-                              const uint8_t *secret)
-{
-    sse2_run(acc, dst, in, 0, nstripes, secret, 0);
-}
-
-const zc_xxh3_impl zc__xxh3_sse2 = {
-    "sse2", blocks_sse2, stripes_sse2, blocks_copy_sse2, stripes_copy_sse2, blocks_stream_sse2,
-};
+ZC_XXH3_KERNEL(sse2, ZC_TARGET_BASELINE);
 
 /* ---- AVX2 ---- */
 
@@ -172,39 +178,7 @@ ZC_TARGET_AVX2 static inline void avx2_run(uint64_t *acc, uint8_t *dst, const ui
         _mm_sfence();
 }
 
-ZC_TARGET_AVX2 static void blocks_avx2(uint64_t *acc, const uint8_t *in, size_t nblocks,
-                                       const uint8_t *secret)
-{
-    avx2_run(acc, NULL, in, nblocks, 0, secret, 0);
-}
-
-ZC_TARGET_AVX2 static void stripes_avx2(uint64_t *acc, const uint8_t *in, size_t nstripes,
-                                        const uint8_t *secret)
-{
-    avx2_run(acc, NULL, in, 0, nstripes, secret, 0);
-}
-
-ZC_TARGET_AVX2 static void blocks_copy_avx2(uint64_t *acc, uint8_t *dst, const uint8_t *in,
-                                            size_t nblocks, const uint8_t *secret)
-{
-    avx2_run(acc, dst, in, nblocks, 0, secret, 0);
-}
-
-ZC_TARGET_AVX2 static void blocks_stream_avx2(uint64_t *acc, uint8_t *dst, const uint8_t *in,
-                                              size_t nblocks, const uint8_t *secret)
-{
-    avx2_run(acc, dst, in, nblocks, 0, secret, 1);
-}
-
-ZC_TARGET_AVX2 static void stripes_copy_avx2(uint64_t *acc, uint8_t *dst, const uint8_t *in,
-                                             size_t nstripes, const uint8_t *secret)
-{
-    avx2_run(acc, dst, in, 0, nstripes, secret, 0);
-}
-
-const zc_xxh3_impl zc__xxh3_avx2 = {
-    "avx2", blocks_avx2, stripes_avx2, blocks_copy_avx2, stripes_copy_avx2, blocks_stream_avx2,
-};
+ZC_XXH3_KERNEL(avx2, ZC_TARGET_AVX2);
 
 /* ---- AVX-512 (F: 512-bit integer ops and streaming stores) ----
  * One stripe is exactly one register.  The streaming store needs a 64-byte
@@ -267,40 +241,7 @@ ZC_TARGET_AVX512 static inline void avx512_run(uint64_t *acc, uint8_t *dst, cons
         _mm_sfence();
 }
 
-ZC_TARGET_AVX512 static void blocks_avx512(uint64_t *acc, const uint8_t *in, size_t nblocks,
-                                           const uint8_t *secret)
-{
-    avx512_run(acc, NULL, in, nblocks, 0, secret, 0);
-}
-
-ZC_TARGET_AVX512 static void stripes_avx512(uint64_t *acc, const uint8_t *in, size_t nstripes,
-                                            const uint8_t *secret)
-{
-    avx512_run(acc, NULL, in, 0, nstripes, secret, 0);
-}
-
-ZC_TARGET_AVX512 static void blocks_copy_avx512(uint64_t *acc, uint8_t *dst, const uint8_t *in,
-                                                size_t nblocks, const uint8_t *secret)
-{
-    avx512_run(acc, dst, in, nblocks, 0, secret, 0);
-}
-
-ZC_TARGET_AVX512 static void blocks_stream_avx512(uint64_t *acc, uint8_t *dst, const uint8_t *in,
-                                                  size_t nblocks, const uint8_t *secret)
-{
-    avx512_run(acc, dst, in, nblocks, 0, secret, 1);
-}
-
-ZC_TARGET_AVX512 static void stripes_copy_avx512(uint64_t *acc, uint8_t *dst, const uint8_t *in,
-                                                 size_t nstripes, const uint8_t *secret)
-{
-    avx512_run(acc, dst, in, 0, nstripes, secret, 0);
-}
-
-const zc_xxh3_impl zc__xxh3_avx512 = {
-    "avx512", blocks_avx512, stripes_avx512, blocks_copy_avx512, stripes_copy_avx512,
-    blocks_stream_avx512,
-};
+ZC_XXH3_KERNEL(avx512, ZC_TARGET_AVX512);
 
 #else
 /* ISO C forbids an empty translation unit. */

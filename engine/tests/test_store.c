@@ -83,6 +83,19 @@ TEST(put_get_roundtrip_is_bit_identical_with_digest)
     zc_store_close(s);
 }
 
+/* A stored tensor holds the 3x4 transpose of the row-major 4x3 buffer
+ * base, contiguous, with the digest of those bytes. */
+static void check_transposed(const zc_tensor_info *ti, const float *base)
+{
+    float expect[12];
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 4; c++)
+            expect[r * 4 + c] = base[c * 3 + r];
+    CHECK(ti->ndim == 2 && ti->shape[0] == 3 && ti->shape[1] == 4 && ti->nbytes == sizeof expect);
+    CHECK(memcmp(ti->data, expect, sizeof expect) == 0);
+    CHECK(ti->digest == zc_xxh3_64(expect, sizeof expect, 0));
+}
+
 TEST(strided_copy_is_made_contiguous)
 {
     /* A transposed 3x4 view of a 4x3 buffer, and a broadcast (stride 0). */
@@ -111,12 +124,7 @@ TEST(strided_copy_is_made_contiguous)
     REQUIRE_OK(zc_store_get(s, "t", 0, &v));
     zc_tensor_info ti;
     REQUIRE_OK(zc_view_tensor(v, 0, &ti));
-    float expect[12];
-    for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 4; c++)
-            expect[r * 4 + c] = base[c * 3 + r];
-    CHECK(memcmp(ti.data, expect, sizeof expect) == 0);
-    CHECK(ti.digest == zc_xxh3_64(expect, sizeof expect, 0));
+    check_transposed(&ti, base);
     REQUIRE_OK(zc_view_tensor(v, 1, &ti));
     float bexp[6] = {0, 1, 2, 0, 1, 2};
     CHECK(memcmp(ti.data, bexp, sizeof bexp) == 0);
@@ -141,14 +149,8 @@ TEST(host_copy_from_plain_values_and_the_one_call_put)
     REQUIRE_OK(zc_store_get(s, "t", 0, &v));
     zc_tensor_info ti;
     REQUIRE_OK(zc_view_tensor(v, 0, &ti));
-    float expect[12];
-    for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 4; c++)
-            expect[r * 4 + c] = base[c * 3 + r];
-    CHECK(ti.dtype == ZC_F32 && ti.ndim == 2 && ti.shape[0] == 3 && ti.shape[1] == 4);
-    CHECK(memcmp(ti.data, expect, sizeof expect) == 0);
-    CHECK(ti.digest == zc_xxh3_64(expect, sizeof expect, 0));
-    CHECK(strcmp(ti.name, "latent") == 0);
+    check_transposed(&ti, base);
+    CHECK(ti.dtype == ZC_F32 && strcmp(ti.name, "latent") == 0);
     zc_view_release(v);
     /* rank 0 and an empty tensor (no data pointer) */
     zc_bundle *b;

@@ -145,6 +145,40 @@ def test_three_separate_queue_runs_continue_from_the_store(comfy, captures, pack
         previous = captures.CAPTURED[f"{tag}:stored"]["samples"]
 
 
+def test_a_repeated_canvas_gets_its_next_latent_filled_ahead_and_identical(comfy, captures, pack,
+                                                                           tiny_wan21_t2v):
+    """A canvas large enough to be prepared (latent [1,16,5,64,64], 1.3 MB): the second Handoff
+    takes the latent the first one had filled ahead, and it holds exactly what a fresh fill holds."""
+    tag = "prepared_ahead"
+    canvas = dict(width=512, height=512, length=17)
+    g = Graph()
+    model = g.add("UNETLoader", unet_name=tiny_wan21_t2v.name, weight_dtype="default")
+    pos = g.add("ZCTestConditioning", seed=1, tokens=8)
+    neg = g.add("ZCTestConditioning", seed=2, tokens=8)
+    empty = g.add("EmptyHunyuanLatentVideo", batch_size=1, **canvas)
+    shot = sampler(g, model, g.out(empty), pos, neg)
+    g.add("ZeroCopyLatentStore", samples=g.out(shot), buffer_tag=tag, model=g.out(model))
+    comfy.run(g.prompt)
+    prepared = sys.modules[pack.__name__ + ".zc_nodes.prepared_latents"].pool()
+    handed, served = [], []
+    for seed in (31, 32):
+        g, hand = next_shot_graph(tiny_wan21_t2v.name, tag, seed)
+        g.prompt[hand]["inputs"].update(canvas)
+        served_before = prepared.served
+        comfy.run(g.prompt)
+        prepared.wait()
+        handed.append(captures.CAPTURED[f"{tag}:handoff"])
+        served.append(prepared.served - served_before)
+    assert served[1] >= 1  # the second hop's latent was ready
+    first, second = handed
+    assert first["samples"].shape == second["samples"].shape == (1, 16, 5, 64, 64)
+    assert torch.equal(first["samples"][:, :, 1:], second["samples"][:, :, 1:])  # the same fill
+    assert torch.equal(first["noise_mask"], second["noise_mask"])
+    fill = first["samples"][0, :, 1:].flatten(1)
+    assert torch.equal(fill, fill[:, :1].expand_as(fill))  # one value per channel
+    assert not torch.equal(first["samples"][:, :, :1], second["samples"][:, :, :1])  # each its own tail
+
+
 def test_handoff_cache_follows_the_store_generation(comfy, captures, pack, tiny_wan21_t2v):
     tag = "cache_check"
     g1, _, _ = first_shot_graph(tiny_wan21_t2v.name, tag)
