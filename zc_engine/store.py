@@ -257,9 +257,10 @@ class LatentStore:
         try:
             for name, tensor in tensors.items():
                 add(bundle.value, name, tensor)
-            for key, value in (meta or {}).items():
-                check(lib.zc_bundle_set_meta(bundle.value, encode(key, "metadata key"),
-                                             encode(str(value), f"metadata {key!r}")))
+            if meta:  # one engine call for every entry
+                packed = b"".join(encode(key, "metadata key") + b"\0" + encode(str(value), f"metadata {key!r}")
+                                  + b"\0" for key, value in meta.items())
+                check(lib.zc_bundle_set_meta_packed(bundle.value, packed, len(packed)))
             if chosen is not None:
                 if not isinstance(chosen, int) or isinstance(chosen, bool) or chosen <= 0:
                     raise TypeError(f"generation must be a positive int, not {chosen!r}")

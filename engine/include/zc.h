@@ -329,6 +329,13 @@ ZC_API int zc_bundle_add_reference(zc_bundle *bundle, const char *name, void *ma
  * @return ZC_OK, ZC_E_INVALID, ZC_E_LIMIT or ZC_E_NOMEM. */
 ZC_API int zc_bundle_set_meta(zc_bundle *bundle, const char *key, const char *value);
 
+/* zc_bundle_set_meta for many entries in one call: packed holds len bytes,
+ * each entry a key and then its value, both NUL-terminated ("k1\0v1\0k2\0v2\0").
+ * Entries are set in order; at the first bad one it stops and returns its
+ * error (the entries before it stay set).  @return as zc_bundle_set_meta;
+ * ZC_E_INVALID also for a buffer that does not end an entry with a NUL. */
+ZC_API int zc_bundle_set_meta_packed(zc_bundle *bundle, const char *packed, size_t len);
+
 /* Number of tensors in a bundle. */
 ZC_API uint32_t zc_bundle_count(const zc_bundle *bundle);
 

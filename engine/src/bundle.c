@@ -368,6 +368,28 @@ int zc_bundle_set_meta(zc_bundle *b, const char *key, const char *value)
     return set_meta(b, key, value, 0);
 }
 
+int zc_bundle_set_meta_packed(zc_bundle *b, const char *packed, size_t len)
+{
+    if (len > 0 && packed == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_bundle_set_meta_packed: %zu bytes but no buffer", len);
+    size_t at = 0;
+    while (at < len) {
+        const char *key = packed + at;
+        const char *key_end = memchr(key, '\0', len - at);
+        const char *value = key_end ? key_end + 1 : NULL;
+        const char *value_end =
+            value && value < packed + len ? memchr(value, '\0', (size_t)(packed + len - value)) : NULL;
+        if (value_end == NULL)
+            return zc__fail(ZC_E_INVALID, "packed metadata: the entry at byte %zu is not a "
+                            "NUL-terminated key followed by a NUL-terminated value", at);
+        int rc = set_meta(b, key, value, 0);
+        if (rc != ZC_OK)
+            return rc;
+        at = (size_t)(value_end - packed) + 1;
+    }
+    return ZC_OK;
+}
+
 int zc__bundle_set_meta_internal(zc_bundle *b, const char *key, const char *value)
 {
     return set_meta(b, key, value, 1);

@@ -179,6 +179,34 @@ TEST(host_copy_from_plain_values_and_the_one_call_put)
     zc_store_close(s);
 }
 
+TEST(packed_metadata_sets_every_entry_and_names_a_bad_one)
+{
+    zc_bundle *b = fixture_bundle(4, 1.0f);
+    REQUIRE(b != NULL);
+    static const char packed[] = "family\0wan21\0empty\0\0note\0caf\xc3\xa9\0";
+    REQUIRE_OK(zc_bundle_set_meta_packed(b, packed, sizeof packed - 1));
+    REQUIRE_OK(zc_bundle_set_meta_packed(b, NULL, 0));
+    CHECK(zc_bundle_set_meta_packed(b, "key\0value", 9) == ZC_E_INVALID); /* no final NUL */
+    CHECK(strstr(zc_last_error(), "byte 0") != NULL);
+    CHECK(zc_bundle_set_meta_packed(b, "ok\0v\0key", 9) == ZC_E_INVALID); /* a key alone */
+    CHECK(strstr(zc_last_error(), "byte 5") != NULL);
+    static const char reserved[] = "fine\0yes\0zc.tag\0x\0";
+    CHECK(zc_bundle_set_meta_packed(b, reserved, sizeof reserved - 1) == ZC_E_INVALID);
+    CHECK(zc_bundle_set_meta_packed(b, NULL, 3) == ZC_E_INVALID);
+    zc_store *s = open_store(0, 0, 0);
+    REQUIRE(s != NULL);
+    REQUIRE_OK(zc_store_put(s, "m", b, 0, NULL));
+    zc_view *v;
+    REQUIRE_OK(zc_store_get(s, "m", 0, &v));
+    CHECK(zc_view_meta(v, "family") && strcmp(zc_view_meta(v, "family"), "wan21") == 0);
+    CHECK(zc_view_meta(v, "empty") && zc_view_meta(v, "empty")[0] == '\0');
+    CHECK(zc_view_meta(v, "note") && strcmp(zc_view_meta(v, "note"), "caf\xc3\xa9") == 0);
+    CHECK(zc_view_meta(v, "ok") && strcmp(zc_view_meta(v, "ok"), "v") == 0); /* set before the bad one */
+    CHECK(zc_view_meta(v, "fine") != NULL && zc_view_meta(v, "zc.tag") == NULL);
+    zc_view_release(v);
+    zc_store_close(s);
+}
+
 TEST(every_dtype_and_rank_zero_and_empty)
 {
     static const struct { uint8_t code, bits; int dtype; } types[] = {
