@@ -7,6 +7,7 @@ from __future__ import annotations
 import torch
 
 from conftest import Graph
+from zc_engine import digest_tensor
 from test_families_support import (handoff, ksampler, pack, same_bits, shared_store,  # noqa: F401
                                    tiny_flux, unet)
 
@@ -99,6 +100,8 @@ def test_flux_dev_img2img_chain_from_the_store(comfy, captures, pack, tiny_flux)
         run = comfy.run(g.prompt)
         handed = comfy.output(run, hand, 1)["samples"]
         assert same_bits(handed, previous)  # the latent in is the stored still, bit for bit
+        marker = comfy.output(run, hand, 1)["zerocopy_lineage"]  # the whole still: its stored digest
+        assert marker["tail_digest"] == marker["used_digest"] == digest_tensor(previous)
         assert "reference_latents" not in comfy.output(run, hand, 0)[0][1]
         info = comfy.output(run, hand, 3)
         assert "family flux, adapter flux_img2img" in info and "bit-identical: yes" in info
