@@ -130,6 +130,8 @@ _PROTOTYPES = {
     "zc_store_bundle_create": (c_int, [c_void_p, POINTER(c_void_p)]),
     "zc_bundle_add_copy": (c_int, [c_void_p, c_char_p, c_void_p]),
     "zc_bundle_set_meta_packed": (c_int, [c_void_p, c_char_p, c_size_t]),
+    "zc_bundle_tensor_digest": (c_int, [c_void_p, c_uint32, POINTER(c_int), POINTER(c_uint64)]),
+    "zc_digest_host_tensor": (c_int, [c_void_p, c_int, ctypes.c_int32, c_char_p, POINTER(c_uint64)]),
     "zc_bundle_add_host_copy": (c_int, [c_void_p, c_char_p, c_void_p, c_int, ctypes.c_int32, c_char_p]),
     "zc_store_put_host_copy": (c_int, [c_void_p, c_char_p, c_char_p, c_void_p, c_int, ctypes.c_int32,
                                        c_char_p, c_uint32, c_void_p]),

@@ -76,6 +76,11 @@ def prefer_huge_pages(tensor: torch.Tensor) -> None:
         lib.zc_host_prefer_huge_pages(tensor.data_ptr(), tensor.numel() * tensor.element_size())
 
 
+def _dims(tensor: torch.Tensor) -> bytes:
+    """A tensor's sizes then strides (in elements) as the engine's plain-values calls take them."""
+    return struct.pack(f"={2 * tensor.dim()}q", *tensor.shape, *tensor.stride())
+
+
 def digest_bytes(data: bytes | memoryview) -> str:
     """XXH3-64 (seed 0) of raw bytes, computed by the engine."""
     buf = (ctypes.c_char * len(data)).from_buffer_copy(data) if len(data) else None
@@ -91,6 +96,13 @@ def digest_tensor(tensor: torch.Tensor) -> str:
     host = tensor.detach()
     if host.device.type != "cpu":
         host = host.to("cpu")
+    code = _ZC_DTYPE_CODES.get(host.dtype)
+    if code is not None and type(host) is torch.Tensor:  # plain values: no DLPack capsule
+        value = ctypes.c_uint64()
+        ndim = host.dim()
+        check(lib.zc_digest_host_tensor(host.data_ptr() if host.numel() else None, code, ndim,
+                                        _dims(host) if ndim else None, ctypes.byref(value)))
+        return format_digest(value.value)
     if host.dtype in _ENGINE_DTYPES:
         value = ctypes.c_uint64()
         with dlpack.borrowed_dltensor(host) as dl:
@@ -203,7 +215,8 @@ class LatentStore:
     # -- writing ---------------------------------------------------------
     def put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None = None,
             *, spill: bool = False, host_copy: bool | None = None, defensive_clone: bool = True,
-            may_evict_newest: bool = False, generation: int | None = None) -> int:
+            may_evict_newest: bool = False, generation: int | None = None,
+            digests: dict | None = None) -> int:
         """Store tensors under tag as its next generation; returns the generation.
 
         Host tensors are copied. Tensors on other devices are held by reference to a private
@@ -216,18 +229,21 @@ class LatentStore:
         ``generation`` stores it as that generation instead (e.g. one a farm-wide
         allocator handed out): raises GenerationExists if the tag holds it in memory or
         in the spill folder; the store's own numbering continues above it.
+
+        ``digests``, a dict, receives each stored tensor's digest text by name (the ones that
+        have one), read from the bundle: no view of the new shot needed to report it.
         """
         if not (type(tensors) is dict or isinstance(tensors, Mapping)) or not tensors:  # dict: the fast test
             raise TypeError("tensors must be a non-empty mapping of name -> torch.Tensor")
         keep_host = spill if host_copy is None else host_copy
         flags = (PUT_SPILL if spill else 0) | (PUT_MAY_EVICT_NEWEST if may_evict_newest else 0)
-        if len(tensors) == 1 and not meta and generation is None:
+        if len(tensors) == 1 and not meta and generation is None and digests is None:
             stored = self._put_one_host_tensor(tag, tensors, flags)
             if stored is not None:
                 return stored
         return self._put(tag, tensors, meta, flags,
                          lambda bundle, name, tensor: self._add(bundle, name, tensor, keep_host,
-                                                                defensive_clone), generation)
+                                                                defensive_clone), generation, digests)
 
     def _put_one_host_tensor(self, tag: str, tensors: Mapping[str, torch.Tensor], flags: int) -> int | None:
         """The commonest put, one CPU tensor of an engine dtype and no metadata, in one engine
@@ -243,12 +259,12 @@ class LatentStore:
         check(lib.zc_store_put_host_copy(
             self.handle, encode(tag, "tag"), encode(name, "tensor name"),
             tensor.data_ptr() if tensor.numel() else None, code, ndim,
-            struct.pack(f"={2 * ndim}q", *tensor.shape, *tensor.stride()) if ndim else None,
+            _dims(tensor) if ndim else None,
             flags, ctypes.byref(generation)))
         return generation.value
 
     def _put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None,
-             flags: int, add, chosen: int | None = None) -> int:
+             flags: int, add, chosen: int | None = None, digests: dict | None = None) -> int:
         """Build a bundle with add(bundle, name, tensor) for each tensor, then store it (the
         engine checks the tag when it stores; a bad one frees the bundle, nothing stored)."""
         tag_b = encode(tag, "tag")
@@ -261,6 +277,8 @@ class LatentStore:
                 packed = b"".join(encode(key, "metadata key") + b"\0" + encode(str(value), f"metadata {key!r}")
                                   + b"\0" for key, value in meta.items())
                 check(lib.zc_bundle_set_meta_packed(bundle.value, packed, len(packed)))
+            if digests is not None:
+                digests.update(self._bundle_digests(bundle.value, tensors))
             if chosen is not None:
                 if not isinstance(chosen, int) or isinstance(chosen, bool) or chosen <= 0:
                     raise TypeError(f"generation must be a positive int, not {chosen!r}")
@@ -276,6 +294,16 @@ class LatentStore:
                 lib.zc_bundle_free(bundle.value)
 
     @staticmethod
+    def _bundle_digests(bundle: int, tensors: Mapping[str, torch.Tensor]) -> dict[str, str]:
+        """The digest text of each tensor of a bundle being built that has one, by name."""
+        found = {}
+        algo, value = ctypes.c_int(), ctypes.c_uint64()
+        for index, name in enumerate(tensors):
+            if lib.zc_bundle_tensor_digest(bundle, index, ctypes.byref(algo), ctypes.byref(value)) == 0:
+                found[name] = format_digest(value.value, algo.value)
+        return found
+
+    @staticmethod
     def _add(bundle: int, name: str, tensor: torch.Tensor, host_copy: bool, clone: bool) -> None:
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"tensor {name!r} is a {type(tensor).__name__}, not a torch.Tensor")
@@ -286,10 +314,9 @@ class LatentStore:
             code = _ZC_DTYPE_CODES.get(tensor.dtype)
             if code is not None:  # described by plain values: no DLPack capsule per put
                 ndim = tensor.dim()
-                dims = struct.pack(f"={2 * ndim}q", *tensor.shape, *tensor.stride()) if ndim else None
                 check(lib.zc_bundle_add_host_copy(bundle, encode(name, "tensor name"),
                                                   tensor.data_ptr() if tensor.numel() else None,
-                                                  code, ndim, dims))
+                                                  code, ndim, _dims(tensor) if ndim else None))
                 return
             with dlpack.borrowed_dltensor(tensor) as dl:  # the engine names what it cannot store
                 check(lib.zc_bundle_add_copy(bundle, encode(name, "tensor name"), dl))

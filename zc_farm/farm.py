@@ -88,9 +88,11 @@ class Farm:
             lambda: self.scripts.allocate(keys=[self.keys.counter(tag)], args=[int(floor)],
                                           client=self.connection.quick)))
 
-    def put(self, tag: str, tensors, meta: dict | None = None, *, spill: bool = True) -> int:
+    def put(self, tag: str, tensors, meta: dict | None = None, *, spill: bool = True,
+            digests: dict | None = None) -> int:
         """Store a new shot of tag under a generation Redis allocates (locally numbered when Redis
-        is unreachable), then publish it in the background. Returns the generation."""
+        is unreachable), then publish it in the background. Returns the generation; ``digests``
+        receives the stored tensors' digests (LatentStore.put)."""
         meta = dict(meta or {})
         meta[identity.WORKER_KEY] = self.config.worker_id
         for _ in range(MAX_PUT_ATTEMPTS):
@@ -98,14 +100,14 @@ class Farm:
                 generation = self.allocate(tag, self.local_last(tag))
             except FarmUnavailable:
                 meta[identity.NUMBERED_KEY] = identity.NUMBERED_LOCAL
-                generation = self.store.put(tag, tensors, meta, spill=spill)
+                generation = self.store.put(tag, tensors, meta, spill=spill, digests=digests)
                 self.count("numbered_locally")
                 self.publisher.enqueue_shot(tag, generation, CLAIM)
                 self.touch(tag)  # after the shot's own task: a catch-up leaves queued shots alone
                 return generation
             meta[identity.NUMBERED_KEY] = identity.NUMBERED_FARM
             try:
-                self.store.put(tag, tensors, meta, spill=spill, generation=generation)
+                self.store.put(tag, tensors, meta, spill=spill, generation=generation, digests=digests)
             except GenerationExists:  # another process of this spill folder stored it meanwhile
                 continue
             self.count("allocated")

@@ -97,12 +97,13 @@ def listing() -> list[dict]:
     return farm.listing() if farm is not None else []
 
 
-def put(store, tag: str, tensors, meta: dict) -> int:
-    """Store a new shot (spilled): numbered by the farm and published when one is configured."""
+def put(store, tag: str, tensors, meta: dict, digests: dict | None = None) -> int:
+    """Store a new shot (spilled): numbered by the farm and published when one is configured.
+    ``digests`` receives the stored tensors' digests by name (LatentStore.put)."""
     farm = active()
     if farm is None:
-        return store.put(tag, tensors, meta, spill=True)
-    return farm.put(tag, tensors, meta, spill=True)
+        return store.put(tag, tensors, meta, spill=True, digests=digests)
+    return farm.put(tag, tensors, meta, spill=True, digests=digests)
 
 
 def pull(tag: str, generation: int = 0) -> None:

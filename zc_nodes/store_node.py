@@ -131,8 +131,9 @@ class ZeroCopyLatentStore(io.ComfyNode):
             raise ValueError(f"ZeroCopyLatentStore: {exc}") from None
         store = runtime.store()
         meta = dict(shot.meta, **color_anchor.anchor_for_new_shot(store, buffer_tag, shot.video))
-        generation = farm_link.put(store, buffer_tag, shot.tensors, meta)  # farm-numbered when configured
-        digest = store.tensor_info(buffer_tag, generation)[1][VIDEO_KEY].digest
+        digests: dict[str, str] = {}
+        generation = farm_link.put(store, buffer_tag, shot.tensors, meta, digests)  # farm-numbered when configured
+        digest = digests.get(VIDEO_KEY)
         runtime.remember_store(node_id(cls), buffer_tag)
         shapes = [list(t.shape) for t in shot.tensors.values()]
         log.info("stored tag %r generation %d: %s %s, %s%s%s", buffer_tag, generation, meta["family"],

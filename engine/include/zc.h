@@ -199,6 +199,11 @@ ZC_API void zc_host_prefer_huge_pages(void *p, size_t nbytes);
  * overflow). */
 ZC_API int zc_digest_tensor(const zc_dl_tensor *t, uint64_t *digest);
 
+/* zc_digest_tensor of a CPU tensor described by plain values, as
+ * zc_bundle_add_host_copy takes them (a binding's hot path). */
+ZC_API int zc_digest_host_tensor(const void *data, int dtype, int32_t ndim, const int64_t *dims,
+                                 uint64_t *digest);
+
 /* One-shot XXH3-64 of len bytes at data (data may be NULL when len is 0).
  * seed 0 is what digests use; other seeds follow the specification (for
  * inputs over 240 bytes, a secret derived from the seed). */
@@ -310,6 +315,13 @@ ZC_API int zc_bundle_add_copy(zc_bundle *bundle, const char *name, const zc_dl_t
  * zc_dtype. */
 ZC_API int zc_bundle_add_host_copy(zc_bundle *bundle, const char *name, const void *data,
                                    int dtype, int32_t ndim, const int64_t *dims);
+
+/* The digest of tensor index of a bundle being built (a copy has one from the
+ * moment it is added; a reference only with a host copy), so a caller can
+ * report it without a view after the put.  @return ZC_OK; ZC_E_NOT_FOUND (no
+ * such tensor, or no digest); ZC_E_INVALID (NULL arguments). */
+ZC_API int zc_bundle_tensor_digest(const zc_bundle *bundle, uint32_t index, int *algo,
+                                   uint64_t *digest);
 
 /* Hold a tensor by reference, without touching its bytes.  managed is a
  * zc_dl_managed_versioned* when versioned is non-zero, else a zc_dl_managed*;

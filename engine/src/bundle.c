@@ -236,23 +236,27 @@ int zc_bundle_add_copy(zc_bundle *b, const char *name, const zc_dl_tensor *src)
 int zc_bundle_add_host_copy(zc_bundle *b, const char *name, const void *data, int dtype,
                             int32_t ndim, const int64_t *dims)
 {
+    char what[ZC_MAX_NAME_LEN + 16];
+    snprintf(what, sizeof what, "tensor \"%s\"", name ? name : "(null)");
     zc_dl_tensor src;
-    memset(&src, 0, sizeof src);
-    int rc = zc__dtype_to_dlpack(dtype, &src.dtype);
-    if (rc != ZC_OK) {
-        zc__fail_context("tensor \"%s\"", name ? name : "(null)");
-        return rc;
-    }
-    if (ndim > 0 && dims == NULL)
-        return zc__fail(ZC_E_INVALID, "tensor \"%s\" has rank %d but no dims array",
-                        name ? name : "(null)", (int)ndim);
-    src.data = (void *)data;
-    src.device.device_type = ZC_DL_CPU;
-    src.ndim = ndim;
-    /* the DLTensor's arrays are not const; zc_bundle_add_copy only reads them */
-    src.shape = ndim > 0 ? (int64_t *)dims : NULL;
-    src.strides = ndim > 0 ? (int64_t *)dims + ndim : NULL;
-    return zc_bundle_add_copy(b, name, &src);
+    int rc = zc__plain_dl_tensor(&src, what, data, dtype, ndim, dims);
+    return rc != ZC_OK ? rc : zc_bundle_add_copy(b, name, &src);
+}
+
+int zc_bundle_tensor_digest(const zc_bundle *b, uint32_t index, int *algo, uint64_t *digest)
+{
+    if (b == NULL || algo == NULL || digest == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_bundle_tensor_digest: bundle, algo or digest is NULL");
+    if (index >= b->count)
+        return zc__fail(ZC_E_NOT_FOUND, "the bundle has %u tensors; there is no tensor %u",
+                        b->count, index);
+    const zc_tensor *t = &b->tensors[index];
+    if (!t->has_digest)
+        return zc__fail(ZC_E_NOT_FOUND, "tensor \"%s\" has no digest (held by reference without "
+                        "a host copy)", t->name);
+    *algo = t->digest_algo;
+    *digest = t->digest;
+    return ZC_OK;
 }
 
 int zc_bundle_add_reference(zc_bundle *b, const char *name, void *managed, int versioned,

@@ -65,6 +65,10 @@ int zc__shape_nbytes(int32_t ndim, const int64_t *shape, size_t elem_size, uint6
 
 /* The DLPack type of an engine dtype; ZC_E_INVALID for a value outside zc_dtype. */
 int zc__dtype_to_dlpack(int dtype, zc_dl_dtype *out);
+/* out describes the CPU tensor given by plain values (plain_tensor.c; dims:
+ * ndim sizes then ndim strides in elements); what names it in errors. */
+int zc__plain_dl_tensor(zc_dl_tensor *out, const char *what, const void *data, int dtype,
+                        int32_t ndim, const int64_t *dims);
 void *zc__host_alloc(uint64_t nbytes);   /* ZC_HOST_ALIGN-aligned, never NULL for 0 bytes */
 void zc__host_free(void *p);
 

@@ -83,14 +83,19 @@ TEST(put_get_roundtrip_is_bit_identical_with_digest)
     zc_store_close(s);
 }
 
-/* A stored tensor holds the 3x4 transpose of the row-major 4x3 buffer
- * base, contiguous, with the digest of those bytes. */
+/* The 3x4 transpose of the row-major 4x3 buffer base, as a strided view reads it. */
+static void transpose_4x3(const float *base, float out[12])
+{
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 4; c++)
+            out[r * 4 + c] = base[c * 3 + r];
+}
+
+/* A stored tensor holds that transpose, contiguous, with the digest of those bytes. */
 static void check_transposed(const zc_tensor_info *ti, const float *base)
 {
     float expect[12];
-    for (int r = 0; r < 3; r++)
-        for (int c = 0; c < 4; c++)
-            expect[r * 4 + c] = base[c * 3 + r];
+    transpose_4x3(base, expect);
     CHECK(ti->ndim == 2 && ti->shape[0] == 3 && ti->shape[1] == 4 && ti->nbytes == sizeof expect);
     CHECK(memcmp(ti->data, expect, sizeof expect) == 0);
     CHECK(ti->digest == zc_xxh3_64(expect, sizeof expect, 0));
@@ -167,6 +172,22 @@ TEST(host_copy_from_plain_values_and_the_one_call_put)
     int64_t negative[2] = {-1, 1};
     CHECK(zc_bundle_add_host_copy(b, "z", base, ZC_F32, 1, negative) == ZC_E_INVALID);
     CHECK(zc_bundle_count(b) == 2);
+    /* the digest a copy carries, read before the put, is the one the store reports */
+    int algo = 0;
+    uint64_t digest = 0;
+    REQUIRE_OK(zc_bundle_tensor_digest(b, 0, &algo, &digest));
+    CHECK(algo == ZC_DIGEST_XXH3_64 && digest == zc_xxh3_64(base + 5, sizeof *base, 0));
+    CHECK(zc_bundle_tensor_digest(b, 2, &algo, &digest) == ZC_E_NOT_FOUND);
+    CHECK(strstr(zc_last_error(), "no tensor 2") != NULL);
+    CHECK(zc_bundle_tensor_digest(b, 0, NULL, &digest) == ZC_E_INVALID);
+    /* the plain-values digest equals the put's, strided included */
+    uint64_t plain = 0;
+    REQUIRE_OK(zc_digest_host_tensor(base, ZC_F32, 2, dims, &plain));
+    float transposed[12];
+    transpose_4x3(base, transposed);
+    CHECK(plain == zc_xxh3_64(transposed, sizeof transposed, 0));
+    CHECK(zc_digest_host_tensor(base, 99, 2, dims, &plain) == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "the tensor to digest") != NULL);
     REQUIRE_OK(zc_store_put(s, "two", b, 0, NULL));
     /* a one-call put that fails stores nothing and keeps what the tag held */
     CHECK(zc_store_put_host_copy(s, "bad tag", "latent", base, ZC_F32, 2, dims, 0, &gen) ==

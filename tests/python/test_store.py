@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ALL_DTYPES, canonical_bytes, random_tensor, same_bits
-from zc_engine import LatentStore
+from zc_engine import LatentStore, digest_tensor, format_digest
 
 
 @st.composite
@@ -164,3 +164,21 @@ def test_concurrent_put_get_from_threads():
         for t in threads:
             t.join()
     assert not errors
+
+
+def test_put_reports_the_digests_it_stored_and_digest_tensor_agrees():
+    """``digests=`` is filled from the bundle before the put; it equals what the stored shot
+    reports and what digest_tensor computes, for a strided view and an fp8 tensor too."""
+    base = torch.randn(4, 6)
+    view = base.t()[1:5]  # strided, offset
+    fp8 = torch.randn(3, 5).to(torch.float8_e4m3fn)
+    with LatentStore() as store:
+        got = {}
+        generation = store.put("d", {"latent_tensor": view, "extra": fp8}, {"k": "v"}, digests=got)
+        _, info = store.tensor_info("d", generation)
+        assert got == {name: i.digest for name, i in info.items()}
+        assert got["latent_tensor"] == digest_tensor(view) == digest_tensor(view.contiguous())
+        assert got["extra"] == digest_tensor(fp8)
+        assert digest_tensor(torch.empty(0, 3)) == digest_tensor(torch.empty(2, 0))
+        assert digest_tensor(torch.tensor(2.5)) == format_digest(xxhash.xxh3_64_intdigest(
+            torch.tensor(2.5).numpy().tobytes()))
