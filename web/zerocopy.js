@@ -331,7 +331,8 @@ function refresh() {
         state.error = String(error?.message ?? error);
       }
       // an open storyboard is read again (verified: every file) only when its tag has a new shot
-      await Promise.all([...panel.films].filter(filmIsOld).map((tag) => loadFilm(tag)));
+      await Promise.all([...panel.films].filter((tag) => state.buffers.has(tag) && filmIsOld(tag))
+        .map((tag) => loadFilm(tag)));
       state.refreshes += 1;
       updateAllNodes();
       panel.render();
@@ -610,6 +611,14 @@ const panel = {
         await apiJSON(`/zerocopy/buffers/${encodeURIComponent(tag)}?disk=true`, { method: "DELETE" });
       }
       this.open.delete(tag);
+      // a cleared tag's storyboard closes: nothing is left to read again on each refresh
+      for (const known of [...this.films]) {
+        if (tag === "*" || known === tag) {
+          this.films.delete(known);
+          state.films.delete(known);
+          state.filmSelected.delete(known);
+        }
+      }
       for (const [id, event] of state.nodeEvents) if (tag === "*" || event.tag === tag) state.nodeEvents.delete(id);
     } catch (error) {
       state.error = String(error?.message ?? error);

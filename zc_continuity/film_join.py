@@ -47,7 +47,8 @@ def _join(pieces: list[torch.Tensor], trims: list[int], fade: int, axis: int, wh
         raise ContinuityError(f"no {what} to join; the film holds no shot")
     if len(trims) != len(pieces):
         raise ContinuityError(f"{len(trims)} trims for {len(pieces)} {what}s; give one per shot (0 for the first)")
-    out = None
+    parts: list[torch.Tensor] = []  # joined once at the end: no copy of the film per shot
+    total = 0
     for index, (piece, trim) in enumerate(zip(pieces, trims)):
         piece = require_floating(f"{what} {index + 1}", require_tensor(f"{what} {index + 1}", piece))
         trim = require_int(f"trim of {what} {index + 1}", trim, minimum=0)
@@ -56,23 +57,30 @@ def _join(pieces: list[torch.Tensor], trims: list[int], fade: int, axis: int, wh
                 raise ContinuityError(f"{what} {index + 1} has {piece.shape[axis]} frames but its trim is {trim}: "
                                       "nothing would be left; check the shot's lineage (it names the trim)")
             piece = piece.narrow(axis, trim, piece.shape[axis] - trim)
-        if out is None:
-            out = piece
+        if not parts:
+            parts, total = [piece], piece.shape[axis]
             continue
-        if piece.shape[:axis] != out.shape[:axis] or piece.shape[axis + 1:] != out.shape[axis + 1:]:
+        first = parts[0]
+        if piece.shape[:axis] != first.shape[:axis] or piece.shape[axis + 1:] != first.shape[axis + 1:]:
+            joined = first.shape[:axis] + (total,) + first.shape[axis + 1:]
             raise ContinuityError(f"{what} {index + 1} of shape {shape_text(piece.shape)} does not join "
-                                  f"{shape_text(out.shape)}: every shot of a film must have the same size; "
+                                  f"{shape_text(joined)}: every shot of a film must have the same size; "
                                   "resize the clips first")
-        count = min(fade, out.shape[axis], piece.shape[axis])
+        count = min(fade, total, piece.shape[axis])
         if count:
+            while parts[-1].shape[axis] < count:  # the fade reaches back past the last piece
+                tail = parts.pop()
+                parts[-1] = torch.cat([parts[-1], tail], dim=axis)
+            last = parts.pop()
             w = _ramp(count, axis, piece)
-            head = out.narrow(axis, out.shape[axis] - count, count)
+            head = last.narrow(axis, last.shape[axis] - count, count)
             blended = head * (1 - w) + piece.narrow(axis, 0, count) * w
-            out = torch.cat([out.narrow(axis, 0, out.shape[axis] - count), blended,
-                             piece.narrow(axis, count, piece.shape[axis] - count)], dim=axis)
+            parts += [last.narrow(axis, 0, last.shape[axis] - count), blended,
+                      piece.narrow(axis, count, piece.shape[axis] - count)]
         else:
-            out = torch.cat([out, piece], dim=axis)
-    return out
+            parts.append(piece)
+        total += piece.shape[axis] - count
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=axis)
 
 
 def join_frames(clips: list[torch.Tensor], trims: list[int], crossfade: int = 0) -> torch.Tensor:

@@ -51,9 +51,7 @@ _ZC_DTYPE_CODES = {dtype: code for code, dtype in enumerate(
     (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn,
      torch.float8_e5m2, torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool))}
 # The dtypes the engine stores, which zc_digest_tensor reads in place.
-_ENGINE_DTYPES = frozenset({torch.float32, torch.float16, torch.bfloat16, torch.float64,
-                            torch.float8_e4m3fn, torch.float8_e5m2, torch.int8, torch.int16,
-                            torch.int32, torch.int64, torch.uint8, torch.bool})
+_ENGINE_DTYPES = frozenset(_ZC_DTYPE_CODES)
 
 
 def is_bookkeeping_file(name: str) -> bool:
@@ -76,9 +74,18 @@ def prefer_huge_pages(tensor: torch.Tensor) -> None:
         lib.zc_host_prefer_huge_pages(tensor.data_ptr(), tensor.numel() * tensor.element_size())
 
 
-def _dims(tensor: torch.Tensor) -> bytes:
-    """A tensor's sizes then strides (in elements) as the engine's plain-values calls take them."""
-    return struct.pack(f"={2 * tensor.dim()}q", *tensor.shape, *tensor.stride())
+def _plain_args(tensor: torch.Tensor) -> tuple | None:
+    """(data, dtype code, rank, dims) of a plain CPU torch.Tensor of an engine dtype, as the
+    engine's plain-values calls take them (dims: sizes then strides in elements); None for
+    anything else (other devices and dtypes, subclasses: the DLPack path serves them)."""
+    if type(tensor) is not torch.Tensor or not tensor.is_cpu:
+        return None
+    code = _ZC_DTYPE_CODES.get(tensor.dtype)
+    if code is None:
+        return None
+    ndim = tensor.dim()
+    return (tensor.data_ptr() if tensor.numel() else None, code, ndim,
+            struct.pack(f"={2 * ndim}q", *tensor.shape, *tensor.stride()) if ndim else None)
 
 
 def digest_bytes(data: bytes | memoryview) -> str:
@@ -96,12 +103,10 @@ def digest_tensor(tensor: torch.Tensor) -> str:
     host = tensor.detach()
     if host.device.type != "cpu":
         host = host.to("cpu")
-    code = _ZC_DTYPE_CODES.get(host.dtype)
-    if code is not None and type(host) is torch.Tensor:  # plain values: no DLPack capsule
+    plain = _plain_args(host)
+    if plain is not None:  # plain values: no DLPack capsule
         value = ctypes.c_uint64()
-        ndim = host.dim()
-        check(lib.zc_digest_host_tensor(host.data_ptr() if host.numel() else None, code, ndim,
-                                        _dims(host) if ndim else None, ctypes.byref(value)))
+        check(lib.zc_digest_host_tensor(*plain, ctypes.byref(value)))
         return format_digest(value.value)
     if host.dtype in _ENGINE_DTYPES:
         value = ctypes.c_uint64()
@@ -233,7 +238,7 @@ class LatentStore:
         ``digests``, a dict, receives each stored tensor's digest text by name (the ones that
         have one), read from the bundle: no view of the new shot needed to report it.
         """
-        if not (type(tensors) is dict or isinstance(tensors, Mapping)) or not tensors:  # dict: the fast test
+        if not isinstance(tensors, Mapping) or not tensors:
             raise TypeError("tensors must be a non-empty mapping of name -> torch.Tensor")
         keep_host = spill if host_copy is None else host_copy
         flags = (PUT_SPILL if spill else 0) | (PUT_MAY_EVICT_NEWEST if may_evict_newest else 0)
@@ -249,18 +254,12 @@ class LatentStore:
         """The commonest put, one CPU tensor of an engine dtype and no metadata, in one engine
         call; None when ``tensors`` is anything else (the general path handles it)."""
         (name, tensor), = tensors.items()
-        if type(tensor) is not torch.Tensor or not tensor.is_cpu or tensor.is_nested:
+        plain = _plain_args(tensor) if isinstance(tensor, torch.Tensor) and not tensor.is_nested else None
+        if plain is None:
             return None
-        code = _ZC_DTYPE_CODES.get(tensor.dtype)
-        if code is None:
-            return None
-        ndim = tensor.dim()
         generation = ctypes.c_uint64()
-        check(lib.zc_store_put_host_copy(
-            self.handle, encode(tag, "tag"), encode(name, "tensor name"),
-            tensor.data_ptr() if tensor.numel() else None, code, ndim,
-            _dims(tensor) if ndim else None,
-            flags, ctypes.byref(generation)))
+        check(lib.zc_store_put_host_copy(self.handle, encode(tag, "tag"), encode(name, "tensor name"),
+                                         *plain, flags, ctypes.byref(generation)))
         return generation.value
 
     def _put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None,
@@ -311,12 +310,9 @@ class LatentStore:
             raise TypeError(f"tensor {name!r} is a nested tensor; put each of its streams "
                             "(tensor.unbind()) under its own name")
         if tensor.is_cpu:
-            code = _ZC_DTYPE_CODES.get(tensor.dtype)
-            if code is not None:  # described by plain values: no DLPack capsule per put
-                ndim = tensor.dim()
-                check(lib.zc_bundle_add_host_copy(bundle, encode(name, "tensor name"),
-                                                  tensor.data_ptr() if tensor.numel() else None,
-                                                  code, ndim, _dims(tensor) if ndim else None))
+            plain = _plain_args(tensor)
+            if plain is not None:  # described by plain values: no DLPack capsule per put
+                check(lib.zc_bundle_add_host_copy(bundle, encode(name, "tensor name"), *plain))
                 return
             with dlpack.borrowed_dltensor(tensor) as dl:  # the engine names what it cannot store
                 check(lib.zc_bundle_add_copy(bundle, encode(name, "tensor name"), dl))

@@ -129,7 +129,7 @@ def catch_up(farm, tag: str) -> list[tuple[int, str]]:
     found: list[tuple[int, str]] = []
     for generation in sorted(g for g in farm.store.generations(tag) if g > above):
         try:
-            meta = farm.store.get(tag, generation).meta
+            _, meta = farm.store.meta(tag, generation)  # the metadata alone: no tensor exported
         except NotFound:
             continue
         if identity.WORKER_KEY not in meta:

@@ -77,10 +77,13 @@ def anchor_for_new_shot(store, tag: str, video: torch.Tensor) -> dict[str, str]:
     if len(anchor[0]) != channels:
         return fresh(f"the previous shot has {len(anchor[0])} channels, this one {channels} "
                      "(another latent space)")
+    return {ANCHOR_KEY: meta[ANCHOR_KEY], SOURCE_KEY: _source(meta, generation)}
+
+
+def _source(meta: dict, generation: int) -> str:
+    """Which generation a shot's anchor came from: its own ("self") or the one it names."""
     source = meta.get(SOURCE_KEY, SELF)
-    if source == SELF:
-        source = f"generation {generation}"
-    return {ANCHOR_KEY: meta[ANCHOR_KEY], SOURCE_KEY: source}
+    return f"generation {generation}" if source == SELF else source
 
 
 def anchor_of(shot) -> tuple[color.ChannelStats, str] | None:
@@ -88,7 +91,4 @@ def anchor_of(shot) -> tuple[color.ChannelStats, str] | None:
     anchor = decode_stats(shot.meta.get(ANCHOR_KEY, ""))
     if anchor is None:
         return None
-    source = shot.meta.get(SOURCE_KEY, SELF)
-    if source == SELF:
-        source = f"generation {shot.generation}"
-    return anchor, source
+    return anchor, _source(shot.meta, shot.generation)

@@ -11,6 +11,8 @@ first shot of a film make a fresh one-frame latent instead of a tail.
 
 from __future__ import annotations
 
+import contextlib
+
 import math
 
 import torch
@@ -30,6 +32,18 @@ from ..zc_engine import NotFound, digest_tensor, prefer_huge_pages
 MODES = ["zero_copy_latent_only", "blend_with_fallback"]
 alloc.set_first_touch_hint(prefer_huge_pages)  # the next shot's latent is filled fresh every hop
 ADAPTERS = adapters.COMBO
+
+
+def _prepared_latents():
+    """The process's pool of latents filled ahead, registered as alloc's source on first use."""
+    global _PREPARED
+    if _PREPARED is None:
+        _PREPARED = prepared_latents.pool(empty=alloc.empty)
+        alloc.set_prepared_source(_PREPARED)
+    return _PREPARED
+
+
+_PREPARED = None
 
 
 def finish(result, certificate: Certificate | None, info: str | None = None, *, first_shot=False):
@@ -197,8 +211,9 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 raise ContinuityError(
                     f"{exc}. For the first shot of a film connect 'fallback_first_frame'; otherwise "
                     f"run a ZeroCopyLatentStore with tag {buffer_tag!r} first") from None
-            return cls.first_shot(positive, negative, vae, clip, width, height, length, model,
-                                  fallback_first_frame, buffer_tag, adapter, prompt_summary)
+            with _prepared_latents().deferred():
+                return cls.first_shot(positive, negative, vae, clip, width, height, length, model,
+                                      fallback_first_frame, buffer_tag, adapter, prompt_summary)
         fallback_notes = [s.describe() for s in skipped]
         if skipped:
             fallback_notes.append(f"used generation {shot.generation}, the newest that verifies")
@@ -209,19 +224,16 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             width=width, height=height, length=length, tail_frames=tail_frames, mode=continuity_mode,
             ratio=blend_ratio, image=fallback_first_frame, vae=vae, color_anchor=bool(color_anchor),
             prompt=prompt_summary)
-        if adapter == adapters.PIXEL_BRIDGE:
-            return cls.bridge_shot(shot, positive, negative, vae, bridge_vae or vae, clip, model,
-                                   settings, fallback_notes)
         # the next latent of this canvas is made ready between shots, once this Handoff is done
-        prepared = prepared_latents.pool(empty=alloc.empty)
-        alloc.set_prepared_source(prepared)
-        with prepared.deferred():
-            if continuity_mode == MODES[0]:  # copies, fills, digests: small ops, no VAE
-                with cpu_threads.single_threaded():  # no cold thread-pool wake-up for them
-                    return cls.continue_shot(shot, positive, negative, vae, clip, model, adapter,
-                                             settings, fallback_notes)
-            return cls.continue_shot(shot, positive, negative, vae, clip, model, adapter, settings,
-                                     fallback_notes)
+        with _prepared_latents().deferred():
+            if adapter == adapters.PIXEL_BRIDGE:
+                return cls.bridge_shot(shot, positive, negative, vae, bridge_vae or vae, clip, model,
+                                       settings, fallback_notes)
+            # copies, fills, digests: small ops, no VAE; no cold thread-pool wake-up for them
+            with (cpu_threads.single_threaded() if continuity_mode == MODES[0]
+                  else contextlib.nullcontext()):
+                return cls.continue_shot(shot, positive, negative, vae, clip, model, adapter,
+                                         settings, fallback_notes)
 
     @staticmethod
     def conditioning(clip, prompt, positive, negative_prompt, negative):
@@ -387,6 +399,6 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         last = stored[:, :, -1:] if stored.dim() == 5 else stored[-1:]
         result.latent[lineage.MARKER] = lineage.marker(
             parent_tag=shot.tag, parent_generation=shot.generation, tail_frames=1,
-            tail_digest=digest_tensor(last), used_digest=certificate.used_digest,
+            tail_digest=handoff_tail.piece_digest(shot, stored, last), used_digest=certificate.used_digest,
             adapter=certificate.adapter, trim=certificate.overlap_pixel_frames, prompt=settings.prompt)
         return finish(result, certificate)

@@ -71,13 +71,11 @@ static int print_text(const zc_film *film)
                 put_shot(film, &film->shots[i]);
             }
     }
-    size_t problems = 0;
     for (size_t i = 0; i < film->count; i++)
         if (film->shots[i].problem) {
             fputs("problem: ", stdout);
             cli_put_text(stdout, film->shots[i].problem);
             fputc('\n', stdout);
-            problems++;
         }
     if (film->problems.data) {
         fputs("note: ", stdout);
@@ -118,7 +116,6 @@ static int print_text(const zc_film *film)
         }
         fputc('\n', stdout);
     }
-    (void)problems;
     return film->ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 

@@ -367,6 +367,14 @@ static int set_meta(zc_bundle *b, const char *key, const char *value, int allow_
     return ZC_OK;
 }
 
+const char *zc__bundle_meta(const zc_bundle *b, const char *key)
+{
+    for (uint32_t i = 0; b && key && i < b->meta_count; i++)
+        if (strcmp(b->meta[i].key, key) == 0)
+            return b->meta[i].value;
+    return NULL;
+}
+
 int zc_bundle_set_meta(zc_bundle *b, const char *key, const char *value)
 {
     return set_meta(b, key, value, 0);

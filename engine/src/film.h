@@ -76,6 +76,8 @@ typedef struct {
  * zc__film_free either way. */
 int zc__film_build(const char *dir, const char *tag, uint32_t flags, zc_film *film);
 void zc__film_free(zc_film *film);
+/* The index of generation gen among film's shots (they ascend), or -1. */
+long zc__film_find(const zc_film *film, uint64_t gen);
 
 /* The parent within tag that a lineage JSON names: 1 and *parent (0 when
  * the parent is in another tag) when it is a readable lineage, else 0. */

@@ -157,11 +157,6 @@ static int write_pins(const char *dir, const char *tag, const uint64_t *pins, si
 }
 
 /* The sibling group of shot index i: its parent's index, -1 for the roots. */
-static long group_of(const zc_film *film, size_t i)
-{
-    return film->shots[i].parent;
-}
-
 int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation)
 {
     zc_film film;
@@ -172,11 +167,11 @@ int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation)
         if (rc != ZC_OK)
             return rc;
         char *path = zc__film_choices_path(spill_dir, tag);
-        zc_os_path_kind kind;
-        int exists = path != NULL && zc_os_stat(path, &kind, NULL) == 0;
-        free(path);
         if (path == NULL)
             return zc__fail(ZC_E_NOMEM, "out of host memory");
+        zc_os_path_kind kind;
+        int exists = zc_os_stat(path, &kind, NULL) == 0;
+        free(path);
         return exists ? write_pins(spill_dir, tag, NULL, 0) : ZC_OK;
     }
     int rc = zc__film_build(spill_dir, tag, 0, &film);
@@ -184,11 +179,8 @@ int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation)
         zc__film_free(&film);
         return rc;
     }
-    long at = -1;
-    for (size_t i = 0; i < film.count; i++)
-        if (film.shots[i].generation == generation)
-            at = (long)i;
-    if (generation != 0 && at < 0) {
+    long at = zc__film_find(&film, generation);
+    if (at < 0) {
         rc = zc__fail(ZC_E_NOT_FOUND, "tag \"%s\" has no generation %llu in \"%s\" (its "
                         "generations run %llu..%llu); choose one that has a spill file", tag,
                         (unsigned long long)generation, spill_dir,
@@ -203,18 +195,14 @@ int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation)
         zc__film_free(&film);
         return zc__fail(ZC_E_NOMEM, "out of host memory");
     }
-    for (size_t i = 0; generation != 0 && i < film.pin_count; i++) {
-        long j = -1;
-        for (size_t k = 0; k < film.count; k++)
-            if (film.shots[k].generation == film.pins[i])
-                j = (long)k;
-        /* Pins of files that are gone are dropped; a sibling's pin is replaced. */
-        if (j < 0 || j == at || group_of(&film, (size_t)j) == group_of(&film, (size_t)at))
+    for (size_t i = 0; i < film.pin_count; i++) {
+        long j = zc__film_find(&film, film.pins[i]);
+        /* Pins of files that are gone are dropped; a sibling's pin (same parent) is replaced. */
+        if (j < 0 || j == at || film.shots[j].parent == film.shots[at].parent)
             continue;
         pins[n++] = film.pins[i];
     }
-    if (generation != 0)
-        pins[n++] = generation;
+    pins[n++] = generation;
     rc = write_pins(spill_dir, tag, pins, n);
     free(pins);
     zc__film_free(&film);

@@ -159,10 +159,10 @@ static void read_shot(zc_film *film, zc_film_shot *s)
 {
     char path[4096];
     zc_file *f = NULL;
-    snprintf(path, sizeof path, "%s/%s@%020llu" ZC_SPILL_SUFFIX, film->dir, film->tag,
-             (unsigned long long)s->generation);
     s->parent = -1;
-    int rc = zc_file_open(path, &f);
+    int rc = zc__spill_path_in(film->dir, film->tag, s->generation, path, sizeof path);
+    if (rc == ZC_OK)
+        rc = zc_file_open(path, &f);
     if (rc != ZC_OK) {
         s->file = FILM_FILE_BAD;
         s->state = FILM_BROKEN;
@@ -250,7 +250,7 @@ static int list_generations(zc_film *film, uint64_t **gens, size_t *count)
     return ZC_OK;
 }
 
-static long find_gen(const zc_film *film, uint64_t gen)
+long zc__film_find(const zc_film *film, uint64_t gen)
 {
     size_t lo = 0, hi = film->count;
     while (lo < hi) {
@@ -289,7 +289,7 @@ static void link_parents(zc_film *film)
             s->hop = FILM_HOP_EXTERNAL;
             continue;
         }
-        long p = find_gen(film, s->parent_generation);
+        long p = zc__film_find(film, s->parent_generation);
         if (p < 0) {
             s->state = FILM_BROKEN;
             s->hop = FILM_HOP_MISSING_PARENT;
@@ -331,12 +331,9 @@ static void link_parents(zc_film *film)
                              (unsigned long long)s->parent_generation);
         }
     }
-    for (size_t i = 0; i < film->count; i++)
-        if (film->shots[i].state == FILM_BROKEN)
-            film->shots[i].parent = film->shots[i].hop == FILM_HOP_BAD ||
-                                            film->shots[i].hop == FILM_HOP_CYCLE
-                                        ? -1
-                                        : film->shots[i].parent;
+    for (size_t i = 0; i < film->count; i++) /* broken links are cut */
+        if (film->shots[i].hop == FILM_HOP_BAD || film->shots[i].hop == FILM_HOP_CYCLE)
+            film->shots[i].parent = -1;
 }
 
 /* 1 if shot i belongs to the tree: not broken, and its parent (if any) too. */
@@ -353,18 +350,12 @@ static int in_tree(const zc_film *film, size_t i)
     return 0;
 }
 
-/* The sibling group of shot i: parent index, or -1 for the roots. */
-static long group_of(const zc_film *film, size_t i)
-{
-    return film->shots[i].parent;
-}
-
 /* The chosen member of a group: the pinned one, else the newest subtree. */
 static long chosen_in(const zc_film *film, const int *tree, long group)
 {
     long best = -1, pinned = -1;
     for (size_t i = 0; i < film->count; i++) {
-        if (!tree[i] || group_of(film, i) != group)
+        if (!tree[i] || film->shots[i].parent != group)
             continue;
         if (film->shots[i].pinned)
             pinned = (long)i; /* the newest pinned, if a hand-edited file pins two */
@@ -416,7 +407,7 @@ static int build_line(zc_film *film)
             continue;
         uint32_t take = 0, takes = 0;
         for (size_t j = 0; j < n; j++) {
-            if (tree[j] && group_of(film, j) == group_of(film, i)) {
+            if (tree[j] && film->shots[j].parent == film->shots[i].parent) {
                 takes++;
                 if (j <= i)
                     take++;
@@ -460,7 +451,7 @@ static void load_pins(zc_film *film)
         return;
     }
     for (size_t i = 0; i < film->pin_count; i++)
-        if (find_gen(film, film->pins[i]) < 0)
+        if (zc__film_find(film, film->pins[i]) < 0)
             zc__jb_printf(&film->problems, "generation %llu is pinned but has no spill file; "
                           "choose another take or clear the choices\n",
                           (unsigned long long)film->pins[i]);

@@ -141,9 +141,9 @@ static int check_file(zc_film *film, zc_film_shot *s, held_tensor *video, held_t
 {
     char path[4096];
     zc_file *f = NULL;
-    snprintf(path, sizeof path, "%s/%s@%020llu" ZC_SPILL_SUFFIX, film->dir, film->tag,
-             (unsigned long long)s->generation);
-    int rc = zc_file_open(path, &f);
+    int rc = zc__spill_path_in(film->dir, film->tag, s->generation, path, sizeof path);
+    if (rc == ZC_OK)
+        rc = zc_file_open(path, &f);
     if (rc == ZC_OK)
         rc = zc__spill_check_identity(f, path, film->tag, s->generation);
     for (uint32_t i = 0; rc == ZC_OK && i < zc_file_count(f); i++) {
@@ -178,25 +178,20 @@ static int check_file(zc_film *film, zc_film_shot *s, held_tensor *video, held_t
         keep->bytes = buf;
     }
     zc_file_close(f);
-    if (rc == ZC_E_NOMEM) {
-        free(video->bytes);
-        free(audio->bytes);
-        memset(video, 0, sizeof *video);
-        memset(audio, 0, sizeof *audio);
-        return rc;
-    }
-    if (rc != ZC_OK) {
-        s->file = FILM_FILE_BAD;
-        zc__film_problem(s, "shot %llu: its file fails verification (%s); the shot's bytes "
-                         "are not what was stored: delete the file or restore it from a copy",
-                         (unsigned long long)s->generation, zc_last_error());
-        free(video->bytes);
-        free(audio->bytes);
-        memset(video, 0, sizeof *video);
-        memset(audio, 0, sizeof *audio);
+    if (rc == ZC_OK) {
+        s->file = FILM_FILE_OK;
         return ZC_OK;
     }
-    s->file = FILM_FILE_OK;
+    free(video->bytes); /* nothing of a shot that failed is kept */
+    free(audio->bytes);
+    memset(video, 0, sizeof *video);
+    memset(audio, 0, sizeof *audio);
+    if (rc == ZC_E_NOMEM)
+        return rc;
+    s->file = FILM_FILE_BAD;
+    zc__film_problem(s, "shot %llu: its file fails verification (%s); the shot's bytes "
+                     "are not what was stored: delete the file or restore it from a copy",
+                     (unsigned long long)s->generation, zc_last_error());
     return ZC_OK;
 }
 

@@ -128,6 +128,9 @@ struct zc_bundle {
     zc_meta_entry meta[ZC_MAX_META];
 };
 
+/* The value of a bundle's metadata key, or NULL (NULL bundle or key too). */
+const char *zc__bundle_meta(const zc_bundle *b, const char *key);
+
 /* Release everything a tensor owns (host bytes, reference deleter). */
 void zc__tensor_release(zc_tensor *t);
 

@@ -382,24 +382,25 @@ int zc__safetensors_write_new(const char *path, const zc_bundle *b, const zc_met
     return write_bundle(path, b, extra, extra_count, 1);
 }
 
-int zc__write_bytes_new(const char *path, const void *data, size_t len)
+static int write_bytes(const char *who, const char *path, const void *data, size_t len,
+                       int exclusive)
 {
     if (path == NULL || (data == NULL && len > 0))
-        return zc__fail(ZC_E_INVALID, "zc__write_bytes_new: path or data is NULL");
-    int rc = write_file(path, data, len, NULL, 0, 1);
+        return zc__fail(ZC_E_INVALID, "%s: path or data is NULL", who);
+    int rc = write_file(path, data, len, NULL, 0, exclusive);
     if (rc == ZC_OK && (rc = zc__fsync_parent_dir(path)) != ZC_OK)
         zc__fail_context("%s was written, but its directory entry may not be durable", path);
     return rc;
 }
 
+int zc__write_bytes_new(const char *path, const void *data, size_t len)
+{
+    return write_bytes("zc__write_bytes_new", path, data, len, 1);
+}
+
 int zc__write_bytes(const char *path, const void *data, size_t len)
 {
-    if (path == NULL || (data == NULL && len > 0))
-        return zc__fail(ZC_E_INVALID, "zc__write_bytes: path or data is NULL");
-    int rc = write_file(path, data, len, NULL, 0, 0);
-    if (rc == ZC_OK && (rc = zc__fsync_parent_dir(path)) != ZC_OK)
-        zc__fail_context("%s was written, but its directory entry may not be durable", path);
-    return rc;
+    return write_bytes("zc__write_bytes", path, data, len, 0);
 }
 
 int zc__safetensors_serialize(const zc_bundle *b, const zc_meta_entry *extra,

@@ -15,14 +15,20 @@
 
 #define GEN_DIGITS 20
 
-int zc__spill_path(const zc_store *s, const char *tag, uint64_t generation, char *out, size_t cap)
+int zc__spill_path_in(const char *dir, const char *tag, uint64_t generation, char *out,
+                      size_t cap)
 {
-    int n = snprintf(out, cap, "%s/%s@%0*llu%s", s->spill_dir, tag, GEN_DIGITS,
+    int n = snprintf(out, cap, "%s/%s@%0*llu%s", dir, tag, GEN_DIGITS,
                      (unsigned long long)generation, ZC_SPILL_SUFFIX);
     if (n < 0 || (size_t)n >= cap)
         return zc__fail(ZC_E_LIMIT, "spill path for tag \"%s\" is longer than %zu bytes; use a "
                         "shorter spill directory", tag, cap);
     return ZC_OK;
+}
+
+int zc__spill_path(const zc_store *s, const char *tag, uint64_t generation, char *out, size_t cap)
+{
+    return zc__spill_path_in(s->spill_dir, tag, generation, out, cap);
 }
 
 int zc__spill_parse_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint64_t *generation)
@@ -287,14 +293,6 @@ void zc__spill_enqueue(zc_store *s, zc_slot *slot)
     zc_os_cond_signal(&s->work_ready);
 }
 
-static const char *bundle_meta(const zc_bundle *b, const char *key)
-{
-    for (uint32_t i = 0; b && i < b->meta_count; i++)
-        if (strcmp(b->meta[i].key, key) == 0)
-            return b->meta[i].value;
-    return NULL;
-}
-
 /* After a successful write: index it, with its lineage.  @return 1 when
  * this store now holds more of the tag's files than disk_keep (then
  * zc__spill_plan_prune chooses which go). */
@@ -304,8 +302,8 @@ static int after_write(zc_store *s, const zc_slot *slot)
     zc_tag_entry *e = zc__tag_get_or_create(s, slot->tag);
     if (e == NULL || zc__disk_add(e, slot->generation, 1) != 0)
         return 0;
-    zc__disk_set_lineage(e, slot->generation, slot->tag, bundle_meta(slot->bundle, "lineage"),
-                         bundle_meta(slot->bundle, "kind"));
+    zc__disk_set_lineage(e, slot->generation, slot->tag, zc__bundle_meta(slot->bundle, "lineage"),
+                         zc__bundle_meta(slot->bundle, "kind"));
     for (uint32_t i = 0; i < e->disk_count; i++)
         mine += e->disk[i].mine != 0;
     return mine > s->config.disk_keep;

@@ -143,6 +143,8 @@ int zc__spill_open(zc_store *store);      /* index the directory, start the writ
 void zc__spill_close(zc_store *store);    /* drain and stop the writer */
 void zc__worker_wait(zc_store *store);    /* wait until the queue is drained (lock not held) */
 void zc__spill_enqueue(zc_store *store, zc_slot *slot); /* lock held; takes a slot ref */
+int zc__spill_path_in(const char *dir, const char *tag, uint64_t generation, char *out,
+                      size_t cap);
 int zc__spill_path(const zc_store *store, const char *tag, uint64_t generation, char *out,
                    size_t cap);
 /* Parse a spill file name "<tag>@<20 digits>.latent": 0 and tag and

@@ -110,11 +110,7 @@ const char *zc_view_meta(const zc_view *v, const char *key)
 {
     if (v == NULL || key == NULL)
         return NULL;
-    const zc_bundle *b = v->slot->bundle;
-    for (uint32_t i = 0; i < b->meta_count; i++)
-        if (strcmp(b->meta[i].key, key) == 0)
-            return b->meta[i].value;
-    return NULL;
+    return zc__bundle_meta(v->slot->bundle, key);
 }
 
 /* What an exported DLPack tensor points at: one allocation holding either

@@ -153,6 +153,19 @@ static int build_film(const char *dir, uint32_t keep)
     return ok;
 }
 
+/* A spill file's name, and its path in dir (freed by the caller). */
+static void shot_name(char *out, size_t cap, const char *tag, uint64_t generation)
+{
+    snprintf(out, cap, "%s@%020llu.latent", tag, (unsigned long long)generation);
+}
+
+static char *shot_file(const char *dir, const char *tag, uint64_t generation)
+{
+    char name[96];
+    shot_name(name, sizeof name, tag, generation);
+    return zc_test_join(dir, name);
+}
+
 TEST(film_without_pins_ends_at_the_newest_take)
 {
     char *dir = zc_test_tmpdir("film-line");
@@ -256,9 +269,7 @@ TEST(film_parent_rewritten_with_another_tail_fails_its_hop)
     REQUIRE(dir != NULL);
     REQUIRE(build_film(dir, 100));
     /* Generation 4 replaced by a file with other values; its own digests agree. */
-    char name[64];
-    snprintf(name, sizeof name, "film@%020d.latent", 4);
-    char *path = zc_test_join(dir, name);
+    char *path = shot_file(dir, "film", 4);
     REQUIRE(path != NULL);
     CHECK(remove(path) == 0);
     free(path);
@@ -291,9 +302,7 @@ TEST(film_corrupt_file_is_bad_under_verification)
     char *dir = zc_test_tmpdir("film-corrupt");
     REQUIRE(dir != NULL);
     REQUIRE(build_film(dir, 100));
-    char name[64];
-    snprintf(name, sizeof name, "film@%020d.latent", 6);
-    char *path = zc_test_join(dir, name);
+    char *path = shot_file(dir, "film", 6);
     FILE *fp = path ? fopen(path, "r+b") : NULL;
     REQUIRE(fp != NULL);
     CHECK(fseek(fp, -8, SEEK_END) == 0);
@@ -373,7 +382,7 @@ static int files_are(const char *dir, const char *tag, const uint64_t *want)
     int ok = 1, n = 0;
     for (; want[n]; n++) {
         char name[96];
-        snprintf(name, sizeof name, "%s@%020llu.latent", tag, (unsigned long long)want[n]);
+        shot_name(name, sizeof name, tag, want[n]);
         if (zc_test_count(dir, name, "") != 1) {
             fprintf(stderr, "  %s is missing\n", name);
             ok = 0;
