@@ -16,11 +16,16 @@ correct is done here, with torch:
 - **The host copy** (``host_copy``): into a pinned buffer from a small pool, ``non_blocking``
   on a side stream that waits only for the clone's event (not for everything queued on the
   device); the caller waits for that copy's event before the engine copies and digests it.
+- **The memory outlives the consumer's reads**: a consumer that reads a stored tensor on its
+  own stream and then lets go (or the slot is dropped) while those reads are still queued
+  would give the block back to torch's caching allocator too early, and ``record_stream`` does
+  nothing on the tensor ``from_dlpack`` built for it. So the stream is recorded on the held
+  clone itself (``dlpack.kept_tensor``: the engine's reference keeps that torch tensor
+  reachable until its deleter runs): the allocator then reuses the block only after that
+  stream has passed every read queued before the free.
 
-What is not done (and cannot be tested without a GPU here): a consumer that reads a view on a
-side stream and frees it while its reads are still queued gives the storage back to torch's
-caching allocator early, because ``record_stream`` has no effect on tensors built by
-``from_dlpack``; the pack's own nodes read on ComfyUI's one stream, where this cannot happen.
+The CUDA paths cannot run without a GPU: tools/gpu/device_tier.py checks them on one, and the
+CPU tests drive their stream choices with fakes of torch's CUDA streams.
 """
 
 from __future__ import annotations
@@ -67,22 +72,40 @@ def hold(tensor: torch.Tensor, *, clone: bool = True) -> torch.Tensor:
     return held
 
 
-def wait_ready(data_ptr: int, stream) -> None:
+def consumer_stream(stream, device_index: int):
+    """The torch stream that a DLPack ``stream`` argument names on a CUDA device, or None for
+    -1 (the consumer synchronises itself). None and 1 are the legacy default stream, 2 the
+    per-thread one, another int a raw stream handle; a torch stream object passes through."""
+    if stream is None or stream == 1:
+        return torch.cuda.default_stream(device_index)
+    if stream == -1:
+        return None
+    if isinstance(stream, int):
+        return torch.cuda.ExternalStream(stream, device=device_index)
+    return stream
+
+
+def wait_ready(data_ptr: int, stream, held: torch.Tensor | None = None) -> None:
     """Make a consumer's stream (a DLPack ``stream`` argument: an int handle or a torch stream)
-    wait until the stored tensor at ``data_ptr`` is complete."""
-    if stream is None:
-        return
+    wait until the stored tensor at ``data_ptr`` is complete, and record that stream on the held
+    clone (``held``) so its memory is not reused before the stream's reads are done."""
     with _lock:
         event = _ready.get(data_ptr)
-    if event is None:
+    if stream == 0:  # DLPack forbids 0 (ambiguous): wait on the host, record nothing
+        if event is not None:
+            event.synchronize()
         return
-    if isinstance(stream, int):
-        if stream in (0, -1):  # DLPack: -1 = no synchronisation, 0 = the legacy default stream
-            if stream == 0:
-                event.synchronize()
-            return
-        stream = torch.cuda.ExternalStream(stream)
-    stream.wait_event(event)
+    if held is None or not is_cuda(held):
+        if event is not None and stream not in (None, -1):  # no device to name: a raw handle only
+            (stream if not isinstance(stream, int) else torch.cuda.ExternalStream(stream)).wait_event(event)
+        return
+    index = held.device.index if held.device.index is not None else torch.cuda.current_device()
+    target = consumer_stream(stream, index)
+    if target is None:
+        return
+    if event is not None:
+        target.wait_event(event)
+    held.record_stream(target)
 
 
 def _pinned_buffer(like: torch.Tensor) -> torch.Tensor:

@@ -3,7 +3,11 @@
 In: a host tensor is *borrowed* (the engine copies it while the capsule is
 alive; torch's own capsule destructor then releases it); a tensor held by
 reference is *consumed* (the capsule is renamed ``used_dltensor*`` as the
-DLPack protocol requires and the engine calls its deleter exactly once).
+DLPack protocol requires and the engine calls its deleter exactly once). A
+consumed tensor's deleter is ours, wrapping torch's: until the engine calls it,
+the torch tensor itself stays reachable (``kept_tensor``), so that the device
+tier can tell torch's caching allocator which streams read it (``record_stream``
+works only on tensors torch allocated, never on one built by ``from_dlpack``).
 
 Out: the engine exports a managed tensor that holds its own reference on the
 stored slot; it travels to torch inside a capsule whose destructor calls the
@@ -14,6 +18,7 @@ store's memory (host) or the original device memory; no byte is copied.
 from __future__ import annotations
 
 import ctypes
+import weakref
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -44,6 +49,40 @@ _CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p,
                                  _CapsuleDestructor)(("PyCapsule_New", _py))
 _Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+# Consumed tensors the engine still holds: managed address -> (torch's deleter, the tensor), and
+# the same tensors by data address (weakly: an entry goes when its tensor does).
+_kept: dict[int, tuple[int, torch.Tensor]] = {}
+_kept_by_data: "weakref.WeakValueDictionary[int, torch.Tensor]" = weakref.WeakValueDictionary()
+
+
+def _release_kept(managed: int, kept=_kept, deleter_type=_Deleter) -> None:
+    # The engine's one call of a consumed tensor's deleter, from whichever thread released the
+    # slot (never its writer thread under a lock: spill.c defers those). ctypes takes the GIL.
+    # Its globals come as defaults: it may run while the interpreter tears modules down.
+    entry = kept.pop(managed, None)
+    if entry is None:
+        return
+    torch_deleter, tensor = entry
+    if torch_deleter:
+        deleter_type(torch_deleter)(managed)
+    del tensor  # the last Python reference: torch frees the storage (after any recorded stream)
+
+
+_KEPT_DELETER = _Deleter(_release_kept)
+ctypes.pythonapi.Py_IncRef(ctypes.py_object(_KEPT_DELETER))  # immortal: a deleter may run at exit
+_KEPT_DELETER_ADDRESS = ctypes.cast(_KEPT_DELETER, ctypes.c_void_p).value
+
+
+def kept_tensor(data: int) -> torch.Tensor | None:
+    """The torch tensor the engine holds by reference at data address ``data``, if any."""
+    return _kept_by_data.get(data)
+
+
+def kept_count() -> int:
+    """How many consumed tensors the engine has not yet released (for tests and leak checks)."""
+    return len(_kept)
+
 
 VERSIONED_TENSOR_OFFSET = DLManagedTensorVersioned.dl_tensor.offset
 LEGACY_TENSOR_OFFSET = DLManagedTensor.dl_tensor.offset
@@ -147,8 +186,16 @@ def consume(tensor: torch.Tensor) -> tuple[int, bool]:
 
     The caller must hand the pointer to an engine call that consumes it (which
     calls the deleter exactly once, even when it fails)."""
-    capsule, versioned, real_code = _export_capsule(tensor.detach())
+    if tensor.requires_grad:
+        tensor = tensor.detach()
+    capsule, versioned, real_code = _export_capsule(tensor)
     managed = _capsule_pointer(capsule, versioned)
+    struct = (DLManagedTensorVersioned if versioned else DLManagedTensor).from_address(managed)
+    # Registered before the deleter is swapped: if either line raises, torch's capsule
+    # destructor still calls torch's own deleter, and the weak entry holds nothing alive.
+    _kept_by_data.setdefault(tensor.data_ptr(), tensor)  # the first holder: torch's own storage
+    _kept[managed] = (struct.deleter or 0, tensor)
+    struct.deleter = _KEPT_DELETER_ADDRESS
     _capsule_set_name(capsule, USED_VERSIONED if versioned else USED_LEGACY)
     if real_code is not None:  # the struct is ours now: give it the real type
         _dltensor_at(managed, versioned).dtype.code = real_code
@@ -177,7 +224,8 @@ class _SlotExport:
         if self._device[0] != 1:  # a device tensor: the consumer's stream waits until it is complete
             try:
                 described = _dltensor_at(out.value, versioned)
-                device.wait_ready((described.data or 0) + described.byte_offset, stream)
+                data = (described.data or 0) + described.byte_offset
+                device.wait_ready(data, stream, kept_tensor(data))
             except BaseException:
                 _call_deleter(out.value, versioned)
                 raise

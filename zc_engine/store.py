@@ -357,17 +357,24 @@ class LatentStore:
         finally:
             lib.zc_view_release(view.value)
 
-    def get(self, tag: str, generation: int = 0, *, verify: bool = False) -> StoredBundle:
+    def get(self, tag: str, generation: int = 0, *, verify: bool = False,
+            stream: "torch.cuda.Stream | None" = None) -> StoredBundle:
         """The tag's newest bundle (or a given generation), as zero-copy torch views.
 
         A tag that lives only on disk (after a restart) is restored and every
         tensor verified against its digest first. ``verify`` also re-digests the
         host bytes of a slot already in memory (raises CorruptFile if they changed).
+        Device tensors are handed to the consumer's stream: ``stream``, else the
+        current one. It waits until the stored tensor is complete, and the
+        tensor's memory outlives the reads that stream queues (``zc_engine.device``).
         """
         with self._view(tag, generation) as view:
             if verify:
                 self._verify_view(view, 0)
-            return self._bundle_from_view(view)
+            if stream is None:
+                return self._bundle_from_view(view)
+            with torch.cuda.stream(stream):  # torch.from_dlpack names the current stream
+                return self._bundle_from_view(view)
 
     def generations(self, tag: str) -> list[int]:
         """The generations of tag in memory or on disk, newest first (what ``get`` can serve)."""

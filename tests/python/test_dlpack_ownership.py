@@ -105,11 +105,72 @@ def test_by_reference_with_host_copy_has_digest():
 
 
 def test_failed_put_releases_consumed_references():
+    before = zdl.kept_count()
     with LatentStore(depth=1, device_budget_bytes=16) as store:
         from zc_engine import BudgetExceeded
         with pytest.raises(BudgetExceeded):
             store.put_by_reference("ref", {"latent_tensor": torch.zeros(100)})
         assert store.stats()["device_bytes"] == 0
+        assert zdl.kept_count() == before  # the engine called the wrapped deleter at once
+
+
+def test_a_consumed_tensor_stays_reachable_until_the_engine_releases_it():
+    """The torch tensor behind a by-reference slot (the one record_stream works on) is found by
+    its data address while the slot or an export of it lives, and let go exactly when the last goes."""
+    before = zdl.kept_count()
+    with LatentStore(depth=1) as store:
+        x = torch.arange(1000, dtype=torch.float32)
+        ptr = x.data_ptr()
+        store.put_by_reference("ref", {"latent_tensor": x})
+        assert zdl.kept_tensor(ptr) is x and zdl.kept_count() == before + 1
+        del x
+        gc.collect()
+        held = zdl.kept_tensor(ptr)
+        assert held is not None and held.data_ptr() == ptr  # reachable with no caller reference
+        del held
+        view = store.get("ref").tensors["latent_tensor"]
+        store.drop("ref")
+        gc.collect()
+        assert zdl.kept_tensor(ptr) is not None  # the export still holds the slot
+        del view
+        gc.collect()
+        assert zdl.kept_tensor(ptr) is None and zdl.kept_count() == before
+
+
+def test_a_view_exported_again_by_reference_keeps_the_first_holder():
+    before = zdl.kept_count()
+    with LatentStore(depth=2) as store:
+        x = torch.arange(10.0)
+        store.put_by_reference("a", {"latent_tensor": x})
+        view = store.get("a").tensors["latent_tensor"]
+        store.put_by_reference("b", {"latent_tensor": view})  # the same memory, a from_dlpack tensor
+        assert zdl.kept_tensor(x.data_ptr()) is x  # torch's own storage: record_stream works on it
+        del view
+        store.drop("a")
+        store.drop("b")
+    gc.collect()
+    assert zdl.kept_count() == before  # both deleters ran (x itself is still the test's)
+
+
+def test_slots_released_at_interpreter_exit_run_their_deleters_without_a_crash(tmp_path):
+    """A store never closed and an export still alive when Python exits: the wrapped deleters run
+    while modules are torn down (or never), and the process exits cleanly."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = (
+        "import torch\n"
+        "from zc_engine import LatentStore\n"
+        "store = LatentStore(depth=2)\n"
+        "store.put_by_reference('a', {'latent_tensor': torch.arange(100.0)})\n"
+        "store.put_by_reference('b', {'latent_tensor': torch.arange(50.0)}, host_copy=True)\n"
+        "kept = store.get('a').tensors['latent_tensor']\n"
+        "print('ok', float(kept.sum()))\n")
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], cwd=repo, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok 4950.0" and "Exception ignored" not in done.stderr
 
 
 def ctypes_view(store, tag):

@@ -20,9 +20,10 @@ Measures, on cuda:0 with a Wan 2.1 720p latent (19.4 MB):
 
 Interface: a consumer on another stream can only be safe if the store lets it wait for the
 producer. This script looks for ``LatentStore.get(..., stream=s)`` (the stream s waits on the
-event the store recorded at put, and the slot's memory stays alive until s has passed the
-consumer's reads); main at fbd01e2 has no such parameter, and the trials then read with a plain
-get, as every consumer does today. Which one was used is recorded in the JSON.
+event the store recorded at put, and s is recorded on the held clone, so the slot's memory is not
+reused before s has passed the consumer's reads); a store without that parameter (main before the
+keep-alive) is read with a plain get under ``torch.cuda.stream(s)``. Which one was used is
+recorded in the JSON.
 
 Every figure is CUDA-synchronised where work was queued; nothing is estimated; a measurement that
 raises is recorded as such and the others still run. Refuses to run without CUDA.
@@ -65,8 +66,8 @@ def stream_interface():
     from zc_engine import LatentStore
     if "stream" in inspect.signature(LatentStore.get).parameters:
         return True, "LatentStore.get(tag, stream=consumer): the store makes the consumer stream wait"
-    return False, ("LatentStore.get has no stream parameter (main at fbd01e2): the consumer reads the views "
-                   "with a plain get, as consumers do today")
+    return False, ("LatentStore.get has no stream parameter: the consumer reads the views with a plain get "
+                   "under its current stream")
 
 
 def get_for(store, tag: str, consumer, with_stream: bool):
