@@ -35,6 +35,7 @@ PUT_SPILL = 1
 PUT_MAY_EVICT_NEWEST = 2
 DROP_DISK = 1
 TIER_NAMES = {0: "host", 1: "device", 2: "disk"}
+META_READ_BYTES = 8192  # a shot's metadata fits (a larger one is read again at its size)
 # The engine's bookkeeping files in a spill folder shared by processes (never tags or shots).
 BOOKKEEPING_PREFIXES = (".zc-gen-", ".zc-owner-", ".zc-lock")
 # DLPack type code of each engine dtype (zc_dtype order).
@@ -348,10 +349,12 @@ class LatentStore:
 
     # -- reading ---------------------------------------------------------
     @contextlib.contextmanager
-    def _view(self, tag: str, generation: int = 0):
-        """A view of tag@generation (0 = newest), released on exit; restores from disk if needed."""
+    def _view(self, tag: str, generation: int = 0, *, look: bool = True):
+        """A view of tag@generation (0 = newest), released on exit; restores from disk if needed.
+        ``look=False``: the newest this store knows, without reading the tag's counter file."""
         view = ctypes.c_void_p()
-        check(lib.zc_store_get(self.handle, encode(tag, "tag"), generation, ctypes.byref(view)))
+        get = lib.zc_store_get if look else lib.zc_store_get_known
+        check(get(self.handle, encode(tag, "tag"), generation, ctypes.byref(view)))
         try:
             yield view.value
         finally:
@@ -413,12 +416,14 @@ class LatentStore:
         with self._view(tag, generation) as view:
             return lib.zc_view_generation(view), self._infos(view)
 
-    def meta(self, tag: str, generation: int = 0, keys: tuple[str, ...] | None = None
-             ) -> tuple[int, dict[str, str]]:
+    def meta(self, tag: str, generation: int = 0, keys: tuple[str, ...] | None = None, *,
+             look: bool = True) -> tuple[int, dict[str, str]]:
         """(generation, metadata) of tag@generation (0 = the newest), without exporting any
         tensor to torch (so nothing becomes a possible writer of the stored bytes); with
-        ``keys``, only those entries (the ones present)."""
-        with self._view(tag, generation) as view:
+        ``keys``, only those entries (the ones present). ``look=False`` takes the newest this
+        store already knows, without a look for files other processes spilled since (no file
+        read: ``zc_store_get_known``)."""
+        with self._view(tag, generation, look=look) as view:
             if keys is None:
                 return lib.zc_view_generation(view), self._meta(view)
             found = {}
@@ -430,12 +435,16 @@ class LatentStore:
 
     @staticmethod
     def _meta(view: int) -> dict[str, str]:
-        meta = {}
-        key, value = ctypes.c_char_p(), ctypes.c_char_p()
-        for index in range(lib.zc_view_meta_count(view)):
-            check(lib.zc_view_meta_at(view, index, ctypes.byref(key), ctypes.byref(value)))
-            meta[key.value.decode("utf-8")] = value.value.decode("utf-8")
-        return meta
+        """Every metadata entry of a view, read in one engine call (packed "key\0value\0")."""
+        size = ctypes.c_size_t()
+        buffer = ctypes.create_string_buffer(META_READ_BYTES)
+        status = lib.zc_view_meta_packed(view, buffer, META_READ_BYTES, ctypes.byref(size))
+        if status == -5:  # ZC_E_LIMIT: the size is known now
+            buffer = ctypes.create_string_buffer(size.value)
+            status = lib.zc_view_meta_packed(view, buffer, size.value, ctypes.byref(size))
+        check(status)
+        items = buffer.raw[: size.value].decode("utf-8").split("\0")
+        return dict(zip(items[0:-1:2], items[1::2]))
 
     @staticmethod
     def _infos(view: int) -> dict[str, StoredTensorInfo]:

@@ -16,6 +16,7 @@ Handoff uses them: two floats per channel.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import torch
@@ -34,9 +35,10 @@ def encode_stats(stats: color.ChannelStats) -> str:
                        "std": [float(v) for v in stats.std.tolist()]}, separators=(",", ":"))
 
 
-def _anchor_lists(text: str) -> tuple[list, list] | None:
-    """The anchor's mean and std lists when ``text`` is a well-formed anchor (two equally long
-    lists of numbers), else None."""
+@functools.lru_cache(maxsize=8)
+def _anchor_lists(text: str) -> tuple[tuple, tuple] | None:
+    """The anchor's mean and std values when ``text`` is a well-formed anchor (two equally long
+    lists of numbers), else None. Every shot of a tag carries the same text: it is checked once."""
     try:
         data = json.loads(text)
         mean, std = data["mean"], data["std"]
@@ -46,7 +48,7 @@ def _anchor_lists(text: str) -> tuple[list, list] | None:
         return None
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in mean + std):
         return None
-    return mean, std
+    return tuple(mean), tuple(std)
 
 
 def decode_stats(text: str) -> color.ChannelStats | None:
@@ -65,7 +67,9 @@ def anchor_for_new_shot(store, tag: str, video: torch.Tensor) -> dict[str, str]:
         return dict(meta, color_anchor_reset=reset) if reset else meta
 
     try:
-        generation, meta = store.meta(tag, keys=(ANCHOR_KEY, SOURCE_KEY))  # no tensor exported
+        # no tensor exported, and no look for other processes' newer files: each carries the same
+        # anchor (a copy of the first shot's), so the newest this store knows tells it
+        generation, meta = store.meta(tag, keys=(ANCHOR_KEY, SOURCE_KEY), look=False)
     except NotFound:
         return fresh()
     except Exception as exc:  # a damaged spill file must not stop the new shot from being stored

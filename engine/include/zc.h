@@ -452,6 +452,16 @@ ZC_API int zc_store_put_generation(zc_store *store, const char *tag, zc_bundle *
  * ZC_E_NOMEM. */
 ZC_API int zc_store_get(zc_store *store, const char *tag, uint64_t generation, zc_view **out);
 
+/* zc_store_get without the look at the tag's counter file: generation 0 is
+ * the newest this store already knows (its memory, and the spill files it
+ * indexed), not one another process spilled since its last look.  For a
+ * caller that needs what this store holds and must not pay a file read for
+ * it (the Store node's colour anchor: every shot of a tag carries the same
+ * one); a file removed meanwhile is still forgotten and the next tried.
+ * @return as zc_store_get. */
+ZC_API int zc_store_get_known(zc_store *store, const char *tag, uint64_t generation,
+                              zc_view **out);
+
 /* The generations of tag held in memory or on disk, newest first, without
  * duplicates: up to cap of them into out, their number into *count.  A tag
  * with nothing stored gives *count 0.  This is what zc_store_get can serve,
@@ -605,6 +615,13 @@ ZC_API uint32_t zc_view_meta_count(const zc_view *view);
 
 /* The index-th metadata entry.  @return ZC_OK or ZC_E_NOT_FOUND. */
 ZC_API int zc_view_meta_at(const zc_view *view, uint32_t index, const char **key, const char **value);
+
+/* Every metadata entry in one call, packed as zc_bundle_set_meta_packed
+ * takes them ("key\0value\0" each, in the bundle's order) into buf; the
+ * packed size into *len (also when the buffer is too small, so the caller
+ * can call again with a buffer of *len).
+ * @return ZC_OK, ZC_E_INVALID, ZC_E_LIMIT (*len > cap; buf unchanged). */
+ZC_API int zc_view_meta_packed(const zc_view *view, char *buf, size_t cap, size_t *len);
 
 /* The value for key, or NULL. */
 ZC_API const char *zc_view_meta(const zc_view *view, const char *key);

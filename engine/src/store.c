@@ -738,18 +738,18 @@ static int get_once(zc_store *s, const char *tag, uint64_t generation, zc_view *
     return ZC_OK;
 }
 
-int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **out)
+static int get_view(zc_store *s, const char *tag, uint64_t generation, int look, zc_view **out)
 {
     int rc, gone = 0;
     if (s == NULL || out == NULL)
-        return zc__fail(ZC_E_INVALID, "zc_store_get: store or out is NULL");
+        return zc__fail(ZC_E_INVALID, "store or out is NULL");
     *out = NULL;
     if ((rc = zc_tag_check(tag)) != ZC_OK)
         return rc;
     zc__release_deferred(s);
     /* What other processes spilled since the last look.  A counter that
      * cannot be read leaves the store with what it knows. */
-    if (generation == 0)
+    if (generation == 0 && look)
         (void)zc__spill_refresh(s, tag);
     /* For the newest: a file another process pruned meanwhile is forgotten
      * and the next newest tried (each try forgets one file). */
@@ -759,6 +759,16 @@ int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **ou
             break;
     }
     return rc;
+}
+
+int zc_store_get(zc_store *s, const char *tag, uint64_t generation, zc_view **out)
+{
+    return get_view(s, tag, generation, 1, out);
+}
+
+int zc_store_get_known(zc_store *s, const char *tag, uint64_t generation, zc_view **out)
+{
+    return get_view(s, tag, generation, 0, out);
 }
 
 int zc_store_generations(zc_store *s, const char *tag, uint64_t *out, size_t cap, size_t *count)

@@ -106,6 +106,27 @@ int zc_view_meta_at(const zc_view *v, uint32_t index, const char **key, const ch
     return ZC_OK;
 }
 
+int zc_view_meta_packed(const zc_view *v, char *buf, size_t cap, size_t *len)
+{
+    if (v == NULL || len == NULL || (buf == NULL && cap > 0))
+        return zc__fail(ZC_E_INVALID, "zc_view_meta_packed: view, len or buf is NULL");
+    const zc_bundle *b = v->slot->bundle;
+    size_t need = 0;
+    for (uint32_t i = 0; i < b->meta_count; i++)
+        need += strlen(b->meta[i].key) + strlen(b->meta[i].value) + 2;
+    *len = need;
+    if (need > cap)
+        return zc__fail(ZC_E_LIMIT, "the metadata takes %zu bytes packed; the buffer holds %zu", need,
+                        cap);
+    for (uint32_t i = 0; i < b->meta_count; i++) {
+        size_t k = strlen(b->meta[i].key) + 1, value = strlen(b->meta[i].value) + 1;
+        memcpy(buf, b->meta[i].key, k);
+        memcpy(buf + k, b->meta[i].value, value);
+        buf += k + value;
+    }
+    return ZC_OK;
+}
+
 const char *zc_view_meta(const zc_view *v, const char *key)
 {
     if (v == NULL || key == NULL)

@@ -157,6 +157,23 @@ TEST(shared_store_sees_what_another_spilled)
     CHECK(g2 == g1 + 1);
     REQUIRE_OK(zc_store_flush(b));
     CHECK(value_of(a, "shot", 0, &got) == 2.0f && got == g2); /* newer than a's own slot */
+    {   /* get_known: what b knows without a look at the counter; a's newer file stays unseen */
+        uint64_t gb = 0;
+        REQUIRE_OK(put_value(a, "known", 1.0f, ZC_PUT_SPILL, NULL));
+        REQUIRE_OK(zc_store_flush(a));
+        zc_view *v = NULL;
+        CHECK(zc_store_get_known(b, "known", 0, &v) == ZC_E_NOT_FOUND && v == NULL);
+        REQUIRE_OK(zc_store_get(b, "known", 0, &v)); /* the look finds it */
+        gb = zc_view_generation(v);
+        zc_view_release(v);
+        REQUIRE_OK(put_value(a, "known", 2.0f, ZC_PUT_SPILL, NULL));
+        REQUIRE_OK(zc_store_flush(a));
+        REQUIRE_OK(zc_store_get_known(b, "known", 0, &v));
+        CHECK(zc_view_generation(v) == gb); /* still the one it knew */
+        zc_view_release(v);
+        CHECK(zc_store_get_known(NULL, "known", 0, &v) == ZC_E_INVALID);
+        CHECK(zc_store_get_known(b, "bad tag?", 0, &v) == ZC_E_INVALID);
+    }
     uint64_t list[8];
     size_t n = 0;
     CHECK_OK(zc_store_generations(a, "shot", list, 8, &n));

@@ -224,6 +224,28 @@ TEST(packed_metadata_sets_every_entry_and_names_a_bad_one)
     CHECK(zc_view_meta(v, "note") && strcmp(zc_view_meta(v, "note"), "caf\xc3\xa9") == 0);
     CHECK(zc_view_meta(v, "ok") && strcmp(zc_view_meta(v, "ok"), "v") == 0); /* set before the bad one */
     CHECK(zc_view_meta(v, "fine") != NULL && zc_view_meta(v, "zc.tag") == NULL);
+    /* read back packed: every entry in order, the size told also when the buffer is short */
+    char out[256];
+    size_t len = 0;
+    REQUIRE_OK(zc_view_meta_packed(v, out, sizeof out, &len));
+    size_t expect = 0;
+    for (uint32_t i = 0; i < zc_view_meta_count(v); i++) {
+        const char *key, *value;
+        REQUIRE_OK(zc_view_meta_at(v, i, &key, &value));
+        CHECK(expect + strlen(key) + strlen(value) + 2 <= len);
+        CHECK(strcmp(out + expect, key) == 0);
+        expect += strlen(key) + 1;
+        CHECK(strcmp(out + expect, value) == 0);
+        expect += strlen(value) + 1;
+    }
+    CHECK(len == expect && zc_view_meta_count(v) >= 5);
+    memset(out, 'x', sizeof out);
+    size_t short_len = 0;
+    CHECK(zc_view_meta_packed(v, out, len - 1, &short_len) == ZC_E_LIMIT && short_len == len);
+    CHECK(out[0] == 'x'); /* unchanged */
+    CHECK(zc_view_meta_packed(v, NULL, 0, &short_len) == ZC_E_LIMIT && short_len == len);
+    CHECK(zc_view_meta_packed(v, out, sizeof out, NULL) == ZC_E_INVALID);
+    CHECK(zc_view_meta_packed(NULL, out, sizeof out, &short_len) == ZC_E_INVALID);
     zc_view_release(v);
     zc_store_close(s);
 }

@@ -15,7 +15,7 @@ import safetensors.torch
 import torch
 
 from conftest import REPO, same_bits
-from zc_engine import CorruptFile, GenerationExists, LatentStore, Unsupported
+from zc_engine import CorruptFile, GenerationExists, LatentStore, NotFound, Unsupported
 from zc_engine.store import is_bookkeeping_file
 
 WRITER = """
@@ -131,3 +131,29 @@ def test_shot_bytes_move_between_stores(tmp_path):
         assert safetensors.torch.load(memory_only.export_shot("m"))["latent_tensor"].shape == (3,)
         with pytest.raises(Unsupported):
             memory_only.import_shot("m", 7, data)
+
+
+def test_meta_without_a_look_reads_what_this_store_knows(spill_dir):
+    """``meta(look=False)`` (the colour anchor's read) costs no counter-file read: it sees what
+    this store knows, never a newer shot another store spilled since; ``meta()`` looks."""
+    with LatentStore(spill_dir=spill_dir) as mine, LatentStore(spill_dir=spill_dir) as other:
+        mine.put("t", {"latent_tensor": torch.zeros(2)}, {"who": "mine"}, spill=True)
+        mine.flush()
+        other.put("t", {"latent_tensor": torch.ones(2)}, {"who": "other"}, spill=True)
+        other.flush()
+        assert mine.meta("t", look=False) == (1, {"who": "mine"})
+        assert mine.meta("t") == (2, {"who": "other"})
+        assert mine.meta("t", look=False) == (2, {"who": "other"})  # known since the look
+        with pytest.raises(NotFound, match='no latent is stored under tag "never"'):
+            mine.meta("never", look=False)
+
+
+def test_metadata_larger_than_the_read_buffer_is_read_whole():
+    from zc_engine.store import META_READ_BYTES
+    big = {f"k{i:03d}": "é" * 200 for i in range(2 * META_READ_BYTES // 400)}
+    with LatentStore() as store:
+        store.put("t", {"latent_tensor": torch.zeros(2)}, big)
+        assert sum(len(k) + len(v.encode()) + 2 for k, v in big.items()) > META_READ_BYTES
+        assert store.get("t").meta == big and store.meta("t")[1] == big
+        store.put("u", {"latent_tensor": torch.zeros(2)})
+        assert store.get("u").meta == {}
