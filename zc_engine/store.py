@@ -37,7 +37,7 @@ DROP_DISK = 1
 TIER_NAMES = {0: "host", 1: "device", 2: "disk"}
 META_READ_BYTES = 8192  # a shot's metadata fits (a larger one is read again at its size)
 # The engine's bookkeeping files in a spill folder shared by processes (never tags or shots).
-BOOKKEEPING_PREFIXES = (".zc-gen-", ".zc-owner-", ".zc-lock")
+BOOKKEEPING_PREFIXES = (".zc-gen-", ".zc-owner-", ".zc-lock", ".zc-film-")
 # DLPack type code of each engine dtype (zc_dtype order).
 DLPACK_CODES = [2, 2, 4, 2, 10, 12, 0, 0, 0, 0, 1, 6]
 DTYPE_NAMES = ["F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2", "I8", "I16", "I32", "I64",
@@ -57,7 +57,8 @@ _ENGINE_DTYPES = frozenset(_ZC_DTYPE_CODES)
 
 def is_bookkeeping_file(name: str) -> bool:
     """True for the engine's own files in a spill folder (generation counters, owner and folder
-    locks): leave them alone, and leave them out when listing a folder's shots."""
+    locks, a film's chosen takes): leave them alone, and leave them out when listing a folder's
+    shots."""
     return name.startswith(BOOKKEEPING_PREFIXES)
 
 

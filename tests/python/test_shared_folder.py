@@ -83,6 +83,11 @@ def test_bookkeeping_files_are_named_apart(spill_dir):
         assert ".zc-gen-t" in names and ".zc-lock" in names
         assert any(n.startswith(".zc-owner-") for n in names)
         assert store.describe()["spill_locks"] is True
+        from zc_engine import film
+        film.choose_take(spill_dir, "t", 1)  # a film's chosen takes live beside the shots
+        assert film.choices_file(spill_dir, "t").exists()
+        assert [n for n in sorted(p.name for p in spill_dir.iterdir()) if not is_bookkeeping_file(n)] == [
+            "t@00000000000000000001.latent"]
 
 
 def test_put_with_a_chosen_generation(spill_dir):
