@@ -337,46 +337,41 @@ static void link_parents(zc_film *film)
 }
 
 /* 1 if shot i belongs to the tree: not broken, and its parent (if any) too. */
-static int in_tree(const zc_film *film, size_t i)
-{
-    const zc_film_shot *s = &film->shots[i];
-    for (size_t steps = 0; steps <= film->count; steps++) {
-        if (s->state == FILM_BROKEN)
-            return 0;
-        if (s->parent < 0)
-            return 1;
-        s = &film->shots[s->parent];
-    }
-    return 0;
-}
+/* Every pass below is one walk forward or back: a shot that is not broken has
+ * its parent at a lower index (link_parents breaks any other link).  A sibling
+ * group is named by its parent's index + 1 (0: the roots). */
+typedef struct {
+    int *tree;            /* per shot: linked down to a root, nothing broken on the way */
+    uint32_t *takes;      /* per group: its members in the tree */
+    uint32_t *seen;       /* per group: members met so far (the take number) */
+    long *best, *pinned;  /* per group: the newest subtree, the newest pinned member */
+} line_work;
 
-/* The chosen member of a group: the pinned one, else the newest subtree. */
-static long chosen_in(const zc_film *film, const int *tree, long group)
+static void line_work_free(line_work *w)
 {
-    long best = -1, pinned = -1;
-    for (size_t i = 0; i < film->count; i++) {
-        if (!tree[i] || film->shots[i].parent != group)
-            continue;
-        if (film->shots[i].pinned)
-            pinned = (long)i; /* the newest pinned, if a hand-edited file pins two */
-        if (best < 0 || film->shots[i].subtree_newest > film->shots[best].subtree_newest)
-            best = (long)i;
-    }
-    return pinned >= 0 ? pinned : best;
+    free(w->tree);
+    free(w->takes);
+    free(w->seen);
+    free(w->best);
+    free(w->pinned);
 }
 
 static int build_line(zc_film *film)
 {
     size_t n = film->count;
-    int *tree = calloc(n ? n : 1, sizeof *tree);
+    line_work w = {calloc(n + 1, sizeof *w.tree), calloc(n + 1, sizeof *w.takes),
+                   calloc(n + 1, sizeof *w.seen), malloc((n + 1) * sizeof *w.best),
+                   malloc((n + 1) * sizeof *w.pinned)};
     film->line = calloc(n ? n : 1, sizeof *film->line);
-    if (tree == NULL || film->line == NULL) {
-        free(tree);
+    if (!w.tree || !w.takes || !w.seen || !w.best || !w.pinned || film->line == NULL) {
+        line_work_free(&w);
         return zc__fail(ZC_E_NOMEM, "out of host memory building the film of \"%s\"", film->tag);
     }
+    int *tree = w.tree;
     for (size_t i = 0; i < n; i++) {
         zc_film_shot *s = &film->shots[i];
-        tree[i] = in_tree(film, i);
+        tree[i] = s->state != FILM_BROKEN &&
+                  (s->parent < 0 || ((size_t)s->parent < i && tree[s->parent]));
         s->pinned = is_pinned(film, s->generation);
         s->subtree_newest = s->generation;
         if (s->hop == FILM_HOP_UNCHECKED && s->parent < 0 && s->state != FILM_BROKEN)
@@ -401,22 +396,30 @@ static int build_line(zc_film *film)
             s->shot = s->start_image ? 0 : 1;
         }
     }
-    /* Takes: position by generation within the sibling group. */
+    /* Takes: position by generation within the sibling group; and each group's chosen
+     * member: the (newest) pinned one, else the one with the newest subtree (the first
+     * of equals). */
+    for (size_t g = 0; g <= n; g++)
+        w.best[g] = w.pinned[g] = -1;
     for (size_t i = 0; i < n; i++) {
         if (!tree[i])
             continue;
-        uint32_t take = 0, takes = 0;
-        for (size_t j = 0; j < n; j++) {
-            if (tree[j] && film->shots[j].parent == film->shots[i].parent) {
-                takes++;
-                if (j <= i)
-                    take++;
-            }
-        }
-        film->shots[i].take = take;
-        film->shots[i].takes = takes;
+        const zc_film_shot *s = &film->shots[i];
+        size_t g = (size_t)(s->parent + 1);
+        w.takes[g]++;
+        if (s->pinned)
+            w.pinned[g] = (long)i;
+        if (w.best[g] < 0 || s->subtree_newest > film->shots[w.best[g]].subtree_newest)
+            w.best[g] = (long)i;
     }
-    for (long at = chosen_in(film, tree, -1); at >= 0; at = chosen_in(film, tree, at)) {
+    for (size_t i = 0; i < n; i++) {
+        if (!tree[i])
+            continue;
+        size_t g = (size_t)(film->shots[i].parent + 1);
+        film->shots[i].take = ++w.seen[g];
+        film->shots[i].takes = w.takes[g];
+    }
+    for (long g = 0, at; (at = w.pinned[g] >= 0 ? w.pinned[g] : w.best[g]) >= 0; g = at + 1) {
         film->shots[at].on_line = 1;
         film->line[film->line_count++] = film->shots[at].generation;
     }
@@ -433,7 +436,7 @@ static int build_line(zc_film *film)
         if (tree[i] && s->parent < 0 && film->anchor == 0)
             film->anchor = s->generation;
     }
-    free(tree);
+    line_work_free(&w);
     return ZC_OK;
 }
 

@@ -82,12 +82,17 @@ int zc__disk_add(zc_tag_entry *e, uint64_t generation, int mine)
     return 0;
 }
 
+void zc__disk_remove_at(zc_tag_entry *e, uint32_t index)
+{
+    memmove(&e->disk[index], &e->disk[index + 1], sizeof *e->disk * (e->disk_count - index - 1));
+    e->disk_count--;
+}
+
 void zc__disk_remove(zc_tag_entry *e, uint64_t generation)
 {
     for (uint32_t i = 0; i < e->disk_count; i++) {
         if (e->disk[i].generation == generation) {
-            memmove(&e->disk[i], &e->disk[i + 1], sizeof *e->disk * (e->disk_count - i - 1));
-            e->disk_count--;
+            zc__disk_remove_at(e, i);
             return;
         }
     }
@@ -296,16 +301,17 @@ void zc__spill_enqueue(zc_store *s, zc_slot *slot)
 /* After a successful write: index it, with its lineage.  @return 1 when
  * this store now holds more of the tag's files than disk_keep (then
  * zc__spill_plan_prune chooses which go). */
-static int after_write(zc_store *s, const zc_slot *slot)
+static int after_write(zc_store *s, const zc_slot *slot, const zc_disk_file *lineage)
 {
     uint32_t mine = 0;
     zc_tag_entry *e = zc__tag_get_or_create(s, slot->tag);
     if (e == NULL || zc__disk_add(e, slot->generation, 1) != 0)
         return 0;
-    zc__disk_set_lineage(e, slot->generation, slot->tag, zc__bundle_meta(slot->bundle, "lineage"),
-                         zc__bundle_meta(slot->bundle, "kind"));
-    for (uint32_t i = 0; i < e->disk_count; i++)
+    for (uint32_t i = 0; i < e->disk_count; i++) {
+        if (e->disk[i].generation == slot->generation)
+            zc__lineage_copy(&e->disk[i], lineage);
         mine += e->disk[i].mine != 0;
+    }
     return mine > s->config.disk_keep;
 }
 
@@ -361,13 +367,17 @@ static void writer_main(void *arg)
         uint64_t prune[64];
         uint32_t nprune = 0;
         int unwanted = 0, over = 0;
+        zc_disk_file lineage = {.generation = slot->generation}; /* parsed before the lock */
+        if (rc == ZC_OK)
+            zc__lineage_read(&lineage, slot->tag, zc__bundle_meta(slot->bundle, "lineage"),
+                             zc__bundle_meta(slot->bundle, "kind"));
         zc_os_mutex_lock(&s->lock);
         s->stats.pending_spills--;
         if (rc == ZC_OK && slot->files_dropped) {
             unwanted = 1; /* its tag was dropped with its files while this write ran */
         } else if (rc == ZC_OK) {
             s->stats.spills_written++;
-            over = after_write(s, slot);
+            over = after_write(s, slot, &lineage);
         } else {
             s->stats.spill_errors++;
             if (s->flush_status == ZC_OK) {

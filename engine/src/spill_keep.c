@@ -30,22 +30,23 @@ typedef struct {
     int keep;
 } candidate;
 
-void zc__disk_set_lineage(zc_tag_entry *e, uint64_t generation, const char *tag,
-                          const char *lineage, const char *kind)
+void zc__lineage_read(zc_disk_file *d, const char *tag, const char *lineage, const char *kind)
 {
-    for (uint32_t i = 0; i < e->disk_count; i++) {
-        zc_disk_file *d = &e->disk[i];
-        if (d->generation != generation)
-            continue;
-        d->lineage_known = 1;
-        d->start_image = kind != NULL && strcmp(kind, "start_image") == 0;
-        d->in_film = d->start_image || lineage != NULL;
-        d->parent = 0;
-        uint64_t p = 0;
-        if (lineage != NULL && zc__film_lineage_parent(lineage, tag, &p) && p < generation)
-            d->parent = p;
-        return;
-    }
+    d->lineage_known = 1;
+    d->start_image = kind != NULL && strcmp(kind, "start_image") == 0;
+    d->in_film = d->start_image || lineage != NULL;
+    d->parent = 0;
+    uint64_t p = 0;
+    if (lineage != NULL && zc__film_lineage_parent(lineage, tag, &p) && p < d->generation)
+        d->parent = p;
+}
+
+void zc__lineage_copy(zc_disk_file *to, const zc_disk_file *from)
+{
+    to->lineage_known = from->lineage_known;
+    to->parent = from->parent;
+    to->start_image = from->start_image;
+    to->in_film = from->in_film;
 }
 
 static void read_lineage(const zc_store *s, const char *tag, candidate *c)
@@ -62,9 +63,7 @@ static void read_lineage(const zc_store *s, const char *tag, candidate *c)
         c->uncertain = !c->gone && rc != ZC_E_CORRUPT;        /* try again at the next prune */
         return;
     }
-    const char *lineage = zc_file_meta(f, "lineage"), *k = zc_file_meta(f, "kind");
-    zc_tag_entry one = {.disk = &c->f, .disk_count = 1};
-    zc__disk_set_lineage(&one, c->f.generation, tag, lineage, k);
+    zc__lineage_read(&c->f, tag, zc_file_meta(f, "lineage"), zc_file_meta(f, "kind"));
     zc_file_close(f);
 }
 
@@ -149,22 +148,22 @@ uint32_t zc__spill_plan_prune(zc_store *s, const char *tag, uint64_t *prune, uin
     uint32_t count = 0;
     zc_os_mutex_lock(&s->lock);
     e = zc__tag_find(s, tag);
+    /* One merge pass: the snapshot and the index both ascend (the index may have changed
+     * meanwhile; a generation in only one of them is skipped). */
+    uint32_t k = 0;
     for (size_t i = 0; e && i < n; i++) {
-        for (uint32_t k = 0; k < e->disk_count; k++) {
-            zc_disk_file *d = &e->disk[k];
-            if (d->generation != c[i].f.generation)
-                continue;
-            if (!d->lineage_known && c[i].f.lineage_known) {
-                d->lineage_known = 1;
-                d->parent = c[i].f.parent;
-                d->start_image = c[i].f.start_image;
-                d->in_film = c[i].f.in_film;
-            }
-            if (may_prune && d->mine && !c[i].gone && !c[i].keep && count < cap) {
-                prune[count++] = d->generation;
-                zc__disk_remove(e, d->generation);
-            }
+        while (k < e->disk_count && e->disk[k].generation < c[i].f.generation)
+            k++;
+        if (k == e->disk_count)
             break;
+        zc_disk_file *d = &e->disk[k];
+        if (d->generation != c[i].f.generation)
+            continue;
+        if (!d->lineage_known && c[i].f.lineage_known)
+            zc__lineage_copy(d, &c[i].f);
+        if (may_prune && d->mine && !c[i].gone && !c[i].keep && count < cap) {
+            prune[count++] = d->generation;
+            zc__disk_remove_at(e, k); /* the next entry moves down into index k */
         }
     }
     zc_os_mutex_unlock(&s->lock);

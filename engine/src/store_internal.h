@@ -157,6 +157,7 @@ int zc__spill_restore(zc_store *store, const char *tag, uint64_t generation, zc_
  * existing entry's flag. */
 int zc__disk_add(zc_tag_entry *entry, uint64_t generation, int mine);
 void zc__disk_remove(zc_tag_entry *entry, uint64_t generation);
+void zc__disk_remove_at(zc_tag_entry *entry, uint32_t index); /* index < disk_count */
 int zc__disk_has(const zc_tag_entry *entry, uint64_t generation);
 /* Remove ring[index] from entry, keeping order (lock held); the ring's reference on the
  * slot now belongs to the caller, who unrefs it outside the lock. */
@@ -232,9 +233,11 @@ void zc__spill_announce(zc_store *store, const char *tag);
  * lowest-generation child).  Removes them from the index and returns
  * their generations (at most cap) in prune.  Lock NOT held. */
 uint32_t zc__spill_plan_prune(zc_store *store, const char *tag, uint64_t *prune, uint32_t cap);
-/* Record a disk file's lineage from its metadata (lock held). */
-void zc__disk_set_lineage(zc_tag_entry *entry, uint64_t generation, const char *tag,
-                          const char *lineage, const char *kind);
+/* A disk file's lineage from its metadata (its "lineage" JSON and "kind",
+ * either NULL), into d (whose generation is set).  Parses: no lock needed. */
+void zc__lineage_read(zc_disk_file *d, const char *tag, const char *lineage, const char *kind);
+/* The lineage fields of from into to (the generation and owner stay). */
+void zc__lineage_copy(zc_disk_file *to, const zc_disk_file *from);
 
 /* spill_refresh.c: learn which spill files of tag other processes (or
  * other stores of this one) added or removed since the store last looked.
