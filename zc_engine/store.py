@@ -399,17 +399,26 @@ class LatentStore:
         ones skipped on the way with the reason each failed: a corrupt or truncated spill file
         (which the engine renames aside, never deletes), or bytes in memory that changed. Raises
         NotFound when the tag holds nothing, CorruptFile when no generation verifies."""
-        skipped: list[SkippedGeneration] = []
         candidates = self.generations(tag)
         if not candidates:
-            return self.get(tag, 0, verify=True), skipped  # raises NotFound with the engine's message
-        for generation in candidates:
+            return self.get(tag, 0, verify=True), []  # raises NotFound with the engine's message
+        bundle, skipped = self.first_verified(tag, candidates)
+        if bundle is None:
+            raise CorruptFile(f"no stored generation of tag {tag!r} verifies against its digests: "
+                              + "; ".join(s.describe() for s in skipped))
+        return bundle, skipped
+
+    def first_verified(self, tag: str, generations) -> tuple[StoredBundle | None,
+                                                             list[SkippedGeneration]]:
+        """The first of ``generations`` (in the order given) whose bytes verify, and the ones
+        skipped before it with the reason each failed; None when none verifies."""
+        skipped: list[SkippedGeneration] = []
+        for generation in generations:
             try:
                 return self.get(tag, generation, verify=True), skipped
             except (CorruptFile, NotFound) as exc:  # NotFound: another thread dropped it meanwhile
                 skipped.append(SkippedGeneration(generation, str(exc)))
-        raise CorruptFile(f"no stored generation of tag {tag!r} verifies against its digests: "
-                          + "; ".join(s.describe() for s in skipped))
+        return None, skipped
 
     def tensor_info(self, tag: str, generation: int = 0) -> tuple[int, dict[str, StoredTensorInfo]]:
         """(generation, what each stored tensor is) of tag@generation, without exporting any

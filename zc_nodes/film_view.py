@@ -12,8 +12,7 @@ for reading its files.
 from __future__ import annotations
 
 from . import runtime
-from ..zc_engine import CorruptFile, NotFound, film as engine_film
-from ..zc_engine.store import SkippedGeneration
+from ..zc_engine import CorruptFile, film as engine_film
 
 START_IMAGE = "start_image"
 
@@ -49,13 +48,8 @@ def newest(store, tag: str):
         bundle, skipped = store.get_newest_verified(tag)
         return bundle, skipped, []
     doc = describe(tag)
-    skipped = []
-    for generation in reversed(doc.get("line", [])):
-        try:
-            bundle = store.get(tag, generation, verify=True)
-        except (CorruptFile, NotFound) as exc:
-            skipped.append(SkippedGeneration(generation, str(exc)))
-            continue
+    bundle, skipped = store.first_verified(tag, reversed(doc.get("line", [])))
+    if bundle is not None:
         notes = []
         if bundle.generation != doc.get("newest"):
             notes.append(f"followed the chosen takes: generation {bundle.generation} ends the chosen line "

@@ -66,3 +66,17 @@ def test_nothing_verifies_or_nothing_stored(spill_dir):
             store.get_newest_verified("film")
         with pytest.raises(NotFound, match=r"no latent is stored under tag \"empty\""):
             store.get_newest_verified("empty")
+
+
+def test_first_verified_walks_the_given_order_and_names_each_skip(spill_dir):
+    with LatentStore(spill_dir=spill_dir) as store:
+        shots = fill(store, "film", 3)
+        view = store.get("film", 2).tensors["latent_tensor"]
+        view.add_(1)  # generation 2 no longer matches its digest
+        shot, skipped = store.first_verified("film", [2, 99, 1, 3])
+        assert shot.generation == 1 and same_bits(shot.tensors["latent_tensor"], shots[0])
+        assert [s.generation for s in skipped] == [2, 99]
+        assert "changed" in skipped[0].reason and "99" in skipped[1].reason
+        assert store.first_verified("film", []) == (None, [])
+        none, all_skipped = store.first_verified("film", [2])
+        assert none is None and [s.generation for s in all_skipped] == [2]
