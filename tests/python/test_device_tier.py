@@ -118,17 +118,24 @@ def fake_cuda_streams(monkeypatch):
     return default, made
 
 
-@pytest.mark.parametrize("stream, named", [(None, "legacy default"), (1, "legacy default"),
-                                           (2, "handle 2 on 0"), (0x7F00, "handle 32512 on 0")])
-def test_a_consumer_stream_waits_for_the_clone_and_is_recorded_on_it_with_fake_cuda_streams(
-        fake_cuda_streams, stream, named):
-    default, made = fake_cuda_streams
-    event, held, address = FakeEvent(), FakeCudaHeld(), 0xDEAD00
+def wait_with_an_event(stream, held) -> FakeEvent:
+    """wait_ready for a stored tensor whose ready event is a fake; returns the event."""
+    event, address = FakeEvent(), 0xDEAD00
     device._ready[address] = event
     try:
         device.wait_ready(address, stream, held)
     finally:
         device._ready.pop(address)
+    return event
+
+
+@pytest.mark.parametrize("stream, named", [(None, "legacy default"), (1, "legacy default"),
+                                           (2, "handle 2 on 0"), (0x7F00, "handle 32512 on 0")])
+def test_a_consumer_stream_waits_for_the_clone_and_is_recorded_on_it_with_fake_cuda_streams(
+        fake_cuda_streams, stream, named):
+    default, made = fake_cuda_streams
+    held = FakeCudaHeld()
+    event = wait_with_an_event(stream, held)
     target = default if named == "legacy default" else made[stream]
     assert target.name == named and target.waited == [event]
     assert held.recorded == [named]  # the allocator will not reuse the block before this stream is done
@@ -144,12 +151,8 @@ def test_a_torch_stream_object_is_used_as_it_is_and_recorded_even_without_an_eve
 @pytest.mark.parametrize("stream", [-1, 0])
 def test_no_synchronisation_and_the_forbidden_zero_record_nothing_with_fake_cuda_streams(
         fake_cuda_streams, stream):
-    event, held, address = FakeEvent(), FakeCudaHeld(), 0xFACE00
-    device._ready[address] = event
-    try:
-        device.wait_ready(address, stream, held)
-    finally:
-        device._ready.pop(address)
+    held = FakeCudaHeld()
+    event = wait_with_an_event(stream, held)
     assert held.recorded == []
     assert event.synchronized == (1 if stream == 0 else 0)  # 0 is ambiguous: wait on the host
 
