@@ -13,7 +13,9 @@
 Beside them, one memcpy of the latent (libc's on the host, a device copy on a GPU): the floor a
 handoff that copies the latent once cannot beat. Every timed call starts after an idle gap
 (IDLE_S): shots are minutes apart, so a real transition finds torch's worker threads asleep.
-Ratios are medians of per-repetition ratios of sides measured interleaved in the same run.
+Ratios are medians of per-repetition ratios of sides measured interleaved in the same run. Every
+shape's routes are measured before any VAE roundtrip runs: a roundtrip of many GiB leaves the
+machine reclaiming memory for a while afterwards, which would fall on the next shape's reps.
 The same measurement runs on a GPU from tools/gpu/overhead_gpu.py (``measure_shapes`` with the
 device ComfyUI's samplers return latents on).
 """
@@ -347,8 +349,9 @@ def synced(fn, cuda: bool):
     return call
 
 
-def measure_shape(ctx: Context, routes, shape: Shape, vaes: dict, reps: int, vae_reps: dict,
-                  device: str | torch.device = "cpu", idle: float = IDLE_S) -> dict:
+def measure_shape(ctx: Context, routes, shape: Shape, reps: int, device: str | torch.device = "cpu",
+                  idle: float = IDLE_S) -> dict:
+    """Ours, the file route and one memcpy, interleaved; then where ours spends its time."""
     streams = shape.tensors(seed=len(shape.key), device=device)
     latent = routes.latent(shape, streams)
     tag = f"bench_{shape.key}"
@@ -388,6 +391,24 @@ def measure_shape(ctx: Context, routes, shape: Shape, vaes: dict, reps: int, vae
     routes.after_ours()
     result["ours_plus_spill"] = time.perf_counter() - t0
     result["ours_once"] = t1 - t0
+    routes.cleanup(tag)
+    ctx.log(f"overhead {shape.key}: ours {fmt_time(median(times['ours']))}, "
+            f"file {fmt_time(median(times['file']))}, memcpy {fmt_time(median(times['memcpy']))}")
+    return result
+
+
+def measure_vae_roundtrips(ctx: Context, routes, shape: Shape, vaes: dict, vae_reps: dict, result: dict,
+                           device: str | torch.device = "cpu", idle: float = IDLE_S) -> None:
+    """The shape's VAE roundtrips, each interleaved with ours, into ``result["vae"]``."""
+    streams = shape.tensors(seed=len(shape.key), device=device)
+    latent = routes.latent(shape, streams)
+    tag = f"bench_{shape.key}"
+    ours = synced(lambda: routes.ours(shape, latent, tag), ctx.cuda)
+
+    def after(name, value):
+        if name == "ours":
+            routes.after_ours()
+
     tail = tail_of(streams)
     for kind in shape.vaes:
         n = vae_reps.get(kind, 0)
@@ -401,19 +422,18 @@ def measure_shape(ctx: Context, routes, shape: Shape, vaes: dict, reps: int, vae
         if why:
             result["vae"][kind] = {"skipped": why}
             continue
+        if not any("times" in v for v in result["vae"].values()):
+            interleaved({"ours": ours}, WARMUP_CALLS, after)  # the tag's ring, made anew
         vae = vaes[kind]
         folder = ctx.tmp_dir / "overhead_png"
-        runs = interleaved({"ours": sides["ours"], "vae": synced(lambda: vae_roundtrip(vae, tail, folder), ctx.cuda)},
-                           n, lambda name, value: routes.after_ours() if name == "ours" else None, idle=idle)
+        runs = interleaved({"ours": ours, "vae": synced(lambda: vae_roundtrip(vae, tail, folder), ctx.cuda)},
+                           n, after, idle=idle)
         steps = [vae_roundtrip(vae, tail, folder)] if ctx.smoke else []
         result["vae"][kind] = {"times": runs["vae"], "ours": runs["ours"], "reps": n,
                                "ours_vs_vae": pairwise_ratio(runs["ours"], runs["vae"]),
                                "steps": steps}
         ctx.log(f"overhead {shape.key}: {kind} roundtrip {fmt_time(median(runs['vae']))}")
     routes.cleanup(tag)
-    ctx.log(f"overhead {shape.key}: ours {fmt_time(median(times['ours']))}, "
-            f"file {fmt_time(median(times['file']))}, memcpy {fmt_time(median(times['memcpy']))}")
-    return result
 
 
 def make_vaes(ctx: Context, kinds: set[str], vae_reps: dict) -> dict:
@@ -441,15 +461,26 @@ def measure_shapes(ctx: Context, shapes: list[Shape], reps: int, vae_reps: dict,
     routes = NodeRoutes(ctx) if via_nodes else EngineRoutes(ctx)
     vaes = make_vaes(ctx, {k for s in shapes for k in s.vaes}, vae_reps)
     results = []
+    # Every shape's routes first, then every VAE roundtrip: a VAE decode of many GiB leaves the
+    # machine reclaiming memory for a while, which must not fall on another shape's hot path.
     for shape in shapes:
         try:
-            results.append(measure_shape(ctx, routes, shape, vaes, reps, vae_reps, device))
+            results.append(measure_shape(ctx, routes, shape, reps, device))
         except FamilyUnavailable as exc:
             ctx.log(f"overhead {shape.key}: not measured: {exc}")
             results.append({"key": shape.key, "label": shape.label, "unavailable": str(exc)})
         except Exception as exc:
             ctx.log(f"overhead {shape.key}: raised {type(exc).__name__}: {exc}")
             results.append({"key": shape.key, "label": shape.label, "error": f"{type(exc).__name__}: {exc}"})
+    for shape, result in zip(shapes, results):
+        if "error" in result or "unavailable" in result:
+            continue
+        try:
+            measure_vae_roundtrips(ctx, routes, shape, vaes, vae_reps, result, device)
+        except Exception as exc:
+            ctx.log(f"overhead {shape.key}: a VAE roundtrip raised {type(exc).__name__}: {exc}")
+            for kind in shape.vaes:
+                result["vae"].setdefault(kind, {"error": f"{type(exc).__name__}: {exc}"})
     return results, via_nodes
 
 
@@ -501,6 +532,10 @@ def rows_for(results: list[dict], via_nodes: bool) -> list[Row]:
             if "skipped" in v:
                 rows.append(Row(sub, label, f"ours ≤ {OURS_VS_VAE_GOAL:g} × VAE", f"not measured: {v['skipped']}",
                                 NOT_MEASURED))
+                continue
+            if "error" in v:
+                rows.append(Row(sub, label, f"ours ≤ {OURS_VS_VAE_GOAL:g} × VAE",
+                                f"the measurement raised {v['error']}", FAIL))
                 continue
             rows.append(Row(sub, label, f"ours ≤ {OURS_VS_VAE_GOAL:g} × VAE",
                             f"{v['ours_vs_vae']:.5f} × (ours {fmt_time(median(v['ours']))}, "
@@ -609,7 +644,8 @@ def details_for(results: list[dict], via_nodes: bool) -> str:
         "a user who decodes the whole shot anyway pays the PNG and encode steps on top.",
         f"- Repetitions: ours, file route and memcpy {results[0].get('reps', '?') if results else '?'} each, "
         "interleaved (the order rotates every repetition); VAE roundtrips interleaved with 'ours' for their "
-        "own repetitions. "
+        "own repetitions, after every shape's routes were measured (a roundtrip of many GiB leaves the "
+        "machine reclaiming memory for a while). "
         "Ratios are medians of per-repetition ratios.",
     ]
     for r in results:
