@@ -11,7 +11,7 @@ for reading its files.
 
 from __future__ import annotations
 
-from . import runtime
+from . import log, runtime
 from ..zc_engine import CorruptFile, film as engine_film
 
 START_IMAGE = "start_image"
@@ -41,9 +41,20 @@ def choices_state(tag: str) -> str:
 
 
 def newest(store, tag: str):
-    """(bundle, skipped, notes): what "newest" means for a Handoff or a Load. Without chosen
-    takes, the tag's newest generation that verifies. With them, the end of the chosen line, or
-    the shot before it on the line when the end does not verify (each skip said)."""
+    """(bundle, notes): what "newest" means for a Handoff or a Load. Without chosen takes, the
+    tag's newest generation that verifies. With them, the end of the chosen line, or the shot
+    before it on the line when the end does not verify. The notes say each generation skipped
+    and why (also logged as a warning), then which chosen takes were followed."""
+    bundle, skipped, line_notes = _newest(store, tag)
+    notes = [s.describe() for s in skipped]
+    if skipped:
+        notes.append(f"used generation {bundle.generation}, the newest that verifies")
+        log.warning("tag %r: %s", tag, "; ".join(notes))
+    return bundle, notes + line_notes
+
+
+def _newest(store, tag: str):
+    """(bundle, skipped, notes on the chosen takes) behind ``newest``."""
     if not has_choices(tag):
         bundle, skipped = store.get_newest_verified(tag)
         return bundle, skipped, []

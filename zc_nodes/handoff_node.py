@@ -198,14 +198,14 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         prompt_summary = "(positive conditioning connected)" if positive is not None else prompt
         positive, negative = cls.conditioning(clip, prompt, positive, negative_prompt, negative)
         store = runtime.store()
-        skipped, line_notes = [], []
+        fallback_notes: list[str] = []
         try:
             farm_link.pull(buffer_tag, generation)  # a newer shot another worker stored, if any
             # verified: the stored bytes are still the ones that were digested
             if generation:
                 shot = store.get(buffer_tag, generation, verify=True)
             else:
-                shot, skipped, line_notes = film_view.newest(store, buffer_tag)
+                shot, fallback_notes = film_view.newest(store, buffer_tag)  # skips said, chosen takes
         except NotFound as exc:
             if fallback_first_frame is None:
                 raise ContinuityError(
@@ -214,11 +214,6 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             with _prepared_latents().deferred():
                 return cls.first_shot(positive, negative, vae, clip, width, height, length, model,
                                       fallback_first_frame, buffer_tag, adapter, prompt_summary)
-        fallback_notes = [s.describe() for s in skipped]
-        if skipped:
-            fallback_notes.append(f"used generation {shot.generation}, the newest that verifies")
-            log.warning("tag %r: %s", buffer_tag, "; ".join(fallback_notes))
-        fallback_notes += line_notes  # the chosen takes, when the user chose any
         fallback_notes += farm_link.origin_notes(shot.meta)  # the worker another shot came from
         settings = handoff_tail.TailSettings(
             width=width, height=height, length=length, tail_frames=tail_frames, mode=continuity_mode,

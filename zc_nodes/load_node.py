@@ -43,12 +43,8 @@ def pick(store, tag: str, shot: str, generation: int):
         first = min(kept)
         notes.append(f"first: generation {first}, the oldest the store still holds for the tag")
         return store.get(tag, first, verify=True), notes
-    bundle, skipped, line_notes = film_view.newest(store, tag)
-    notes += [s.describe() for s in skipped]
-    if skipped:
-        notes.append(f"used generation {bundle.generation}, the newest that verifies")
-        log.warning("tag %r: %s", tag, "; ".join(notes))
-    return bundle, notes + line_notes
+    bundle, found = film_view.newest(store, tag)
+    return bundle, notes + found
 
 
 class ZeroCopyLatentLoad(io.ComfyNode):

@@ -96,19 +96,10 @@ int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t
         free(path);
         return ZC_OK;
     }
-    const zc_json_node *root = zc__json_node(&doc, 0), *version = NULL, *ftag = NULL,
-                       *chosen = NULL;
-    for (uint32_t k = root->type == ZC_JSON_OBJECT ? root->child : ZC_JSON_NONE;
-         k != ZC_JSON_NONE; k = doc.nodes[k].next) {
-        const char *key = zc__json_str(&doc, &doc.nodes[k]);
-        const zc_json_node *v = zc__json_node(&doc, doc.nodes[k].child);
-        if (strcmp(key, "version") == 0)
-            version = v;
-        else if (strcmp(key, "tag") == 0)
-            ftag = v;
-        else if (strcmp(key, "chosen") == 0)
-            chosen = v;
-    }
+    const zc_json_node *root = zc__json_node(&doc, 0);
+    const zc_json_node *version = zc__json_member(&doc, root, "version"),
+                       *ftag = zc__json_member(&doc, root, "tag"),
+                       *chosen = zc__json_member(&doc, root, "chosen");
     int ok = version && version->type == ZC_JSON_NUMBER && version->is_uint && version->num == 1 &&
              ftag && ftag->type == ZC_JSON_STRING && strcmp(zc__json_str(&doc, ftag), tag) == 0 &&
              chosen && chosen->type == ZC_JSON_ARRAY;

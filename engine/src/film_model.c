@@ -72,17 +72,9 @@ void zc__film_free(zc_film *f)
 
 /* ---- reading one file's lineage ---- */
 
-static const zc_json_node *member(const zc_json_doc *doc, const zc_json_node *obj, const char *key)
-{
-    for (uint32_t k = obj->child; k != ZC_JSON_NONE; k = doc->nodes[k].next)
-        if (strcmp(zc__json_str(doc, &doc->nodes[k]), key) == 0)
-            return zc__json_node(doc, doc->nodes[k].child);
-    return NULL;
-}
-
 static int get_uint(const zc_json_doc *doc, const zc_json_node *obj, const char *key, uint64_t *out)
 {
-    const zc_json_node *n = member(doc, obj, key);
+    const zc_json_node *n = zc__json_member(doc, obj, key);
     if (n == NULL || n->type != ZC_JSON_NUMBER || !n->is_uint)
         return -1;
     *out = n->num;
@@ -91,7 +83,7 @@ static int get_uint(const zc_json_doc *doc, const zc_json_node *obj, const char 
 
 static int get_str(const zc_json_doc *doc, const zc_json_node *obj, const char *key, char **out)
 {
-    const zc_json_node *n = member(doc, obj, key);
+    const zc_json_node *n = zc__json_member(doc, obj, key);
     if (n == NULL || n->type != ZC_JSON_STRING)
         return -1;
     *out = zc__strdup(zc__json_str(doc, n));

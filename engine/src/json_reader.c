@@ -635,6 +635,16 @@ const char *zc__json_str(const zc_json_doc *doc, const zc_json_node *node)
     return doc->strings + node->str;
 }
 
+const zc_json_node *zc__json_member(const zc_json_doc *doc, const zc_json_node *obj, const char *key)
+{
+    if (doc == NULL || obj == NULL || obj->type != ZC_JSON_OBJECT)
+        return NULL;
+    for (uint32_t k = obj->child; k != ZC_JSON_NONE; k = doc->nodes[k].next)
+        if (strcmp(zc__json_str(doc, &doc->nodes[k]), key) == 0)
+            return zc__json_node(doc, doc->nodes[k].child);
+    return NULL;
+}
+
 const char *zc__json_type_name(int type)
 {
     switch (type) {

@@ -75,6 +75,10 @@ const zc_json_node *zc__json_node(const zc_json_doc *doc, uint32_t index);
 /* The decoded, NUL-terminated text of a STRING node ("" for other types). */
 const char *zc__json_str(const zc_json_doc *doc, const zc_json_node *node);
 
+/* The value of obj's member named key (the first, if the text repeats it), or NULL when obj is
+ * not an object or has no such member. */
+const zc_json_node *zc__json_member(const zc_json_doc *doc, const zc_json_node *obj, const char *key);
+
 /* The JSON spelling of a type, for messages ("string", "array", ...). */
 const char *zc__json_type_name(int type);
 
