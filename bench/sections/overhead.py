@@ -15,7 +15,8 @@ handoff that copies the latent once cannot beat. Every timed call starts after a
 (IDLE_S): shots are minutes apart, so a real transition finds torch's worker threads asleep.
 Ratios are medians of per-repetition ratios of sides measured interleaved in the same run. Every
 shape's routes are measured before any VAE roundtrip runs: a roundtrip of many GiB leaves the
-machine reclaiming memory for a while afterwards, which would fall on the next shape's reps.
+machine reclaiming memory for a while afterwards, which would fall on the next shape's reps;
+for the same reason the full-size Wan 2.1 VAE's roundtrips come after every lighter one.
 The same measurement runs on a GPU from tools/gpu/overhead_gpu.py (``measure_shapes`` with the
 device ComfyUI's samplers return latents on).
 """
@@ -109,7 +110,8 @@ SHAPES = [
 # VAE roundtrip repetitions (full, quick, smoke). On a 2-core CPU one roundtrip takes 10 s
 # (TAESD-class, 1024²) to 2 min (Wan 2.1 VAE, 720p); ours is ~1,000x less, so one repetition
 # decides the ratio. Quick mode runs the two cheapest, smoke mode the cheapest (about a second).
-VAE_REPS = {"wan21": (1, 0, 0), "taehv16": (1, 0, 0), "taehv128": (2, 1, 1), "taesd16": (2, 1, 0)}
+VAE_REPS = {"wan21": (1, 0, 0), "taehv16": (1, 0, 0), "taehv128": (3, 1, 1), "taesd16": (3, 1, 0)}
+HEAVY_VAES = ("wan21",)  # the real-architecture Wan 2.1 VAE: measured after every other roundtrip
 
 VAE_LABELS = {"wan21": "Wan 2.1 VAE (real architecture, 127 M params)",
               "taehv16": "TAEHV (Wan 2.1 latent)", "taehv128": "TAEHV (LTX-2 latent)",
@@ -397,9 +399,9 @@ def measure_shape(ctx: Context, routes, shape: Shape, reps: int, device: str | t
     return result
 
 
-def measure_vae_roundtrips(ctx: Context, routes, shape: Shape, vaes: dict, vae_reps: dict, result: dict,
-                           device: str | torch.device = "cpu", idle: float = IDLE_S) -> None:
-    """The shape's VAE roundtrips, each interleaved with ours, into ``result["vae"]``."""
+def measure_vae_roundtrips(ctx: Context, routes, shape: Shape, kinds, vaes: dict, vae_reps: dict,
+                           result: dict, device: str | torch.device = "cpu", idle: float = IDLE_S) -> None:
+    """The shape's VAE roundtrips of ``kinds``, each interleaved with ours, into ``result["vae"]``."""
     streams = shape.tensors(seed=len(shape.key), device=device)
     latent = routes.latent(shape, streams)
     tag = f"bench_{shape.key}"
@@ -410,7 +412,8 @@ def measure_vae_roundtrips(ctx: Context, routes, shape: Shape, vaes: dict, vae_r
             routes.after_ours()
 
     tail = tail_of(streams)
-    for kind in shape.vaes:
+    warmed = False
+    for kind in kinds:
         n = vae_reps.get(kind, 0)
         why = None
         if n == 0 or vaes.get(kind) is None:
@@ -422,8 +425,9 @@ def measure_vae_roundtrips(ctx: Context, routes, shape: Shape, vaes: dict, vae_r
         if why:
             result["vae"][kind] = {"skipped": why}
             continue
-        if not any("times" in v for v in result["vae"].values()):
+        if not warmed:
             interleaved({"ours": ours}, WARMUP_CALLS, after)  # the tag's ring, made anew
+            warmed = True
         vae = vaes[kind]
         folder = ctx.tmp_dir / "overhead_png"
         runs = interleaved({"ours": ours, "vae": synced(lambda: vae_roundtrip(vae, tail, folder), ctx.cuda)},
@@ -472,15 +476,22 @@ def measure_shapes(ctx: Context, shapes: list[Shape], reps: int, vae_reps: dict,
         except Exception as exc:
             ctx.log(f"overhead {shape.key}: raised {type(exc).__name__}: {exc}")
             results.append({"key": shape.key, "label": shape.label, "error": f"{type(exc).__name__}: {exc}"})
-    for shape, result in zip(shapes, results):
-        if "error" in result or "unavailable" in result:
-            continue
-        try:
-            measure_vae_roundtrips(ctx, routes, shape, vaes, vae_reps, result, device)
-        except Exception as exc:
-            ctx.log(f"overhead {shape.key}: a VAE roundtrip raised {type(exc).__name__}: {exc}")
-            for kind in shape.vaes:
-                result["vae"].setdefault(kind, {"error": f"{type(exc).__name__}: {exc}"})
+    # The light VAEs first, the full-size ones last: one of those decodes tens of GiB, and what
+    # the machine does afterwards would fall on the light ones' reps.
+    for heavy in (False, True):
+        for shape, result in zip(shapes, results):
+            kinds = [k for k in shape.vaes if (k in HEAVY_VAES) == heavy]
+            if "error" in result or "unavailable" in result or not kinds:
+                continue
+            try:
+                measure_vae_roundtrips(ctx, routes, shape, kinds, vaes, vae_reps, result, device)
+            except Exception as exc:
+                ctx.log(f"overhead {shape.key}: a VAE roundtrip raised {type(exc).__name__}: {exc}")
+                for kind in kinds:
+                    result["vae"].setdefault(kind, {"error": f"{type(exc).__name__}: {exc}"})
+    for shape, result in zip(shapes, results):  # the rows list a shape's VAEs in its own order
+        if "vae" in result:
+            result["vae"] = {k: result["vae"][k] for k in shape.vaes if k in result["vae"]}
     return results, via_nodes
 
 
@@ -644,8 +655,8 @@ def details_for(results: list[dict], via_nodes: bool) -> str:
         "a user who decodes the whole shot anyway pays the PNG and encode steps on top.",
         f"- Repetitions: ours, file route and memcpy {results[0].get('reps', '?') if results else '?'} each, "
         "interleaved (the order rotates every repetition); VAE roundtrips interleaved with 'ours' for their "
-        "own repetitions, after every shape's routes were measured (a roundtrip of many GiB leaves the "
-        "machine reclaiming memory for a while). "
+        "own repetitions, after every shape's routes were measured, the full-size Wan 2.1 VAE last (a "
+        "roundtrip of many GiB leaves the machine reclaiming memory for a while). "
         "Ratios are medians of per-repetition ratios.",
     ]
     for r in results:
