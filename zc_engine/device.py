@@ -95,17 +95,17 @@ def wait_ready(data_ptr: int, stream, held: torch.Tensor | None = None) -> None:
         if event is not None:
             event.synchronize()
         return
-    if held is None or not is_cuda(held):
-        if event is not None and stream not in (None, -1):  # no device to name: a raw handle only
-            (stream if not isinstance(stream, int) else torch.cuda.ExternalStream(stream)).wait_event(event)
-        return
-    index = held.device.index if held.device.index is not None else torch.cuda.current_device()
+    on_cuda = held is not None and is_cuda(held)
+    if event is None and not on_cuda:
+        return  # nothing to wait for, nothing to record
+    index = held.device.index if on_cuda and held.device.index is not None else torch.cuda.current_device()
     target = consumer_stream(stream, index)
     if target is None:
         return
     if event is not None:
         target.wait_event(event)
-    held.record_stream(target)
+    if on_cuda:
+        held.record_stream(target)
 
 
 def _pinned_buffer(like: torch.Tensor) -> torch.Tensor:

@@ -27,7 +27,7 @@ from typing import Mapping
 import torch
 
 from . import device, dlpack
-from .errors import CorruptFile, NotFound
+from .errors import CorruptFile, LimitExceeded, NotFound
 from ._library import StoreConfig, StoreStats, TensorInfo, VerifyReport, check, encode, lib
 
 DEFAULT_DEPTH = 4
@@ -375,9 +375,8 @@ class LatentStore:
         with self._view(tag, generation) as view:
             if verify:
                 self._verify_view(view, 0)
-            if stream is None:
-                return self._bundle_from_view(view)
-            with torch.cuda.stream(stream):  # torch.from_dlpack names the current stream
+            # torch.from_dlpack names the current stream to the export
+            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
                 return self._bundle_from_view(view)
 
     def generations(self, tag: str) -> list[int]:
@@ -388,7 +387,7 @@ class LatentStore:
         while True:
             out = (ctypes.c_uint64 * cap)()
             status = lib.zc_store_generations(self.handle, tag_b, out, cap, ctypes.byref(count))
-            if status == -5 and count.value > cap:  # ZC_E_LIMIT: grow and retry
+            if status == LimitExceeded.code and count.value > cap:  # grow and retry
                 cap = count.value
                 continue
             check(status)
@@ -449,7 +448,7 @@ class LatentStore:
         size = ctypes.c_size_t()
         buffer = ctypes.create_string_buffer(META_READ_BYTES)
         status = lib.zc_view_meta_packed(view, buffer, META_READ_BYTES, ctypes.byref(size))
-        if status == -5:  # ZC_E_LIMIT: the size is known now
+        if status == LimitExceeded.code:  # the size is known now
             buffer = ctypes.create_string_buffer(size.value)
             status = lib.zc_view_meta_packed(view, buffer, size.value, ctypes.byref(size))
         check(status)
@@ -522,7 +521,7 @@ class LatentStore:
         with self._view(tag, generation) as view:
             needed = ctypes.c_size_t(0)
             status = lib.zc_view_serialize(view, None, 0, ctypes.byref(needed))
-            if status != -5:  # ZC_E_LIMIT: the size is known
+            if status != LimitExceeded.code:  # else the size is known
                 check(status)
             buf = ctypes.create_string_buffer(needed.value)
             check(lib.zc_view_serialize(view, buf, needed.value, ctypes.byref(needed)))
@@ -587,7 +586,7 @@ class LatentStore:
         while True:
             buf = ctypes.create_string_buffer(size)
             status = call(buf, size, ctypes.byref(needed))
-            if status == -5 and needed.value > size:  # ZC_E_LIMIT: grow and retry
+            if status == LimitExceeded.code and needed.value > size:  # grow and retry
                 size = needed.value
                 continue
             check(status)

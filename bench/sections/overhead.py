@@ -351,12 +351,16 @@ def synced(fn, cuda: bool):
     return call
 
 
+def shape_inputs(routes, shape: Shape, device) -> tuple[list[torch.Tensor], dict, str]:
+    """(streams, latent, tag) of a shape: the same seeded latent for every phase that measures it."""
+    streams = shape.tensors(seed=len(shape.key), device=device)
+    return streams, routes.latent(shape, streams), f"bench_{shape.key}"
+
+
 def measure_shape(ctx: Context, routes, shape: Shape, reps: int, device: str | torch.device = "cpu",
                   idle: float = IDLE_S) -> dict:
     """Ours, the file route and one memcpy, interleaved; then where ours spends its time."""
-    streams = shape.tensors(seed=len(shape.key), device=device)
-    latent = routes.latent(shape, streams)
-    tag = f"bench_{shape.key}"
+    streams, latent, tag = shape_inputs(routes, shape, device)
     sides = {"ours": synced(lambda: routes.ours(shape, latent, tag), ctx.cuda),
              "file": synced(lambda: routes.file_route(shape, latent, tag), ctx.cuda),
              "memcpy": synced(Memcpy(streams), ctx.cuda)}
@@ -402,9 +406,7 @@ def measure_shape(ctx: Context, routes, shape: Shape, reps: int, device: str | t
 def measure_vae_roundtrips(ctx: Context, routes, shape: Shape, kinds, vaes: dict, vae_reps: dict,
                            result: dict, device: str | torch.device = "cpu", idle: float = IDLE_S) -> None:
     """The shape's VAE roundtrips of ``kinds``, each interleaved with ours, into ``result["vae"]``."""
-    streams = shape.tensors(seed=len(shape.key), device=device)
-    latent = routes.latent(shape, streams)
-    tag = f"bench_{shape.key}"
+    streams, latent, tag = shape_inputs(routes, shape, device)
     ours = synced(lambda: routes.ours(shape, latent, tag), ctx.cuda)
 
     def after(name, value):
