@@ -61,6 +61,7 @@ class StoreConfig(ctypes.Structure):
         ("device_budget_bytes", c_uint64),
         ("spill_dir", c_char_p),
         ("disk_keep", c_uint32),
+        ("spill_delay_ms", c_uint32),
     ]
 
 

@@ -173,18 +173,26 @@ class LatentStore:
 
     Parameters: ``depth`` slots kept per tag; byte budgets for the host and
     device tiers (0 = unlimited); ``spill_dir`` enables the disk tier;
-    ``disk_keep`` spill files kept per tag (default: depth).
+    ``disk_keep`` spill files kept per tag (default: depth); ``spill_delay_ms`` how long a
+    spill waits after its put before it is written (default: the engine's 50 ms, so a Handoff
+    right after the Store has the memory bus and the cores to itself; ``flush`` and ``close``
+    write at once).
     """
 
     def __init__(self, *, depth: int = DEFAULT_DEPTH, host_budget_bytes: int = 0,
                  device_budget_bytes: int = 0, spill_dir: str | Path | None = None,
-                 disk_keep: int = 0):
+                 disk_keep: int = 0, spill_delay_ms: int | None = None):
         config = StoreConfig()
         lib.zc_store_config_init(ctypes.byref(config))
         config.default_depth = depth
         config.host_budget_bytes = host_budget_bytes
         config.device_budget_bytes = device_budget_bytes
         config.disk_keep = disk_keep
+        if spill_delay_ms is not None:
+            if not isinstance(spill_delay_ms, int) or isinstance(spill_delay_ms, bool) or not 0 <= spill_delay_ms <= 60_000:
+                raise ValueError(f"spill_delay_ms {spill_delay_ms!r} is not a whole number of "
+                                 "milliseconds from 0 to 60000; use 0 to write each spill at once")
+            config.spill_delay_ms = spill_delay_ms
         self.spill_dir = Path(spill_dir) if spill_dir is not None else None
         if self.spill_dir is not None:
             config.spill_dir = encode(str(self.spill_dir), "spill_dir")

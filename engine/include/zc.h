@@ -65,6 +65,8 @@ extern "C" {
 #define ZC_MAX_META_KEY_LEN 128  /* bytes in a metadata key */
 #define ZC_MAX_META_VALUE_LEN 65536 /* bytes in a metadata value */
 #define ZC_DEFAULT_DEPTH 4       /* slots kept per tag unless configured */
+#define ZC_DEFAULT_SPILL_DELAY_MS 50 /* zc_store_config.spill_delay_ms of zc_store_config_init */
+#define ZC_MAX_SPILL_DELAY_MS 60000
 #define ZC_MAX_DEPTH 1024
 #define ZC_MAX_HEADER_BYTES (100u * 1024u * 1024u) /* safetensors JSON header */
 #define ZC_MAX_GENERATION ((uint64_t)INT64_MAX) /* highest generation number */
@@ -362,9 +364,16 @@ typedef struct {
     const char *spill_dir;         /* NULL: no disk tier.  Created if missing. */
     uint32_t disk_keep;            /* spill files kept per tag by this store (the newest it
                                       wrote, see zc_store_open); 0 means default_depth */
+    uint32_t spill_delay_ms;       /* a spill is written this long after its put at the
+                                      earliest (0: at once), so that the work right after a
+                                      put (a Handoff reading the shot) does not share the
+                                      memory bus and the cores with the write; anything that
+                                      waits for spills (zc_store_flush, a drop of files,
+                                      zc_store_close) cuts the wait short */
 } zc_store_config;
 
-/* Fill a config with defaults (depth 4, unlimited budgets, no disk tier). */
+/* Fill a config with defaults (depth 4, unlimited budgets, no disk tier,
+ * spills ZC_DEFAULT_SPILL_DELAY_MS after their put). */
 ZC_API void zc_store_config_init(zc_store_config *config);
 
 /* Open a store.  With a spill_dir, the directory is indexed by file name

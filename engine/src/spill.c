@@ -289,6 +289,7 @@ void zc__spill_enqueue(zc_store *s, zc_slot *slot)
     zc__slot_ref(slot);
     job->slot = slot;
     job->next = NULL;
+    job->due_ns = zc_os_monotonic_ns() + (uint64_t)s->config.spill_delay_ms * 1000000u;
     if (s->queue_tail)
         s->queue_tail->next = job;
     else
@@ -347,6 +348,14 @@ static void writer_main(void *arg)
             zc_os_cond_wait(&s->work_ready, &s->lock);
         if (s->queue_head == NULL)
             break;
+        if (!s->closing && s->spill_waiters == 0) { /* wait out the head job's delay */
+            uint64_t now = zc_os_monotonic_ns(), due = s->queue_head->due_ns;
+            if (due > now) {
+                zc_os_cond_wait_ms(&s->work_ready, &s->lock,
+                                   (unsigned)((due - now + 999999u) / 1000000u));
+                continue;
+            }
+        }
         zc_spill_job *job = s->queue_head;
         s->queue_head = job->next;
         if (s->queue_head == NULL)
@@ -413,11 +422,23 @@ static void writer_main(void *arg)
     zc_os_mutex_unlock(&s->lock);
 }
 
+/* Wait, lock held, until the writer has drained the queue; the writer skips
+ * the spill delay while anyone waits here. */
+static void wait_drained(zc_store *s)
+{
+    if (!s->writer_running || (s->queue_head == NULL && !s->writer_busy))
+        return;
+    s->spill_waiters++;
+    zc_os_cond_signal(&s->work_ready);
+    while (s->writer_running && (s->queue_head != NULL || s->writer_busy))
+        zc_os_cond_wait(&s->work_done, &s->lock);
+    s->spill_waiters--;
+}
+
 void zc__worker_wait(zc_store *s)
 {
     zc_os_mutex_lock(&s->lock);
-    while (s->writer_running && (s->queue_head != NULL || s->writer_busy))
-        zc_os_cond_wait(&s->work_done, &s->lock);
+    wait_drained(s);
     zc_os_mutex_unlock(&s->lock);
 }
 
@@ -426,8 +447,7 @@ int zc_store_flush(zc_store *s)
     if (s == NULL)
         return zc__fail(ZC_E_INVALID, "zc_store_flush: store is NULL");
     zc_os_mutex_lock(&s->lock);
-    while (s->writer_running && (s->queue_head != NULL || s->writer_busy))
-        zc_os_cond_wait(&s->work_done, &s->lock);
+    wait_drained(s);
     int rc = s->flush_status;
     char msg[sizeof s->flush_message];
     memcpy(msg, s->flush_message, sizeof msg);

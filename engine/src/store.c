@@ -19,6 +19,7 @@ void zc_store_config_init(zc_store_config *c)
         return;
     memset(c, 0, sizeof *c);
     c->default_depth = ZC_DEFAULT_DEPTH;
+    c->spill_delay_ms = ZC_DEFAULT_SPILL_DELAY_MS;
 }
 
 int zc_tag_check(const char *tag)
@@ -128,6 +129,9 @@ int zc_store_open(const zc_store_config *config, zc_store **out)
                         ZC_MAX_DEPTH);
     if (c.disk_keep == 0)
         c.disk_keep = c.default_depth;
+    if (c.spill_delay_ms > ZC_MAX_SPILL_DELAY_MS)
+        return zc__fail(ZC_E_INVALID, "spill_delay_ms %u is above the limit %d (a minute); use "
+                        "0 to write each spill at once", c.spill_delay_ms, ZC_MAX_SPILL_DELAY_MS);
     zc_store *s = calloc(1, sizeof *s);
     if (s == NULL)
         return zc__fail(ZC_E_NOMEM, "out of host memory opening a store");

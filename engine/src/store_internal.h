@@ -82,6 +82,7 @@ typedef struct zc_tag_entry {
 typedef struct zc_spill_job {
     struct zc_spill_job *next;
     zc_slot *slot;                 /* holds one slot reference */
+    uint64_t due_ns;               /* zc_os_monotonic_ns() from which it may be written */
 } zc_spill_job;
 
 struct zc_store {
@@ -105,6 +106,8 @@ struct zc_store {
     zc_spill_job *queue_head;
     zc_spill_job *queue_tail;
     int writer_busy;
+    int spill_waiters;             /* threads waiting for the queue to drain: the writer
+                                      writes at once, without waiting out spill_delay_ms */
     zc_slot *deferred;             /* slots whose last reference the writer thread let go of
                                       while they hold tensors by reference: their producers'
                                       deleters (torch's) run on a caller's thread instead */

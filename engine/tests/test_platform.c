@@ -106,6 +106,30 @@ TEST(platform_mutex_condition_variable_thread_and_once)
         CHECK(seen[i] == 1);
 }
 
+TEST(platform_timed_condition_wait_returns_without_a_signal)
+{
+    zc_os_mutex m;
+    zc_os_cond c;
+    REQUIRE(zc_os_mutex_init(&m) == 0);
+    REQUIRE(zc_os_cond_init(&c) == 0);
+    /* Nobody signals: the waits must time out (early or spurious returns are
+     * allowed, so the loop waits for 30 ms of the monotonic clock to pass). */
+    uint64_t start = zc_os_monotonic_ns();
+    int waits = 0;
+    zc_os_mutex_lock(&m);
+    while (zc_os_monotonic_ns() - start < 30000000u && waits < 100000) {
+        zc_os_cond_wait_ms(&c, &m, 10);
+        waits++;
+    }
+    zc_os_mutex_unlock(&m);
+    uint64_t took = zc_os_monotonic_ns() - start;
+    CHECK(took >= 30000000u);
+    CHECK(took < 5000000000u); /* timed out rather than slept on */
+    CHECK(waits >= 1 && waits < 100000);
+    zc_os_cond_destroy(&c);
+    zc_os_mutex_destroy(&m);
+}
+
 /* ---- memory, time, process ---- */
 
 TEST(platform_aligned_memory_and_huge_page_hint)

@@ -149,6 +149,40 @@ TEST(spill_open_removes_crash_leftovers_and_keeps_foreign_files)
     free(dir);
 }
 
+TEST(spill_waits_out_its_delay_unless_flushed_or_closed)
+{
+    char *dir = zc_test_tmpdir("spill-delay");
+    REQUIRE(dir != NULL);
+    zc_store_config c;
+    zc_store_config_init(&c);
+    CHECK(c.spill_delay_ms == ZC_DEFAULT_SPILL_DELAY_MS);
+    c.spill_dir = dir;
+    c.spill_delay_ms = ZC_MAX_SPILL_DELAY_MS; /* a minute: nothing is written on its own here */
+    zc_store *s = NULL;
+    REQUIRE_OK(zc_store_open(&c, &s));
+    uint64_t gen = 0;
+    CHECK_OK(put_spilled(s, "late", 1.0f, &gen));
+    zc_os_sleep_ms(20);
+    zc_store_stats st;
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.pending_spills == 1 && st.spills_written == 0);
+    CHECK(zc_test_count(dir, "late@", ".latent") == 0);
+    uint64_t start = zc_os_monotonic_ns();
+    CHECK_OK(zc_store_flush(s)); /* writes at once */
+    CHECK(zc_os_monotonic_ns() - start < 30000000000u);
+    CHECK(zc_test_count(dir, "late@", ".latent") == 1);
+    CHECK_OK(put_spilled(s, "late", 2.0f, &gen));
+    zc_store_close(s); /* so does closing */
+    CHECK(zc_test_count(dir, "late@", ".latent") == 2);
+
+    c.spill_delay_ms = ZC_MAX_SPILL_DELAY_MS + 1;
+    s = NULL;
+    CHECK(zc_store_open(&c, &s) == ZC_E_INVALID && s == NULL);
+    CHECK(strstr(zc_last_error(), "spill_delay_ms 60001") != NULL);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
 TEST(spill_dir_that_is_a_file_is_refused_with_its_name)
 {
     char *dir = zc_test_tmpdir("spill-file");

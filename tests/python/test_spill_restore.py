@@ -180,3 +180,22 @@ def test_dropping_a_tag_keeps_other_tags_spill_errors_for_flush(spill_dir):
         store.drop("kept", disk=True)
         with pytest.raises(EngineIOError, match='tag "failing"'):
             store.flush()
+
+
+def test_a_spill_waits_its_delay_and_flush_writes_it_at_once(spill_dir):
+    # a minute's delay: the write can only come from the flush, which must not wait it out
+    with LatentStore(spill_dir=spill_dir, spill_delay_ms=60_000) as store:
+        store.put("later", {"latent_tensor": torch.arange(8.0)}, spill=True)
+        assert store.stats()["pending_spills"] == 1
+        assert spill_files(spill_dir) == []
+        store.flush()
+        assert spill_files(spill_dir) == ["later@00000000000000000001.latent"]
+        store.put("later", {"latent_tensor": torch.arange(8.0)}, spill=True)
+    # closing writes what is pending too
+    assert spill_files(spill_dir) == ["later@00000000000000000001.latent", "later@00000000000000000002.latent"]
+
+
+@pytest.mark.parametrize("bad", [-1, 60_001, 2.5, True])
+def test_a_spill_delay_outside_zero_to_a_minute_is_refused_by_value(spill_dir, bad):
+    with pytest.raises(ValueError, match=f"spill_delay_ms {bad!r} is not a whole number"):
+        LatentStore(spill_dir=spill_dir, spill_delay_ms=bad)

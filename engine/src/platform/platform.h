@@ -74,6 +74,9 @@ void zc_os_mutex_unlock(zc_os_mutex *m);
 int zc_os_cond_init(zc_os_cond *c);
 void zc_os_cond_destroy(zc_os_cond *c);
 void zc_os_cond_wait(zc_os_cond *c, zc_os_mutex *m);
+/* zc_os_cond_wait for at most about ms milliseconds (on a clock that does not
+ * follow wall-clock changes); it too may return early or spuriously. */
+void zc_os_cond_wait_ms(zc_os_cond *c, zc_os_mutex *m, unsigned ms);
 void zc_os_cond_signal(zc_os_cond *c);
 void zc_os_cond_broadcast(zc_os_cond *c);
 

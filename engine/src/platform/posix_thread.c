@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "platform.h"
 
@@ -37,9 +38,23 @@ void zc_os_mutex_unlock(zc_os_mutex *m)
     pthread_mutex_unlock(MUTEX(m));
 }
 
+/* The timed wait measures on the monotonic clock where the condition
+ * variable can be told so; macOS has no such attribute and waits relative. */
 int zc_os_cond_init(zc_os_cond *c)
 {
+#if defined(__APPLE__)
     return pthread_cond_init(COND(c), NULL);
+#else
+    pthread_condattr_t attr;
+    int err = pthread_condattr_init(&attr);
+    if (err != 0)
+        return err;
+    err = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (err == 0)
+        err = pthread_cond_init(COND(c), &attr);
+    pthread_condattr_destroy(&attr);
+    return err;
+#endif
 }
 
 void zc_os_cond_destroy(zc_os_cond *c)
@@ -50,6 +65,22 @@ void zc_os_cond_destroy(zc_os_cond *c)
 void zc_os_cond_wait(zc_os_cond *c, zc_os_mutex *m)
 {
     pthread_cond_wait(COND(c), MUTEX(m));
+}
+
+void zc_os_cond_wait_ms(zc_os_cond *c, zc_os_mutex *m, unsigned ms)
+{
+    struct timespec ts;
+#if defined(__APPLE__)
+    ts.tv_sec = (time_t)(ms / 1000u);
+    ts.tv_nsec = (long)(ms % 1000u) * 1000000L;
+    pthread_cond_timedwait_relative_np(COND(c), MUTEX(m), &ts);
+#else
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    long long ns = (long long)ts.tv_nsec + (long long)(ms % 1000u) * 1000000LL;
+    ts.tv_sec += (time_t)(ms / 1000u) + (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    pthread_cond_timedwait(COND(c), MUTEX(m), &ts);
+#endif
 }
 
 void zc_os_cond_signal(zc_os_cond *c)

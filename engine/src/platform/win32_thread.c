@@ -54,6 +54,11 @@ void zc_os_cond_wait(zc_os_cond *c, zc_os_mutex *m)
     SleepConditionVariableSRW(COND(c), LOCK(m), INFINITE, 0);
 }
 
+void zc_os_cond_wait_ms(zc_os_cond *c, zc_os_mutex *m, unsigned ms)
+{
+    SleepConditionVariableSRW(COND(c), LOCK(m), (DWORD)ms, 0);
+}
+
 void zc_os_cond_signal(zc_os_cond *c)
 {
     WakeConditionVariable(COND(c));
