@@ -617,7 +617,8 @@ def details_for(results: list[dict], via_nodes: bool) -> str:
                       f"{fmt_time(median(r['file']))} (min {fmt_time(min(r['file']))})",
                       f"{fmt_time(median(r['memcpy']))}", vae_cells])
     ours_text = ("ZeroCopyLatentStore.execute (copy + XXH3 digest into the resident store, background "
-                 "spill to disk started) + ZeroCopyLatentHandoff.execute (verified get: the stored latent "
+                 "spill to disk queued: the writer starts it 50 ms after the put, or at once when "
+                 "something waits for it) + ZeroCopyLatentHandoff.execute (verified get: the stored latent "
                  "is re-hashed when anything could have written it since its digest was checked, and "
                  "here nothing could, so the engine's count of writable exports lets it through unhashed; "
                  "tail taken and digested, the family's adapter builds the next shot's latent and "
