@@ -393,7 +393,7 @@ class LatentStore:
         """
         with self._view(tag, generation) as view:
             if verify:
-                self._verify_view(view, 0)
+                self._check_view(view, 0)  # raises when a byte changed; the report is not needed
             # torch.from_dlpack names the current stream to the export
             with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
                 return self._bundle_from_view(view)
@@ -475,7 +475,9 @@ class LatentStore:
         return dict(zip(items[0:-1:2], items[1::2]))
 
     @staticmethod
-    def _infos(view: int) -> dict[str, StoredTensorInfo]:
+    def _infos(view: int, exports: list | None = None) -> dict[str, StoredTensorInfo]:
+        """What each tensor of the view is, by name; ``exports`` (a list) also receives each
+        one's (device, DLPack dtype code), what exporting it takes (one engine call a tensor)."""
         infos: dict[str, StoredTensorInfo] = {}
         ti = TensorInfo()
         for index in range(lib.zc_view_count(view)):
@@ -485,17 +487,16 @@ class LatentStore:
                 name=name, dtype=DTYPE_NAMES[ti.dtype], shape=tuple(ti.shape[: ti.ndim]),
                 nbytes=ti.nbytes, tier=TIER_NAMES[ti.tier],
                 digest=format_digest(ti.digest, ti.digest_algo) if ti.has_digest else None)
+            if exports is not None:
+                exports.append(((ti.device_type, ti.device_id), DLPACK_CODES[ti.dtype]))
         return infos
 
     @classmethod
     def _bundle_from_view(cls, view: int) -> StoredBundle:
-        infos = cls._infos(view)
-        tensors: dict[str, torch.Tensor] = {}
-        ti = TensorInfo()
-        for index, name in enumerate(infos):
-            check(lib.zc_view_tensor(view, index, ctypes.byref(ti)))
-            tensors[name] = dlpack.view_tensor(view, index, (ti.device_type, ti.device_id),
-                                               DLPACK_CODES[ti.dtype])
+        exports: list = []
+        infos = cls._infos(view, exports)
+        tensors = {name: dlpack.view_tensor(view, index, *exports[index])
+                   for index, name in enumerate(infos)}
         return StoredBundle(tag=lib.zc_view_tag(view).decode("utf-8"),
                             generation=lib.zc_view_generation(view), tensors=tensors,
                             meta=cls._meta(view), info=infos)
@@ -510,9 +511,15 @@ class LatentStore:
             return self._verify_view(view, VERIFY_REHASH if rehash else 0)
 
     @staticmethod
-    def _verify_view(view: int, flags: int) -> VerifyResult:
+    def _check_view(view: int, flags: int) -> VerifyReport:
+        """The engine's verify of a view (raises CorruptFile when a byte changed); its report."""
         report = VerifyReport()
         check(lib.zc_view_verify_ex(view, flags, ctypes.byref(report)))
+        return report
+
+    @classmethod
+    def _verify_view(cls, view: int, flags: int) -> VerifyResult:
+        report = cls._check_view(view, flags)
         names = []
         ti = TensorInfo()
         for index in range(lib.zc_view_count(view)):
