@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 
 from . import _locate
-from .errors import EngineNotBuilt, error_for
+from .errors import EngineNotBuilt, LimitExceeded, error_for
 
 REPO_ROOT = _locate.REPO_ROOT
 ENGINE_VERSION = _locate.ENGINE_VERSION
@@ -220,6 +220,22 @@ def check(status: int) -> int:
         message = (lib.zc_last_error() or b"").decode("utf-8", "replace")
         raise error_for(status, message or lib.zc_status_name(status).decode())
     return status
+
+
+def call_growing(call, size: int, make=ctypes.create_string_buffer):
+    """Run one of the engine's buffer-filling calls, ``call(buffer, size, byref(needed))``, which
+    answers ZC_E_LIMIT with the size it needs when the buffer is short: grown to that and called
+    again. ``make(n)`` makes a buffer of n units (size 0: no buffer, a call that asks the size).
+    Returns (buffer, needed)."""
+    needed = ctypes.c_size_t(0)
+    while True:
+        buffer = make(size) if size else None
+        status = call(buffer, size, ctypes.byref(needed))
+        if status == LimitExceeded.code and needed.value > size:
+            size = needed.value
+            continue
+        check(status)
+        return buffer, needed.value
 
 
 def encode(text: str, what: str) -> bytes:

@@ -27,8 +27,8 @@ from typing import Mapping
 import torch
 
 from . import device, dlpack
-from .errors import CorruptFile, LimitExceeded, NotFound
-from ._library import StoreConfig, StoreStats, TensorInfo, VerifyReport, check, encode, lib
+from .errors import CorruptFile, NotFound
+from ._library import StoreConfig, StoreStats, TensorInfo, VerifyReport, call_growing, check, encode, lib
 
 DEFAULT_DEPTH = 4
 PUT_SPILL = 1
@@ -200,7 +200,8 @@ class LatentStore:
         config.device_budget_bytes = device_budget_bytes
         config.disk_keep = disk_keep
         if spill_delay_ms is not None:
-            if not isinstance(spill_delay_ms, int) or isinstance(spill_delay_ms, bool) or not 0 <= spill_delay_ms <= 60_000:
+            whole = isinstance(spill_delay_ms, int) and not isinstance(spill_delay_ms, bool)
+            if not whole or not 0 <= spill_delay_ms <= 60_000:
                 raise ValueError(f"spill_delay_ms {spill_delay_ms!r} is not a whole number of "
                                  "milliseconds from 0 to 60000; use 0 to write each spill at once")
             config.spill_delay_ms = spill_delay_ms
@@ -401,16 +402,10 @@ class LatentStore:
     def generations(self, tag: str) -> list[int]:
         """The generations of tag in memory or on disk, newest first (what ``get`` can serve)."""
         tag_b = encode(tag, "tag")
-        count = ctypes.c_size_t(0)
-        cap = 16
-        while True:
-            out = (ctypes.c_uint64 * cap)()
-            status = lib.zc_store_generations(self.handle, tag_b, out, cap, ctypes.byref(count))
-            if status == LimitExceeded.code and count.value > cap:  # grow and retry
-                cap = count.value
-                continue
-            check(status)
-            return list(out[: count.value])
+        out, count = call_growing(
+            lambda buf, cap, count: lib.zc_store_generations(self.handle, tag_b, buf, cap, count),
+            16, lambda n: (ctypes.c_uint64 * n)())
+        return list(out[:count]) if count else []
 
     def get_newest_verified(self, tag: str) -> tuple[StoredBundle, list[SkippedGeneration]]:
         """The tag's newest generation whose bytes verify against their digests, and the newer
@@ -464,14 +459,9 @@ class LatentStore:
     @staticmethod
     def _meta(view: int) -> dict[str, str]:
         """Every metadata entry of a view, read in one engine call (packed "key\0value\0")."""
-        size = ctypes.c_size_t()
-        buffer = ctypes.create_string_buffer(META_READ_BYTES)
-        status = lib.zc_view_meta_packed(view, buffer, META_READ_BYTES, ctypes.byref(size))
-        if status == LimitExceeded.code:  # the size is known now
-            buffer = ctypes.create_string_buffer(size.value)
-            status = lib.zc_view_meta_packed(view, buffer, size.value, ctypes.byref(size))
-        check(status)
-        items = buffer.raw[: size.value].decode("utf-8").split("\0")
+        buffer, size = call_growing(lambda buf, cap, size: lib.zc_view_meta_packed(view, buf, cap, size),
+                                    META_READ_BYTES)
+        items = buffer.raw[:size].decode("utf-8").split("\0")
         return dict(zip(items[0:-1:2], items[1::2]))
 
     @staticmethod
@@ -545,13 +535,9 @@ class LatentStore:
         for shots never spilled too (device tensors need a host copy); raises Unsupported
         otherwise. The generation is in the bytes' metadata."""
         with self._view(tag, generation) as view:
-            needed = ctypes.c_size_t(0)
-            status = lib.zc_view_serialize(view, None, 0, ctypes.byref(needed))
-            if status != LimitExceeded.code:  # else the size is known
-                check(status)
-            buf = ctypes.create_string_buffer(needed.value)
-            check(lib.zc_view_serialize(view, buf, needed.value, ctypes.byref(needed)))
-            return buf.raw[: needed.value]
+            buf, needed = call_growing(
+                lambda buf, size, needed: lib.zc_view_serialize(view, buf, size, needed), 0)
+            return buf.raw[:needed] if buf is not None else b""
 
     def import_shot(self, tag: str, generation: int, data: bytes | bytearray | memoryview) -> None:
         """Store the bytes of a shot (from ``export_shot`` or a spill file of this engine, e.g.
@@ -607,16 +593,8 @@ class LatentStore:
 
     @staticmethod
     def _json(call):
-        needed = ctypes.c_size_t(0)
-        size = 4096
-        while True:
-            buf = ctypes.create_string_buffer(size)
-            status = call(buf, size, ctypes.byref(needed))
-            if status == LimitExceeded.code and needed.value > size:  # grow and retry
-                size = needed.value
-                continue
-            check(status)
-            return json.loads(buf.value.decode("utf-8"))
+        buf, _ = call_growing(call, 4096)
+        return json.loads(buf.value.decode("utf-8"))
 
     def tags(self) -> list[str]:
         return sorted(entry["tag"] for entry in self.describe()["tags"])
