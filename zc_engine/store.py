@@ -36,6 +36,7 @@ PUT_MAY_EVICT_NEWEST = 2
 DROP_DISK = 1
 TIER_NAMES = {0: "host", 1: "device", 2: "disk"}
 META_READ_BYTES = 8192  # a shot's metadata fits (a larger one is read again at its size)
+MAX_SPILL_DELAY_MS = 60_000  # the engine's ZC_MAX_SPILL_DELAY_MS (a minute)
 # The engine's bookkeeping files in a spill folder shared by processes (never tags or shots).
 BOOKKEEPING_PREFIXES = (".zc-gen-", ".zc-owner-", ".zc-lock", ".zc-film-")
 # DLPack type code of each engine dtype (zc_dtype order).
@@ -201,9 +202,10 @@ class LatentStore:
         config.disk_keep = disk_keep
         if spill_delay_ms is not None:
             whole = isinstance(spill_delay_ms, int) and not isinstance(spill_delay_ms, bool)
-            if not whole or not 0 <= spill_delay_ms <= 60_000:
+            if not whole or not 0 <= spill_delay_ms <= MAX_SPILL_DELAY_MS:
                 raise ValueError(f"spill_delay_ms {spill_delay_ms!r} is not a whole number of "
-                                 "milliseconds from 0 to 60000; use 0 to write each spill at once")
+                                 f"milliseconds from 0 to {MAX_SPILL_DELAY_MS}; use 0 to write each "
+                                 "spill at once")
             config.spill_delay_ms = spill_delay_ms
         self.spill_dir = Path(spill_dir) if spill_dir is not None else None
         if self.spill_dir is not None:
