@@ -8,6 +8,8 @@
 #   - the main job: a multi-shot store -> spill -> new process -> restore -> verify
 #     run that prints the certificate; with COMFYUI_PATH set, also a tiny 3-shot film
 #     through real ComfyUI (tools/comfy_chain_demo.py) that prints each handoff's certificate
+#   - a note of what ./test.sh will skip here for a missing system tool (redis-server,
+#     mingw-w64, wine), with the apt-get line that installs it (./test.sh --plan)
 # Usage: ./setup.sh [--no-demo]    ./setup.sh --engine (only rebuild and reinstall the wheel)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -79,6 +81,8 @@ engine_wheel
 echo "setup: building the developer engine (build/) for the C tests"
 make --no-print-directory -s all
 echo "setup: engine $(.venv/bin/zc --version) ready; zc runs from the wheel's entry point"
+# What ./test.sh will skip on this machine (a system tool missing), and the command that installs it.
+./test.sh --plan | { grep -v ' runs$' || true; } | sed 's|^plan: |setup: ./test.sh here: |'
 
 if [ "$demo" = 1 ]; then
     .venv/bin/python -m zc_engine.demo
