@@ -69,7 +69,8 @@ class StoreStats(ctypes.Structure):
     _fields_ = [(name, c_uint64) for name in (
         "tags", "slots", "host_bytes", "device_bytes", "retained_bytes", "evictions",
         "spills_written", "spill_errors", "restores", "files_rejected", "pending_spills",
-        "pooled_bytes", "verify_hashed_bytes", "verify_skipped_bytes")]
+        "pooled_bytes", "verify_hashed_bytes", "verify_skipped_bytes", "memory_only",
+        "spill_dir_recreated")]
 
 
 class TensorInfo(ctypes.Structure):

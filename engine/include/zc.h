@@ -504,8 +504,18 @@ ZC_API int zc_store_drop(zc_store *store, const char *tag, uint32_t flags);
  * ZC_E_INVALID (NULL, tier not host or device); ZC_E_NOMEM. */
 ZC_API int zc_store_release(zc_store *store, int tier, uint64_t want, uint64_t *released);
 
-/* Block until every queued spill is on disk.  @return ZC_OK, or the first
- * spill error since the last flush (its message names the file). */
+/* Queue again every shot whose spill failed (see zc_store_stats.memory_only),
+ * then block until every queued spill is on disk: written, synced, renamed
+ * into place and its directory synced, so it survives a crash or power loss
+ * from then on.  A spill that fails is first healed where that loses
+ * nothing: a removed spill folder is re-created, and this store's older
+ * files beyond disk_keep (never a film's protected ancestors, pins or
+ * anchor) are pruned before the one retry.  A shot whose spill still fails
+ * stays pinned in memory (no budget, ring depth or zc_store_release evicts
+ * it) until a later flush writes it or the tag is dropped; the describe
+ * JSON marks it "spill":"failed" and its "spill_problem" says why.
+ * @return ZC_OK, or the first spill error since the last flush (its message
+ * names the tag, the generation and the file). */
 ZC_API int zc_store_flush(zc_store *store);
 
 /* Import a shot serialized by zc_view_serialize (or a spill file of this
@@ -543,6 +553,12 @@ typedef struct {
     uint64_t pooled_bytes;       /* freed host buffers kept for reuse by later puts */
     uint64_t verify_hashed_bytes;  /* bytes zc_view_verify re-hashed (since the store opened) */
     uint64_t verify_skipped_bytes; /* bytes it did not need to: no writer possible */
+    uint64_t memory_only;        /* shots whose spill failed: they exist only in this store's
+                                    memory, pinned there (never evicted) until a retry writes
+                                    them or they are dropped; the describe JSON's
+                                    "spill_problem" says why */
+    uint64_t spill_dir_recreated; /* times the spill directory was found removed while the
+                                     store ran and was created again */
 } zc_store_stats;
 
 /* Snapshot of the store's counters. */

@@ -32,15 +32,27 @@ static void describe_tensor(zc_jsonbuf *jb, const zc_tensor *t)
     zc__jb_raw(jb, "}");
 }
 
+/* "spill": where the slot's spill stands (lock held). */
+static const char *spill_state_name(const zc_slot *s)
+{
+    switch (s->spill_state) {
+    case ZC__SPILL_PENDING: return "pending";
+    case ZC__SPILL_WRITTEN: return "written";
+    case ZC__SPILL_FAILED: return "failed";
+    default: return s->from_disk ? "written" : "off";
+    }
+}
+
 static void describe_slot(zc_jsonbuf *jb, const zc_slot *s)
 {
     const zc_bundle *b = s->bundle;
     zc__jb_printf(jb, "{\"generation\":%llu,\"created_unix_ms\":%llu,\"readers\":%lld,"
-                  "\"restored_from_disk\":%s,\"host_bytes\":%llu,\"device_bytes\":%llu,"
-                  "\"tensors\":[",
+                  "\"restored_from_disk\":%s,\"spill\":\"%s\",\"host_bytes\":%llu,"
+                  "\"device_bytes\":%llu,\"tensors\":[",
                   (unsigned long long)s->generation, (unsigned long long)s->created_unix_ms,
                   (long long)atomic_load(&s->readers), s->from_disk ? "true" : "false",
-                  (unsigned long long)s->host_bytes, (unsigned long long)s->device_bytes);
+                  spill_state_name(s), (unsigned long long)s->host_bytes,
+                  (unsigned long long)s->device_bytes);
     for (uint32_t i = 0; i < b->count; i++) {
         if (i)
             zc__jb_raw(jb, ",");
@@ -109,6 +121,11 @@ int zc_store_describe_json(zc_store *s, char *buf, size_t cap, size_t *needed)
         zc__jb_raw(&jb, "null");
     zc__jb_printf(&jb, ",\"spill_locks\":%s", s->spill_dir ? (s->shared_locks ? "true" : "false")
                                                                : "null");
+    zc__jb_raw(&jb, ",\"spill_problem\":");
+    if (st.memory_only && s->spill_problem[0])
+        zc__jb_string(&jb, s->spill_problem);
+    else
+        zc__jb_raw(&jb, "null");
     zc__jb_printf(&jb, ",\"host_budget_bytes\":%llu,\"device_budget_bytes\":%llu,\"tags\":[",
                   (unsigned long long)s->config.host_budget_bytes,
                   (unsigned long long)s->config.device_budget_bytes);
@@ -127,13 +144,15 @@ int zc_store_describe_json(zc_store *s, char *buf, size_t cap, size_t *needed)
     zc__jb_printf(&jb, "],\"stats\":{\"tags\":%llu,\"slots\":%llu,\"host_bytes\":%llu,"
                   "\"device_bytes\":%llu,\"retained_bytes\":%llu,\"evictions\":%llu,"
                   "\"spills_written\":%llu,\"spill_errors\":%llu,\"restores\":%llu,"
-                  "\"files_rejected\":%llu,\"pending_spills\":%llu,\"pooled_bytes\":%llu}}",
+                  "\"files_rejected\":%llu,\"pending_spills\":%llu,\"pooled_bytes\":%llu,"
+                  "\"memory_only\":%llu,\"spill_dir_recreated\":%llu}}",
                   (unsigned long long)st.tags, (unsigned long long)st.slots,
                   (unsigned long long)st.host_bytes, (unsigned long long)st.device_bytes,
                   (unsigned long long)st.retained_bytes, (unsigned long long)st.evictions,
                   (unsigned long long)st.spills_written, (unsigned long long)st.spill_errors,
                   (unsigned long long)st.restores, (unsigned long long)st.files_rejected,
-                  (unsigned long long)st.pending_spills, (unsigned long long)st.pooled_bytes);
+                  (unsigned long long)st.pending_spills, (unsigned long long)st.pooled_bytes,
+                  (unsigned long long)st.memory_only, (unsigned long long)st.spill_dir_recreated);
     return finish_json(&jb, buf, cap, needed);
 }
 

@@ -279,6 +279,7 @@ void zc__spill_enqueue(zc_store *s, zc_slot *slot)
     zc_spill_job *job = malloc(sizeof *job);
     if (job == NULL) {
         s->stats.spill_errors++;
+        slot->spill_state = ZC__SPILL_FAILED; /* pinned; the next flush queues it again */
         if (s->flush_status == ZC_OK) {
             s->flush_status = ZC_E_NOMEM;
             snprintf(s->flush_message, sizeof s->flush_message,
@@ -287,6 +288,7 @@ void zc__spill_enqueue(zc_store *s, zc_slot *slot)
         return;
     }
     zc__slot_ref(slot);
+    slot->spill_state = ZC__SPILL_PENDING; /* pinned in memory until written */
     job->slot = slot;
     job->next = NULL;
     job->due_ns = zc_os_monotonic_ns() + (uint64_t)s->config.spill_delay_ms * 1000000u;
@@ -339,6 +341,73 @@ void zc__spill_announce(zc_store *s, const char *tag)
     zc_os_mutex_unlock(&s->lock);
 }
 
+int zc__spill_dir_recreate(zc_store *s)
+{
+    zc_os_path_kind kind;
+    if (!zc_os_error_is(zc_os_stat(s->spill_dir, &kind, NULL), ZC_OS_NOT_FOUND))
+        return 0;
+    (void)mkdir_p(s->spill_dir); /* its message stays the last error when it fails */
+    zc_os_mutex_lock(&s->lock);
+    s->stats.spill_dir_recreated++;
+    zc_os_mutex_unlock(&s->lock);
+    return zc_os_stat(s->spill_dir, &kind, NULL) == 0;
+}
+
+/* A spill that failed once: re-create the spill folder if it was removed, or
+ * else free what retention would prune after this write anyway (this store's
+ * files beyond the newest disk_keep, counting the new one; never a film's
+ * protected ancestors, pins or anchor), then write once more.  Lock NOT
+ * held.  @return the retry's result, or the first failure (its message
+ * kept) when nothing could be healed. */
+static int heal_and_retry(zc_store *s, zc_slot *slot, const char *path, zc_meta_entry extra[3],
+                          const zc_disk_file *lineage)
+{
+    char first[1024];
+    snprintf(first, sizeof first, "%s", zc_last_error());
+    int rc = ZC_E_IO;
+    zc_os_path_kind kind;
+    int healed = 0;
+    if (zc_os_error_is(zc_os_stat(s->spill_dir, &kind, NULL), ZC_OS_NOT_FOUND)) {
+        healed = zc__spill_dir_recreate(s); /* removed while the store ran */
+    } else {
+        /* Index the new file provisionally, so the plan counts it among the kept. */
+        zc_os_mutex_lock(&s->lock);
+        zc_tag_entry *e = zc__tag_get_or_create(s, slot->tag);
+        int added = e && !zc__disk_has(e, slot->generation) &&
+                    zc__disk_add(e, slot->generation, 1) == ZC_OK;
+        for (uint32_t i = 0; added && i < e->disk_count; i++)
+            if (e->disk[i].generation == slot->generation)
+                zc__lineage_copy(&e->disk[i], lineage);
+        zc_os_mutex_unlock(&s->lock);
+        if (!added)
+            return zc__fail(ZC_E_IO, "%s", first);
+        uint64_t prune[64];
+        uint32_t nprune = zc__spill_plan_prune(s, slot->tag, prune, 64);
+        for (uint32_t i = 0; i < nprune; i++) {
+            char old[4096];
+            if (prune[i] != slot->generation &&
+                zc__spill_path(s, slot->tag, prune[i], old, sizeof old) == ZC_OK &&
+                zc_os_remove(old) == 0)
+                healed = 1;
+        }
+        if (healed)
+            zc__spill_announce(s, slot->tag);
+        zc_os_mutex_lock(&s->lock); /* after_write indexes it for real once it is written */
+        if ((e = zc__tag_find(s, slot->tag)) != NULL)
+            zc__disk_remove(e, slot->generation);
+        zc_os_mutex_unlock(&s->lock);
+    }
+    if (!healed)
+        return zc__fail(ZC_E_IO, "%s", first);
+    rc = zc__safetensors_write_new(path, slot->bundle, extra, 3);
+    if (rc != ZC_OK)
+        return zc__fail(rc, "%s (written again after %s; it failed again)", zc_last_error(),
+                        zc_os_error_is(zc_os_stat(s->spill_dir, &kind, NULL), ZC_OS_NOT_FOUND)
+                            ? "re-creating the removed spill folder"
+                            : "pruning older files beyond disk_keep");
+    return ZC_OK;
+}
+
 static void writer_main(void *arg)
 {
     zc_store *s = arg;
@@ -365,38 +434,50 @@ static void writer_main(void *arg)
 
         zc_slot *slot = job->slot;
         char path[4096];
+        path[0] = '\0';
         char gen[32];
         zc_meta_entry extra[3];
         zc__spill_identity(slot->tag, slot->generation, gen, extra);
+        zc_disk_file lineage = {.generation = slot->generation}; /* parsed before the lock */
+        zc__lineage_read(&lineage, slot->tag, zc__bundle_meta(slot->bundle, "lineage"),
+                         zc__bundle_meta(slot->bundle, "kind"));
         int rc = zc__spill_path(s, slot->tag, slot->generation, path, sizeof path);
         if (rc == ZC_OK)
             rc = zc__safetensors_write_new(path, slot->bundle, extra, 3);
+        if (rc != ZC_OK && path[0] && !slot->files_dropped)
+            rc = heal_and_retry(s, slot, path, extra, &lineage);
         const char *err = rc == ZC_OK ? NULL : zc_last_error();
 
         uint64_t prune[64];
-        uint32_t nprune = 0;
+        uint32_t nprune = 0, ntrimmed = 0;
+        zc_slot *trimmed[ZC_MAX_DEPTH];
         int unwanted = 0, over = 0;
-        zc_disk_file lineage = {.generation = slot->generation}; /* parsed before the lock */
-        if (rc == ZC_OK)
-            zc__lineage_read(&lineage, slot->tag, zc__bundle_meta(slot->bundle, "lineage"),
-                             zc__bundle_meta(slot->bundle, "kind"));
         zc_os_mutex_lock(&s->lock);
         s->stats.pending_spills--;
         if (rc == ZC_OK && slot->files_dropped) {
             unwanted = 1; /* its tag was dropped with its files while this write ran */
         } else if (rc == ZC_OK) {
             s->stats.spills_written++;
+            slot->spill_state = ZC__SPILL_WRITTEN;
             over = after_write(s, slot, &lineage);
+            zc_tag_entry *e = zc__tag_find(s, slot->tag);
+            if (e) /* a ring grown by pinned slots comes back to its depth */
+                ntrimmed = zc__ring_trim(s, e, trimmed, ZC_MAX_DEPTH);
         } else {
             s->stats.spill_errors++;
+            /* Pinned in memory: it exists nowhere else.  Retried at the next flush. */
+            slot->spill_state = ZC__SPILL_FAILED;
+            snprintf(s->spill_problem, sizeof s->spill_problem, "the spill of tag \"%s\" "
+                     "generation %llu failed: %s", slot->tag,
+                     (unsigned long long)slot->generation, err);
             if (s->flush_status == ZC_OK) {
                 s->flush_status = rc;
-                snprintf(s->flush_message, sizeof s->flush_message, "spill of tag \"%s\" "
-                         "generation %llu failed: %s", slot->tag,
-                         (unsigned long long)slot->generation, err);
+                snprintf(s->flush_message, sizeof s->flush_message, "%s", s->spill_problem);
             }
         }
         zc_os_mutex_unlock(&s->lock);
+        for (uint32_t i = 0; i < ntrimmed; i++)
+            release_from_writer(s, trimmed[i]);
         if (over)
             nprune = zc__spill_plan_prune(s, slot->tag, prune, 64);
         if (unwanted) {
@@ -442,11 +523,25 @@ void zc__worker_wait(zc_store *s)
     zc_os_mutex_unlock(&s->lock);
 }
 
+/* Queue again every shot whose spill failed (lock held): a folder that was
+ * full, removed or unwritable may be fine now. */
+static void requeue_failed(zc_store *s)
+{
+    if (s->spill_dir == NULL || !s->writer_running)
+        return;
+    for (size_t b = 0; b < s->bucket_count; b++)
+        for (zc_tag_entry *e = s->buckets[b]; e; e = e->next)
+            for (uint32_t i = 0; i < e->count; i++)
+                if (e->ring[i]->spill_state == ZC__SPILL_FAILED)
+                    zc__spill_enqueue(s, e->ring[i]);
+}
+
 int zc_store_flush(zc_store *s)
 {
     if (s == NULL)
         return zc__fail(ZC_E_INVALID, "zc_store_flush: store is NULL");
     zc_os_mutex_lock(&s->lock);
+    requeue_failed(s);
     wait_drained(s);
     int rc = s->flush_status;
     char msg[sizeof s->flush_message];

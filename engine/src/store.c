@@ -99,8 +99,8 @@ zc_tag_entry *zc__tag_get_or_create(zc_store *s, const char *tag)
     e = calloc(1, sizeof *e);
     if (e == NULL)
         return NULL;
-    e->depth = s->config.default_depth;
-    e->ring = calloc(e->depth, sizeof *e->ring);
+    e->depth = e->cap = s->config.default_depth;
+    e->ring = calloc(e->cap, sizeof *e->ring);
     if (e->ring == NULL) {
         free(e);
         return NULL;
@@ -239,6 +239,18 @@ int zc_store_bundle_create(zc_store *s, zc_bundle **out)
 
 /* Remove ring[index] from e, keeping order.  Returns the slot (the ring's
  * reference now belongs to the caller). */
+uint32_t zc__ring_trim(zc_store *s, zc_tag_entry *e, zc_slot **out, uint32_t cap)
+{
+    uint32_t n = 0, i = 0;
+    while (e->count > e->depth && n < cap && i + 1 < e->count) { /* never the newest */
+        if (zc__slot_durable(e->ring[i]))
+            out[n++] = zc__ring_take(s, e, i);
+        else
+            i++;
+    }
+    return n;
+}
+
 zc_slot *zc__ring_take(zc_store *s, zc_tag_entry *e, uint32_t index)
 {
     zc_slot *slot = e->ring[index];
@@ -269,28 +281,31 @@ int zc_store_set_depth(zc_store *s, const char *tag, uint32_t depth)
         zc_os_mutex_unlock(&s->lock);
         return zc__fail(ZC_E_NOMEM, "out of host memory for tag \"%s\"", tag);
     }
-    zc_slot **ring = realloc(e->ring, sizeof *ring * (depth > e->count ? depth : e->count));
+    uint32_t cap = depth > e->count ? depth : e->count;
+    zc_slot **ring = realloc(e->ring, sizeof *ring * cap);
     if (ring == NULL) {
         zc_os_mutex_unlock(&s->lock);
         return zc__fail(ZC_E_NOMEM, "out of host memory resizing tag \"%s\"", tag);
     }
     e->ring = ring;
-    while (e->count > depth)
-        dropped[ndropped++] = zc__ring_take(s, e, 0);
+    e->cap = cap;
     e->depth = depth;
+    /* The oldest go, except shots not yet on disk: they stay until written. */
+    ndropped = zc__ring_trim(s, e, dropped, ZC_MAX_DEPTH);
     zc_os_mutex_unlock(&s->lock);
     for (uint32_t i = 0; i < ndropped; i++)
         zc__slot_unref(dropped[i]);
     return ZC_OK;
 }
 
-/* Can slot (at ring position pos of e) go under budget pressure?  A tag's
- * newest slot is protected, except in the tag being put to: the new slot
- * becomes that tag's newest. */
+/* Can slot (at ring position pos of e) go under budget pressure?  Not while
+ * a view reads it, nor while it exists only in memory (its spill is pending
+ * or failed).  A tag's newest slot is protected, except in the tag being put
+ * to: the new slot becomes that tag's newest. */
 static int evictable(const zc_tag_entry *e, uint32_t pos, uint32_t flags, const zc_tag_entry *putting)
 {
-    if (atomic_load(&e->ring[pos]->readers) > 0)
-        return 0;
+    if (atomic_load(&e->ring[pos]->readers) > 0 || !zc__slot_durable(e->ring[pos]))
+        return 0; /* read now, or not yet on disk: leaving would lose it */
     if (pos == e->count - 1 && e != putting && !(flags & ZC_PUT_MAY_EVICT_NEWEST))
         return 0;
     return 1;
@@ -329,14 +344,18 @@ static int plan_eviction(zc_store *s, const zc_tag_entry *putting, const char *t
     if (cands == NULL)
         return zc__fail(-1, "out of host memory planning eviction");
     size_t n = 0;
+    uint64_t pinned = 0; /* host bytes of shots not yet on disk */
     for (size_t b = 0; b < s->bucket_count; b++)
         for (zc_tag_entry *e = s->buckets[b]; e; e = e->next)
-            for (uint32_t i = 0; i < e->count; i++)
+            for (uint32_t i = 0; i < e->count; i++) {
+                if (!zc__slot_durable(e->ring[i]))
+                    pinned += host_over ? e->ring[i]->host_bytes : e->ring[i]->device_bytes;
                 if (e->ring[i] != exclude && evictable(e, i, flags, putting)) {
                     cands[n].entry = e;
                     cands[n].slot = e->ring[i];
                     n++;
                 }
+            }
     qsort(cands, n, sizeof *cands, victim_cmp);
     size_t chosen = 0;
     uint64_t freed_host = 0, freed_dev = 0;
@@ -362,13 +381,20 @@ static int plan_eviction(zc_store *s, const zc_tag_entry *putting, const char *t
         uint64_t limit = host_over ? hb : db;
         uint64_t live = host_over ? host : dev;
         uint64_t freeable = host_over ? freed_host : freed_dev;
+        char why[1200] = "";
+        if (pinned)
+            snprintf(why, sizeof why, "; %llu bytes are shots not yet on disk, kept in memory "
+                     "until their spills succeed%s%s", (unsigned long long)pinned,
+                     s->spill_problem[0] ? " (" : "", s->spill_problem[0] ? s->spill_problem : "");
+        if (pinned && s->spill_problem[0])
+            snprintf(why + strlen(why), sizeof why - strlen(why), ")");
         return zc__fail(-1,
                         "%s budget exceeded for tag \"%s\": the bundle needs %llu bytes, the budget "
                         "is %llu, %llu are stored and only %llu can be evicted (the rest is held "
-                        "by readers or is a tag's newest slot); raise the %s budget, drop tags or "
+                        "by readers or is a tag's newest slot%s); raise the %s budget, drop tags or "
                         "release views", tier, tag, (unsigned long long)need,
                         (unsigned long long)limit, (unsigned long long)live,
-                        (unsigned long long)freeable, tier);
+                        (unsigned long long)freeable, why, tier);
     }
     *out = cands;
     return (int)chosen;
@@ -450,14 +476,28 @@ static int commit(zc_store *s, const char *tag, zc_slot *slot, uint32_t flags, u
         unlock_both(s, tag_mutex);
         return exists_error(tag, gen);
     }
-    zc_slot *ring_victim = e->count == e->depth ? e->ring[0] : NULL;
-    if (ring_victim && ring_victim->generation > gen) {
+    /* A full ring lets its oldest durable slot go; slots not yet on disk stay
+     * pinned, and the ring grows past its depth until they are written. */
+    zc_slot *ring_victim = NULL;
+    for (uint32_t i = 0; e->count >= e->depth && i < e->count && !ring_victim; i++)
+        if (zc__slot_durable(e->ring[i]))
+            ring_victim = e->ring[i];
+    if (ring_victim == NULL && e->count >= e->cap) {
+        zc_slot **ring = realloc(e->ring, sizeof *ring * ((size_t)e->cap + 1));
+        if (ring == NULL) {
+            unlock_both(s, tag_mutex);
+            return zc__fail(ZC_E_NOMEM, "out of host memory storing tag \"%s\"", tag);
+        }
+        e->ring = ring;
+        e->cap++;
+    }
+    if (e->count >= e->depth && e->ring[0]->generation > gen) {
         unlock_both(s, tag_mutex);
         return zc__fail(ZC_E_INVALID, "tag \"%s\": generation %llu is older than every generation "
                         "in its full ring (depth %u, oldest %llu), so it would leave at once; "
                         "import it with zc_store_import or raise the depth", tag,
                         (unsigned long long)gen, e->depth,
-                        (unsigned long long)ring_victim->generation);
+                        (unsigned long long)e->ring[0]->generation);
     }
     victim *victims = NULL;
     int nvictims = plan_eviction(s, e, tag, slot->host_bytes, slot->device_bytes, ring_victim, flags,
@@ -470,8 +510,11 @@ static int commit(zc_store *s, const char *tag, zc_slot *slot, uint32_t flags, u
     zc_slot *released[ZC_MAX_DEPTH + 1];
     uint32_t nreleased = 0;
     zc_slot **evicted = nvictims ? malloc(sizeof *evicted * (size_t)nvictims) : NULL;
-    if (ring_victim)
-        released[nreleased++] = zc__ring_take(s, e, 0);
+    for (uint32_t i = 0; ring_victim && i < e->count; i++)
+        if (e->ring[i] == ring_victim) {
+            released[nreleased++] = zc__ring_take(s, e, i);
+            break;
+        }
     for (int i = 0; i < nvictims; i++) {
         zc_tag_entry *ve = victims[i].entry;
         for (uint32_t k = 0; k < ve->count; k++) {
@@ -500,6 +543,8 @@ static int commit(zc_store *s, const char *tag, zc_slot *slot, uint32_t flags, u
     s->stats.device_bytes += slot->device_bytes;
     if (flags & ZC_PUT_SPILL)
         zc__spill_enqueue(s, slot);
+    /* Durable slots written meanwhile let a grown ring come back to its depth. */
+    nreleased += zc__ring_trim(s, e, released + nreleased, ZC_MAX_DEPTH + 1 - nreleased);
     *out = gen; /* read under the lock: once it is released the slot may leave */
     unlock_both(s, tag_mutex);
 
@@ -529,6 +574,8 @@ static int commit_shared(zc_store *s, const char *tag, zc_slot *slot, uint32_t f
     zc_os_mutex_unlock(&s->lock);
     int rc = taken ? exists_error(tag, requested)
                    : zc__gen_allocate(s, tag, floor, requested, gen);
+    if (rc == ZC_E_IO && zc__spill_dir_recreate(s)) /* the folder was removed: number anew */
+        rc = zc__gen_allocate(s, tag, floor, requested, gen);
     int alone = rc != ZC_OK && rc != ZC_E_EXISTS && rc != ZC_E_LIMIT;
     char why[512] = "";
     if (alone) {
@@ -558,6 +605,21 @@ static int commit_shared(zc_store *s, const char *tag, zc_slot *slot, uint32_t f
     return rc;
 }
 
+/* Shots whose spills are pending cannot be evicted.  When the budget needs
+ * room they hold, wait for the writer first (lock NOT held): the put then
+ * evicts them once they are on disk, instead of failing or losing them. */
+static void wait_for_pinned_room(zc_store *s, const zc_slot *slot)
+{
+    zc_os_mutex_lock(&s->lock);
+    uint64_t hb = s->config.host_budget_bytes, db = s->config.device_budget_bytes;
+    int over = (hb && s->stats.host_bytes + slot->host_bytes > hb) ||
+               (db && s->stats.device_bytes + slot->device_bytes > db);
+    int pending = s->stats.pending_spills > 0;
+    zc_os_mutex_unlock(&s->lock);
+    if (over && pending)
+        zc__worker_wait(s);
+}
+
 static int put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uint64_t requested,
                uint64_t *generation)
 {
@@ -574,6 +636,7 @@ static int put(zc_store *s, const char *tag, zc_bundle *b, uint32_t flags, uint6
     zc_slot *slot = zc__slot_new(s->core, b, tag);
     if (slot == NULL)
         return zc__fail(ZC_E_NOMEM, "out of host memory storing tag \"%s\"", tag);
+    wait_for_pinned_room(s, slot);
     uint64_t gen = requested;
     if (s->spill_dir)
         rc = commit_shared(s, tag, slot, flags, requested, &gen);
@@ -640,7 +703,7 @@ static int adopt_restored(zc_store *s, zc_tag_entry *e, zc_slot *slot)
 {
     if (e->count > 0 && e->ring[e->count - 1]->generation >= slot->generation)
         return 0;
-    if (e->count == e->depth)
+    if (e->count >= e->depth)
         return 0;
     if (s->config.host_budget_bytes &&
         s->stats.host_bytes + slot->host_bytes > s->config.host_budget_bytes)
@@ -868,10 +931,14 @@ int zc_store_stats_get(zc_store *s, zc_store_stats *out)
     zc_os_mutex_lock(&s->lock);
     *out = s->stats;
     out->tags = 0;
+    out->memory_only = 0;
     for (size_t b = 0; b < s->bucket_count; b++)
-        for (zc_tag_entry *e = s->buckets[b]; e; e = e->next)
+        for (zc_tag_entry *e = s->buckets[b]; e; e = e->next) {
             if (e->count || e->disk_count)
                 out->tags++;
+            for (uint32_t i = 0; i < e->count; i++)
+                out->memory_only += e->ring[i]->spill_state == ZC__SPILL_FAILED;
+        }
     zc_os_mutex_unlock(&s->lock);
     out->retained_bytes = atomic_load(&s->core->retained_bytes);
     out->verify_hashed_bytes = atomic_load(&s->core->verify_hashed_bytes);

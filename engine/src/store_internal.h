@@ -48,9 +48,26 @@ typedef struct zc_slot {
     uint64_t device_bytes;
     int from_disk;                 /* restored from a spill file */
     int files_dropped;             /* dropped with ZC_DROP_DISK; under the store lock */
+    int spill_state;               /* ZC__SPILL_*; under the store lock */
     zc_write_watch watch[ZC_MAX_TENSORS]; /* per tensor of bundle */
     struct zc_slot *next_deferred; /* in zc_store.deferred: its last release waits for a caller */
 } zc_slot;
+
+/* Where a slot's spill stands.  A slot whose spill is pending or failed
+ * exists nowhere else: it is pinned in its ring (never evicted by a budget,
+ * by the ring's depth or by zc_store_release) until its file is written or
+ * the user drops it. */
+enum {
+    ZC__SPILL_OFF = 0,     /* put without ZC_PUT_SPILL: memory only, by the caller's choice */
+    ZC__SPILL_PENDING = 1, /* queued (or being written) */
+    ZC__SPILL_WRITTEN = 2, /* its file is complete and durable */
+    ZC__SPILL_FAILED = 3   /* the write failed; retried at the next flush or spill */
+};
+/* 1 when slot may leave memory without losing the shot (lock held). */
+static inline int zc__slot_durable(const zc_slot *slot)
+{
+    return slot->spill_state == ZC__SPILL_OFF || slot->spill_state == ZC__SPILL_WRITTEN;
+}
 
 /* One spill file of a tag. */
 typedef struct {
@@ -69,8 +86,10 @@ typedef struct zc_tag_entry {
     struct zc_tag_entry *next;     /* hash chain */
     char tag[ZC_MAX_TAG_LEN + 1];
     uint32_t depth;
-    uint32_t count;                /* slots in the ring, oldest first */
-    zc_slot **ring;                /* capacity depth */
+    uint32_t count;                /* slots in the ring, oldest first; above depth only while
+                                      slots not yet on disk are pinned there */
+    uint32_t cap;                  /* capacity of ring: at least depth */
+    zc_slot **ring;
     uint64_t last_generation;      /* highest generation ever given (memory or disk) */
     zc_disk_file *disk;            /* generations with a complete spill file, ascending */
     uint32_t disk_count;
@@ -113,6 +132,8 @@ struct zc_store {
                                       deleters (torch's) run on a caller's thread instead */
     int flush_status;              /* first spill error since the last flush */
     char flush_message[1024];
+    char spill_problem[1024];      /* the newest spill failure, kept while any slot is
+                                      memory-only (stats.memory_only > 0); "" otherwise */
 
     /* a spill folder shared with other processes */
     int shared_locks;              /* the folder's file system grants file locks */
@@ -143,6 +164,9 @@ zc_tag_entry *zc__tag_get_or_create(zc_store *store, const char *tag);
 
 /* spill.c */
 int zc__spill_open(zc_store *store);      /* index the directory, start the writer */
+/* Create the spill directory again if it was removed (lock NOT held): 1 when
+ * it was missing and now exists, else 0 (the message says why, if it failed). */
+int zc__spill_dir_recreate(zc_store *store);
 void zc__spill_close(zc_store *store);    /* drain and stop the writer */
 void zc__worker_wait(zc_store *store);    /* wait until the queue is drained (lock not held) */
 void zc__spill_enqueue(zc_store *store, zc_slot *slot); /* lock held; takes a slot ref */
@@ -165,6 +189,10 @@ int zc__disk_has(const zc_tag_entry *entry, uint64_t generation);
 /* Remove ring[index] from entry, keeping order (lock held); the ring's reference on the
  * slot now belongs to the caller, who unrefs it outside the lock. */
 zc_slot *zc__ring_take(zc_store *store, zc_tag_entry *entry, uint32_t index);
+/* Let the oldest durable slots of entry leave while its ring holds more than
+ * its depth (pinned slots made it grow; lock held).  Their ring references
+ * go into out (at most cap); returns how many. */
+uint32_t zc__ring_trim(zc_store *store, zc_tag_entry *entry, zc_slot **out, uint32_t cap);
 /* Rename tag's bad spill file at path aside (never deletes it). */
 void zc__spill_reject(zc_store *store, const char *tag, const char *path);
 /* 1 if tag@generation has a spill file, or one renamed aside, in the folder. */

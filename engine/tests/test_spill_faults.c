@@ -1,0 +1,262 @@
+/*
+ * test_spill_faults.c — spills that really fail, through the public API: a
+ * shot whose spill failed is pinned in memory (no ring depth, budget or
+ * release evicts it), says so in the stats and the description, and is
+ * written by the next flush once the fault is gone; a spill folder removed
+ * while the store runs is re-created.  The write failure is real: the
+ * process's file-size limit (POSIX RLIMIT_FSIZE) makes the writer thread's
+ * write fail with EFBIG; Windows has no such limit and skips those tests.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "harness.h"
+#include "internal.h"
+#include "platform/platform_test.h"
+
+#define SHOT_VALUES 4096 /* 16 KiB a shot: far above the 1 KiB limit below */
+
+static zc_store *open_store(const char *spill, uint32_t depth, uint32_t disk_keep,
+                            uint64_t host_budget)
+{
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = spill;
+    c.default_depth = depth;
+    c.disk_keep = disk_keep;
+    c.host_budget_bytes = host_budget;
+    zc_store *s = NULL;
+    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+}
+
+static int put_spilled(zc_store *s, const char *tag, float scale, uint64_t *gen)
+{
+    zc_bundle *b = fixture_bundle(SHOT_VALUES, scale);
+    int rc = b ? zc_store_put(s, tag, b, ZC_PUT_SPILL, gen) : ZC_E_NOMEM;
+    if (rc != ZC_OK)
+        zc_bundle_free(b);
+    return rc;
+}
+
+/* The shot tag@gen is in memory with the values scale made. */
+static int holds(zc_store *s, const char *tag, uint64_t gen, float scale)
+{
+    zc_view *v = NULL;
+    zc_tensor_info ti;
+    if (zc_store_get(s, tag, gen, &v) != ZC_OK)
+        return 0;
+    int ok = zc_view_tensor(v, 0, &ti) == ZC_OK &&
+             ((const float *)ti.data)[SHOT_VALUES - 1] == (float)(SHOT_VALUES - 1) * scale;
+    zc_view_release(v);
+    return ok;
+}
+
+static char *describe(zc_store *s)
+{
+    size_t need = 0;
+    zc_store_describe_json(s, NULL, 0, &need);
+    char *buf = malloc(need);
+    if (buf && zc_store_describe_json(s, buf, need, NULL) != ZC_OK) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static int count_in(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* Limit this process's file sizes so that every spill fails; 0, or 1 when
+ * the OS has no such limit (the caller skips). */
+static int make_spills_fail(uint64_t *old)
+{
+    int err = zc_os_test_limit_file_size(1024, old);
+    if (zc_os_error_is(err, ZC_OS_UNSUPPORTED))
+        return 1;
+    return err == 0 ? 0 : -1;
+}
+
+TEST(failed_spills_pin_their_shots_and_the_next_flush_writes_them)
+{
+    char *dir = zc_test_tmpdir("spill-fault-pin");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_store(dir, 2, 8, 0);
+    REQUIRE(s != NULL);
+    uint64_t old = 0;
+    int limited = make_spills_fail(&old);
+    if (limited == 1) {
+        zc_store_close(s);
+        zc_test_rmtree(dir);
+        free(dir);
+        SKIP("this OS has no per-process file size limit to make a spill fail");
+    }
+    REQUIRE(limited == 0);
+    uint64_t gen[5];
+    for (int i = 0; i < 5; i++)
+        CHECK_OK(put_spilled(s, "film", (float)(i + 1), &gen[i]));
+    int flushed = zc_store_flush(s);
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", zc_last_error());
+    zc_store_stats st;
+    CHECK_OK(zc_store_stats_get(s, &st));
+    char *json = describe(s);
+    /* A second flush while the fault lasts fails again: retried, not forgotten. */
+    int again = zc_store_flush(s);
+    REQUIRE(zc_os_test_restore_file_size(old) == 0);
+
+    CHECK(flushed == ZC_E_IO);
+    CHECK(strstr(msg, "tag \"film\" generation 1") != NULL);
+    CHECK(again == ZC_E_IO);
+    CHECK(st.memory_only == 5);
+    CHECK(st.slots == 5); /* the ring (depth 2) grew: none of the five exists elsewhere */
+    CHECK(zc_test_count(dir, "film@", ".latent") == 0);
+    for (int i = 0; i < 5; i++)
+        CHECK(holds(s, "film", gen[i], (float)(i + 1)));
+    REQUIRE(json != NULL);
+    CHECK(count_in(json, "\"spill\":\"failed\"") == 5);
+    CHECK(strstr(json, "\"spill_problem\":\"the spill of tag \\\"film\\\" generation") != NULL);
+    CHECK(strstr(json, "\"memory_only\":5") != NULL);
+    free(json);
+
+    /* The fault is gone: the next flush writes all five, and the ring comes back to its depth. */
+    CHECK_OK(zc_store_flush(s));
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.memory_only == 0);
+    CHECK(st.slots == 2);
+    CHECK(zc_test_count(dir, "film@", ".latent") == 5);
+    REQUIRE((json = describe(s)) != NULL);
+    CHECK(strstr(json, "\"spill_problem\":null") != NULL);
+    CHECK(count_in(json, "\"spill\":\"written\"") == 2);
+    free(json);
+    zc_store_close(s);
+
+    REQUIRE((s = open_store(dir, 2, 8, 0)) != NULL); /* a restart finds every shot */
+    for (int i = 0; i < 5; i++)
+        CHECK(holds(s, "film", gen[i], (float)(i + 1)));
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(a_budget_never_evicts_a_shot_that_is_not_on_disk)
+{
+    char *dir = zc_test_tmpdir("spill-fault-budget");
+    REQUIRE(dir != NULL);
+    uint64_t shot = SHOT_VALUES * sizeof(float);
+    zc_store *s = open_store(dir, 8, 8, 3 * shot); /* room for three shots */
+    REQUIRE(s != NULL);
+    uint64_t old = 0, g = 0;
+    int limited = make_spills_fail(&old);
+    if (limited == 1) {
+        zc_store_close(s);
+        zc_test_rmtree(dir);
+        free(dir);
+        SKIP("this OS has no per-process file size limit to make a spill fail");
+    }
+    REQUIRE(limited == 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(put_spilled(s, "film", (float)(i + 1), &g));
+    CHECK(zc_store_flush(s) == ZC_E_IO);
+    int rc = put_spilled(s, "film", 4.0f, &g); /* needs an eviction; every candidate is pinned */
+    char msg[1600];
+    snprintf(msg, sizeof msg, "%s", zc_last_error());
+    uint64_t released = 0;
+    CHECK_OK(zc_store_release(s, ZC_TIER_HOST, 3 * shot, &released));
+    REQUIRE(zc_os_test_restore_file_size(old) == 0);
+    CHECK(rc == ZC_E_BUDGET);
+    CHECK(strstr(msg, "49152 bytes are shots not yet on disk") != NULL);
+    CHECK(strstr(msg, "the spill of tag \"film\"") != NULL);
+    for (int i = 0; i < 3; i++) /* release freed only what is on disk: nothing */
+        CHECK(holds(s, "film", (uint64_t)i + 1, (float)(i + 1)));
+
+    /* Once they are written, the same put evicts the least recently used one. */
+    CHECK_OK(zc_store_flush(s));
+    CHECK_OK(put_spilled(s, "film", 4.0f, &g));
+    zc_store_stats st;
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.evictions >= 1 && st.memory_only == 0 && st.slots == 3);
+    CHECK(holds(s, "film", 1, 1.0f)); /* evicted from memory, restored from its file */
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(a_budget_waits_for_pending_spills_instead_of_failing)
+{
+    char *dir = zc_test_tmpdir("spill-fault-wait");
+    REQUIRE(dir != NULL);
+    uint64_t shot = SHOT_VALUES * sizeof(float);
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = dir;
+    c.host_budget_bytes = 2 * shot;
+    c.spill_delay_ms = 60000; /* nothing is written unless a put waits for it */
+    zc_store *s = NULL;
+    REQUIRE_OK(zc_store_open(&c, &s));
+    uint64_t g = 0;
+    for (int i = 0; i < 3; i++) /* the third waits for the first two to reach the disk */
+        CHECK_OK(put_spilled(s, "film", (float)(i + 1), &g));
+    CHECK(g == 3);
+    CHECK(zc_test_count(dir, "film@", ".latent") == 2);
+    CHECK(holds(s, "film", 1, 1.0f)); /* evicted, restored from its file */
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+/* Remove every file of dir, then dir itself (the user's rm -rf). */
+static void remove_folder(const char *dir)
+{
+    zc_os_dir *d = NULL;
+    const char *name;
+    char path[4096];
+    if (zc_os_dir_open(dir, &d) != 0)
+        return;
+    while (zc_os_dir_next(d, &name) == 0 && name != NULL) {
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        zc_os_remove(path);
+    }
+    zc_os_dir_close(d);
+    zc_os_test_rmdir(dir);
+}
+
+TEST(a_spill_folder_removed_while_the_store_runs_is_created_again)
+{
+    char *dir = zc_test_tmpdir("spill-fault-gone");
+    REQUIRE(dir != NULL);
+    char *spill = zc_test_join(dir, "spill");
+    REQUIRE(spill != NULL);
+    zc_store *s = open_store(spill, 4, 8, 0);
+    REQUIRE(s != NULL);
+    uint64_t g1 = 0, g2 = 0;
+    CHECK_OK(put_spilled(s, "film", 1.0f, &g1));
+    CHECK_OK(zc_store_flush(s));
+    remove_folder(spill);
+    zc_os_path_kind kind;
+    REQUIRE(zc_os_stat(spill, &kind, NULL) != 0);
+    CHECK_OK(put_spilled(s, "film", 2.0f, &g2));
+    CHECK_OK(zc_store_flush(s));
+    CHECK(g2 > g1);
+    CHECK(zc_os_stat(spill, &kind, NULL) == 0 && kind == ZC_OS_PATH_DIR);
+    CHECK(zc_test_count(spill, "film@", ".latent") == 1);
+    zc_store_stats st;
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.memory_only == 0 && st.spill_dir_recreated == 1);
+    zc_store_close(s);
+
+    REQUIRE((s = open_store(spill, 4, 8, 0)) != NULL); /* the newer shot survives a restart */
+    CHECK(holds(s, "film", g2, 2.0f));
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(spill);
+    free(dir);
+}
