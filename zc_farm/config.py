@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -30,6 +31,12 @@ ENV_CHUNK = "ZEROCOPY_REDIS_CHUNK_MB"
 ENV_TIMEOUT = "ZEROCOPY_REDIS_TIMEOUT_S"
 
 SCHEMES = ("redis", "rediss", "unix")
+ACCEPTED = ("redis://host:6379/0 (redis://user:password@host:6379/0 with a password), rediss://host:6380/0 (TLS) "
+            "or unix:///path/to/redis.sock "
+            "(an existing socket)")
+# what a URL from the settings panel (any client of ComfyUI's API) may carry in its query: no
+# option that names a file (ssl_certfile, ssl_keyfile, ssl_ca_certs...) or changes the client
+SETTINGS_QUERY = frozenset({"db", "password", "username", "protocol"})
 DEFAULT_KEEP = 8
 MAX_KEEP = 1000
 DEFAULT_CHUNK_BYTES = 8 << 20
@@ -67,22 +74,65 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def check_url(url: str, setting: str = ENV_URL) -> str:
-    """The URL stripped, or FarmConfigError naming what is wrong (never echoing a password)."""
+def check_url(url: str, setting: str = ENV_URL, *, from_settings: bool = False) -> str:
+    """The URL stripped, or FarmConfigError naming what is wrong and the accepted forms (never
+    echoing a password). Accepted: ``redis://`` and ``rediss://`` with a host, and ``unix://`` with
+    an absolute path that is a socket. ``from_settings`` (a URL from the settings panel, that is
+    from any client of ComfyUI's API): the socket must exist now, and the query may hold only
+    ``db``, ``password``, ``username`` and ``protocol``. From the environment (chosen by whoever
+    started the server) a socket path that does not exist yet is accepted (Redis may start later);
+    one that exists and is not a socket never is."""
     if not isinstance(url, str):
         raise FarmConfigError(f"{setting} must be a string like redis://host:6379/0, not "
                               f"{type(url).__name__}")
     url = url.strip()
     if len(url) > MAX_URL_CHARS:
         raise FarmConfigError(f"{setting} has {len(url)} characters; the limit is {MAX_URL_CHARS}")
+    if not url.isprintable():
+        raise FarmConfigError(f"{setting} holds control characters; use {ACCEPTED}")
     scheme = url.partition("://")[0].lower() if "://" in url else ""
     if scheme not in SCHEMES:
-        raise FarmConfigError(
-            f"{setting}={redact_url(url)!r} is not a Redis URL: use redis://host:6379/0, rediss://host:6380/0 "
-            "(TLS) or unix:///path/to/redis.sock")
-    if scheme != "unix" and not urlsplit(url).hostname:
-        raise FarmConfigError(f"{setting}={redact_url(url)!r} names no host; e.g. redis://10.0.0.5:6379/0")
+        raise FarmConfigError(f"{setting}={redact_url(url)!r} is not a Redis URL: use {ACCEPTED}")
+    try:
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+    except ValueError as exc:
+        raise FarmConfigError(f"{setting}={redact_url(url)!r} cannot be parsed ({exc}); use {ACCEPTED}") from None
+    if from_settings:
+        extra = sorted({k for k, _ in query if k.lower() not in SETTINGS_QUERY})
+        if extra:
+            raise FarmConfigError(
+                f"{setting}={redact_url(url)!r} sets {', '.join(extra)} in its query; from the settings panel a "
+                f"URL may set only {', '.join(sorted(SETTINGS_QUERY))} (set other redis-py options, such as TLS "
+                f"files, in {ENV_URL} on the server)")
+    if scheme != "unix":
+        if not parts.hostname:
+            raise FarmConfigError(f"{setting}={redact_url(url)!r} names no host; e.g. redis://10.0.0.5:6379/0")
+        return url
+    _check_socket(url, parts, setting, must_exist=from_settings)
     return url
+
+
+def _check_socket(url: str, parts, setting: str, *, must_exist: bool) -> None:
+    """A unix:// URL's path: absolute, and a socket (stat, following links as connect does)."""
+    path = parts.path
+    host = parts.netloc.rpartition("@")[2]
+    if host or not path.startswith("/") or "\0" in path:
+        raise FarmConfigError(f"{setting}={redact_url(url)!r}: a unix:// URL names an absolute socket path after "
+                              f"three slashes, e.g. unix:///run/redis/redis.sock; use {ACCEPTED}")
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if must_exist:
+            raise FarmConfigError(f"{setting}={redact_url(url)!r}: {path} does not exist; start Redis with "
+                                  f"unixsocket {path} first, or use {ACCEPTED}") from None
+        return
+    except OSError as exc:
+        raise FarmConfigError(f"{setting}={redact_url(url)!r}: {path} cannot be examined ({exc.strerror}); use "
+                              f"{ACCEPTED}") from None
+    if not stat.S_ISSOCK(info.st_mode):
+        raise FarmConfigError(f"{setting}={redact_url(url)!r}: {path} is not a socket; a unix:// URL must name "
+                              f"the socket Redis listens on (its unixsocket setting). Accepted: {ACCEPTED}")
 
 
 def _int_setting(environ, name: str, default: int, low: int, high: int, unit: str = "") -> int:

@@ -65,13 +65,23 @@ def _on_farm_event(event: dict) -> None:
                                                              ("tag", "generation", "worker", "bytes")}})
 
 
+def _on_farm_warning(title: str, message: str, fields: dict) -> None:
+    """A farm warning (already in the log) as a toast in every browser."""
+    warn = getattr(ui_events, "warn", None)
+    if warn is not None:
+        warn(title, message, **fields)
+    else:
+        ui_events.send("zerocopy.warning", {"title": title, "message": message, **fields})
+
+
 def configure(url: str | None) -> dict:
     """Use ``url`` from now on ('' or None: the environment's ZEROCOPY_REDIS_URL, or no farm).
     The running Farm is closed (its pending publishes wait for the next one) when the URL changes.
-    Raises FarmConfigError for a URL that is not a Redis URL."""
+    Raises FarmConfigError for a URL that is not a Redis URL (from the settings panel, a unix://
+    URL must name an existing socket, and no query may name a file: config.check_url)."""
     global _settings_url, _failure
     from ..zc_farm.config import check_url
-    url = check_url(url, "the Redis URL") if url else None
+    url = check_url(url, "the Redis URL", from_settings=True) if url else None
     with _lock:
         changed = url != _settings_url
         _settings_url = url

@@ -53,3 +53,70 @@ def test_bad_settings_name_the_value_and_the_fix(env, words):
     for word in words:
         assert word in message
     assert "pw" not in message.replace("***", "")
+
+
+# -- issue 23, item 8: only Redis URLs, and a unix:// path only when it is a socket --------------
+
+ACCEPTED_WORDS = ["redis://host:6379/0", "rediss://", "unix:///path/to/redis.sock"]
+
+
+@pytest.fixture
+def unix_socket(tmp_path):
+    import socket
+
+    path = tmp_path / "redis.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    yield path
+    listener.close()
+
+
+@pytest.mark.parametrize("from_settings", [False, True])
+@pytest.mark.parametrize("url", ["unix:///etc/passwd", "unix:///etc", "unix:///dev/null"])
+def test_a_unix_url_naming_a_file_that_is_no_socket_is_refused(url, from_settings):
+    from zc_farm.config import check_url
+
+    with pytest.raises(FarmConfigError) as caught:
+        check_url(url, "the Redis URL", from_settings=from_settings)
+    message = str(caught.value)
+    for word in [url, "is not a socket", *ACCEPTED_WORDS]:
+        assert word in message, message
+    with pytest.raises(FarmConfigError):
+        FarmConfig.from_env({"ZEROCOPY_REDIS_URL": url})
+
+
+def test_a_unix_url_naming_a_socket_is_accepted(unix_socket):
+    from zc_farm.config import check_url
+
+    url = f"unix://{unix_socket}?db=2"
+    assert check_url(url, from_settings=True) == url
+    assert FarmConfig.from_env({"ZEROCOPY_REDIS_URL": url}).url == url
+
+
+def test_a_missing_socket_is_refused_from_the_settings_panel_and_left_to_later_from_the_environment(tmp_path):
+    from zc_farm.config import check_url
+
+    url = f"unix://{tmp_path}/not-yet.sock"
+    with pytest.raises(FarmConfigError, match="does not exist"):
+        check_url(url, "the Redis URL", from_settings=True)
+    assert check_url(url) == url  # ZEROCOPY_REDIS_URL: Redis may start after ComfyUI
+
+
+@pytest.mark.parametrize("url", ["unix://relative/redis.sock", "unix://host/run/redis.sock", "unix://",
+                                 "file:///etc/passwd", "redis+sentinel://h/0", "unix:///run/x\x00.sock"])
+def test_other_forms_are_refused_naming_the_accepted_ones(url):
+    from zc_farm.config import check_url
+
+    with pytest.raises(FarmConfigError) as caught:
+        check_url(url, from_settings=True)
+    assert all(word in str(caught.value) for word in ACCEPTED_WORDS), str(caught.value)
+
+
+def test_the_settings_panel_may_not_name_files_in_the_query():
+    from zc_farm.config import check_url
+
+    url = "rediss://h:6380/0?ssl_ca_certs=/etc/passwd"
+    with pytest.raises(FarmConfigError, match="ssl_ca_certs"):
+        check_url(url, "the Redis URL", from_settings=True)
+    assert check_url(url) == url  # the environment (the server's own setting) may
+    assert check_url("redis://h/0?db=3&password=x", from_settings=True)
