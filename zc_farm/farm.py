@@ -4,6 +4,7 @@
     generation = farm.put(tag, tensors, meta)      # numbered by Redis, stored locally, published
     farm.pull(tag)                                 # Redis has a newer shot? fetched, checked, imported
     farm.newest_published(tag)                     # (generation, digest) for a fingerprint, or None
+    farm.complete(tag)                             # the film's ancestors this worker lacks, imported
     farm.close()
 
 The local store stays the source of truth: every method works (or does nothing) with Redis
@@ -14,22 +15,29 @@ from __future__ import annotations
 
 import collections
 import threading
+import uuid
 from dataclasses import dataclass
 
 from . import identity, transfer
-from ._pack import CorruptFile, GenerationExists, log
+from ._pack import CorruptFile, GenerationExists, NotFound, log
 from .config import FarmConfig
 from .connection import Connection, FarmUnavailable
 from .events import Subscriber
 from .keys import Keys
 from .publisher import Publisher
-from .publish import ALLOCATED, CLAIM
-from .records import ShotRecord
+from .publish import ALLOCATED, CLAIM, local_identity, parent_of
+from .records import MAX_GENERATION, ShotRecord, generation_of
 from .scripts import Scripts
 
 MAX_TOUCHED = 1024
 MAX_PUT_ATTEMPTS = 8
 MAX_TAGS_LISTED = 100
+MAX_ANCESTORS = 1000   # ZEROCOPY_REDIS_KEEP's limit: Redis never holds a longer chain of one tag
+PROGRESS_EVERY = 25    # an ancestor walk logs its progress every this many shots
+
+
+class NumberClash(Exception):
+    """Raised inside a pull: a number names one shot on this worker and another in the farm."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +50,12 @@ class PullResult:
 
 
 class Farm:
-    def __init__(self, store, config: FarmConfig, *, on_event=None):
+    def __init__(self, store, config: FarmConfig, *, on_event=None, on_warning=None):
+        """``on_warning(title, message, fields)``: called with every warning the farm logs (the
+        node layer shows it in the browser); never allowed to fail the farm."""
         self.store = store
+        self.on_warning = on_warning
+        self.epoch: str | None = None  # the Redis data set this worker numbers in (scripts.py)
         self.config = config
         self.connection = Connection(config)
         self.keys = Keys(config.prefix)
@@ -81,12 +93,88 @@ class Farm:
         return int(entry["last_generation"]) if entry else 0
 
     # -- numbering and storing -------------------------------------------------------------
+    def warn(self, title: str, message: str, **fields) -> None:
+        """A warning the user must see: the pack's log, and the browser through on_warning."""
+        log.warning("%s", message)
+        if self.on_warning is not None:
+            try:
+                self.on_warning(title, message, fields)
+            except Exception:  # noqa: BLE001 - a UI message must never fail the farm
+                log.logger.debug("farm: the warning could not be shown", exc_info=True)
+
     def allocate(self, tag: str, floor: int) -> int:
-        """The next farm generation of tag, above floor. Raises FarmUnavailable."""
-        return int(self.connection.call(
+        """The next farm generation of tag, above floor. Raises FarmUnavailable, and
+        GenerationExists when the farm's counter of the tag reached 2^63-1."""
+        status, value = self._allocate(tag, floor, "next")
+        if status == "exhausted":
+            raise GenerationExists(f"tag {tag!r} has used every farm generation (its counter "
+                                   f"{self.keys.counter(tag)} is {value}, the engine's highest); use a new tag")
+        return value
+
+    def _allocate(self, tag: str, floor: int, mode: str) -> tuple[str, int]:
+        floor = int(floor)
+        if not 0 <= floor <= MAX_GENERATION:
+            raise ValueError(f"floor {floor} of tag {tag!r} is not a generation 0..{MAX_GENERATION}")
+        status, value, epoch, repaired = self.connection.call(
             f"the allocation of a generation of tag {tag!r}",
-            lambda: self.scripts.allocate(keys=[self.keys.counter(tag)], args=[int(floor)],
-                                          client=self.connection.quick)))
+            lambda: self.scripts.allocate(keys=[self.keys.counter(tag), self.keys.shots(tag), self.keys.epoch],
+                                          args=[str(floor), mode, uuid.uuid4().hex],
+                                          client=self.connection.quick))
+        status, epoch = _text(status), _text(epoch)
+        if _text(repaired):
+            self.bad_counter(tag, _text(repaired))
+        if mode == "seed" and _text(value) == "0":
+            return _text(status), 0
+        number = generation_of(value, f"the farm's counter of tag {tag!r} ({self.keys.counter(tag)})")
+        if mode == "next":
+            self._saw_epoch(epoch, tag)
+        return status, number
+
+    def bad_counter(self, tag: str, value: str) -> None:
+        """The counter of tag held a value that is no generation number (the scripts repaired it)."""
+        self.count("counter_repaired")
+        self.warn("Farm: a generation counter was repaired",
+                  f"farm: Redis key {self.keys.counter(tag)} held {value!r}, not a generation number "
+                  f"1..{MAX_GENERATION}; it was set to the highest number this worker or the farm's records "
+                  "know, and numbering goes on from there. Something other than this pack wrote it: check "
+                  "who can write to the Redis (docs/farm.md, Security)", tag=tag, key=self.keys.counter(tag))
+
+    def _saw_epoch(self, epoch: str, tag: str | None = None) -> None:
+        """The farm's epoch as a script read it ('' when the key is absent). Another epoch than the
+        one this worker numbered in, or none, means Redis lost its data (restarted empty, flushed)
+        or is another Redis: its counters restarted, so a number it hands out may be one another
+        worker already holds as another shot."""
+        with self._lock:
+            known = self.epoch
+            if epoch:
+                self.epoch = epoch
+            lost = known is not None and epoch != known
+            if lost and not epoch:
+                self.epoch = None
+        if lost:
+            self._redis_lost_data(skip=tag)
+
+    def _redis_lost_data(self, skip: str | None = None) -> None:
+        self.count("data_lost")
+        with self._lock:
+            tags = [t for t in self._touched if t != skip]
+            self._touched.clear()  # their next use republishes what Redis lacks (catch_up)
+        seeded = 0
+        for tag in tags:  # raise every counter this worker knows to what it holds (below its claims)
+            claims = self.publisher.queued_claims(tag)
+            floor = min(claims) - 1 if claims else self.local_last(tag)
+            try:
+                if self._allocate(tag, floor, "seed")[1]:
+                    seeded += 1
+            except (FarmUnavailable, CorruptFile, ValueError):
+                break
+        self.warn("Farm: Redis lost its data",
+                  f"farm: Redis at {self.config.redacted_url} lost its data (restarted empty or flushed, or it "
+                  f"is another server): its generation counters started again. This worker raised the "
+                  f"counters of the {seeded} tag(s) it used to what it holds and republishes what Redis lacks; "
+                  "a number another worker handed out meanwhile may name another shot than this worker's: such "
+                  "a shot is never imported over this worker's own (each case is logged). Turn on persistence "
+                  "(appendonly yes) so that this cannot happen", url=self.config.redacted_url)
 
     def put(self, tag: str, tensors, meta: dict | None = None, *, spill: bool = True,
             digests: dict | None = None) -> int:
@@ -126,15 +214,17 @@ class Farm:
         try:
             found = self.connection.call(
                 f"the newest lookup of tag {tag!r}",
-                lambda: self.scripts.newest(keys=[self.keys.shots(tag)], args=[self.keys.base(tag)],
-                                            client=self.connection.quick))
+                lambda: self.scripts.newest(keys=[self.keys.shots(tag), self.keys.epoch],
+                                            args=[self.keys.base(tag)], client=self.connection.quick))
         except FarmUnavailable:
             if raise_unavailable:
                 raise
             return None
-        if not found:
+        member, digest, epoch = (_text(v) for v in found)
+        self._saw_epoch(epoch)
+        if not member:
             return None
-        return int(found[0]), _text(found[1])
+        return generation_of(member, f"the newest member of {self.keys.shots(tag)}"), digest
 
     def published_count(self) -> int | None:
         """Commits the farm has seen (any tag), or None when Redis is unreachable."""
@@ -146,9 +236,12 @@ class Farm:
 
     def pull(self, tag: str, generation: int = 0) -> PullResult | None:
         """Import from Redis the tag's newest shot when it is newer than every local one (or, with
-        generation, that one when the local store lacks it). None when there is nothing to import
-        or Redis is unreachable. Raises CorruptFile (naming the tag, the generation and the worker;
-        nothing stored locally) when the farm's bytes fail a digest."""
+        generation, that one when the local store lacks it), and the ancestors the local film
+        needs: its lineage's parents (same tag) down to one this worker holds, or the root. None
+        when there is nothing to import, Redis is unreachable, or the farm's chain is not this
+        worker's (a number of it names another shot here: refused, with a warning). Raises
+        CorruptFile (naming the tag, the generation and the worker; nothing stored locally) when
+        the farm's bytes of that shot fail a digest."""
         self.touch(tag)
         if not self.connection.usable():
             return None
@@ -171,28 +264,168 @@ class Farm:
             return None
         record, data = found
         try:
-            self.store.import_shot(tag, wanted, data)
-        except CorruptFile as exc:
-            raise CorruptFile(
-                f"the farm's copy of tag {tag!r} generation {wanted} (made by worker {record.worker}) was "
-                f"refused by the engine: {exc}. Nothing was stored locally; publish the shot again from "
-                f"worker {record.worker}, or use a generation this worker holds") from None
+            chain = self._ancestors(tag, record.generation, record.meta, record.parent_identity, set(local))
+        except NumberClash as clash:
+            self.count("clashes")
+            self.warn("Farm: a shot was not imported", f"farm: {clash}", tag=tag, generation=wanted)
+            return None
+        except FarmUnavailable:
+            return None
+        try:
+            self._import(record, data)
         except GenerationExists:
             return self._already_held(record)
-        self.count("fetched")
-        log.info("farm: imported tag %r generation %d (%d bytes) from worker %s", tag, wanted, record.size,
-                 record.worker)
+        self._import_chain(tag, chain, wanted)
         return PullResult(record, imported=True)
+
+    def complete(self, tag: str) -> int:
+        """Import the ancestors that the local film of tag lacks and the farm holds: from the local
+        newest shot, down its lineage to the root (the film view's way to make a film whole before
+        it is assembled). Returns how many shots were imported; never raises for Redis or a bad
+        shot of the farm (each is logged)."""
+        if not self.connection.usable():
+            return 0
+        local = self.store.generations(tag)
+        if not local:
+            return 0
+        held = set(local)
+        generation = max(local)
+        try:
+            for _ in range(MAX_ANCESTORS):  # down the local part of the line to its first gap
+                _, meta = self.store.meta(tag, generation)
+                parent = parent_of(meta, tag)
+                if parent is None or parent not in held or parent >= generation:
+                    break
+                generation = parent
+            chain = self._ancestors(tag, generation, meta, "", held)
+        except NumberClash as clash:
+            self.count("clashes")
+            self.warn("Farm: the film's ancestors were not imported", f"farm: {clash}", tag=tag)
+            return 0
+        except (FarmUnavailable, NotFound):
+            return 0
+        return self._import_chain(tag, chain, generation)
+
+    def _record(self, tag: str, generation: int) -> ShotRecord | None:
+        fields = self.connection.call(f"the record of tag {tag!r} generation {generation}",
+                                      lambda: self.connection.bulk.hgetall(self.keys.record(tag, generation)))
+        return ShotRecord.from_fields(tag, generation, fields) if fields else None
+
+    def _ancestors(self, tag: str, generation: int, meta: dict, parent_identity: str,
+                   local: set[int]) -> list[ShotRecord]:
+        """The farm's records of the ancestors of tag@generation (whose metadata is ``meta``) that
+        this worker lacks, nearest first, read down the lineage until a parent this worker holds or
+        the root; a parent it holds must be the very shot the farm's chain continues (NumberClash
+        otherwise). A parent that neither holds (Redis trimmed it) ends the walk with a warning:
+        the local film then starts after a gap. Bounded by MAX_ANCESTORS."""
+        chain: list[ShotRecord] = []
+        child, child_meta, expected = generation, meta, parent_identity
+        for _ in range(MAX_ANCESTORS):
+            parent = parent_of(child_meta, tag)
+            if parent is None:
+                return chain
+            if parent >= child:
+                log.warning("farm: tag %r generation %d names generation %d as its parent, which is not older; "
+                            "its lineage is not followed further", tag, child, parent)
+                return chain
+            if parent in local:
+                self._check_same(tag, parent, child, expected)
+                return chain
+            try:
+                found = self._record(tag, parent)
+            except CorruptFile as exc:
+                log.warning("farm: %s; the film of tag %r on this worker lacks it", exc, tag)
+                return chain
+            if found is None:
+                self.count("ancestors_missing")
+                self.warn("Farm: a film lacks its first shots",
+                          f"farm: tag {tag!r} generation {parent}, an ancestor of generation {generation} that "
+                          f"this worker continues, is neither on this worker nor in Redis any more (Redis keeps "
+                          f"the newest {self.config.keep} shots of a tag, ZEROCOPY_REDIS_KEEP): the film on this "
+                          f"worker starts after a gap, and ZeroCopyFilmAssemble here names it. Assemble the film on "
+                          f"the worker that made it, or set ZEROCOPY_REDIS_KEEP above the film's length on every "
+                          "worker", tag=tag, generation=parent)
+                return chain
+            chain.append(found)
+            if len(chain) % PROGRESS_EVERY == 0:
+                log.info("farm: tag %r: %d ancestors of generation %d to import so far (now at generation %d)",
+                         tag, len(chain), generation, parent)
+            child, child_meta, expected = parent, found.meta, found.parent_identity
+        log.warning("farm: tag %r: the lineage of generation %d is longer than %d shots; only those are imported",
+                    tag, generation, MAX_ANCESTORS)
+        return chain
+
+    def _check_same(self, tag: str, parent: int, child: int, expected: str) -> None:
+        """Raise NumberClash when this worker's tag@parent is not the shot the farm's child continues."""
+        if not expected:  # a record without it (an older pack): the farm's record of the parent
+            try:
+                found = self._record(tag, parent)
+            except CorruptFile:
+                found = None
+            expected = found.identity if found is not None else ""
+        if not expected:
+            return  # nothing to compare: the engine's hop check (zc film) has the last word
+        held = local_identity(self.store, tag, parent)
+        if held is not None and held != expected:
+            raise NumberClash(
+                f"tag {tag!r} generation {child} in Redis continues the farm's generation {parent}, but this "
+                f"worker's generation {parent} is another shot: two workers numbered different shots alike "
+                "(Redis lost its data, restarted empty or flushed, or a worker was cut off). Nothing of the "
+                "farm's chain was imported; this worker keeps its own film. Continue the farm's shot on the "
+                "worker that made it, or give one of the films a new tag")
+
+    def _import(self, record: ShotRecord, data: bytes) -> None:
+        tag, generation = record.tag, record.generation
+        try:
+            self.store.import_shot(tag, generation, data)
+        except CorruptFile as exc:
+            raise CorruptFile(
+                f"the farm's copy of tag {tag!r} generation {generation} (made by worker {record.worker}) was "
+                f"refused by the engine: {exc}. Nothing was stored locally; publish the shot again from "
+                f"worker {record.worker}, or use a generation this worker holds") from None
+        self.count("fetched")
+        log.info("farm: imported tag %r generation %d (%d bytes) from worker %s", tag, generation, record.size,
+                 record.worker)
+
+    def _import_chain(self, tag: str, chain: list[ShotRecord], below: int) -> int:
+        """Fetch and import the ancestors found (oldest first: each lands after its parent)."""
+        done = 0
+        for index, ancestor in enumerate(reversed(chain), start=1):
+            generation = ancestor.generation
+            try:
+                found = self.connection.call(f"the fetch of tag {tag!r} generation {generation}",
+                                             lambda: transfer.fetch(self.connection.bulk, self.keys, tag, generation))
+                if found is None:
+                    raise CorruptFile(f"the farm's tag {tag!r} generation {generation} was trimmed meanwhile")
+                self._import(*found)
+                done += 1
+            except GenerationExists:  # another process of this folder imported it meanwhile
+                continue
+            except (CorruptFile, FarmUnavailable) as exc:
+                self.warn("Farm: a film lacks a shot",
+                          f"farm: tag {tag!r} generation {generation}, an ancestor of generation {below}, could "
+                          f"not be imported: {exc}; the film on this worker has a gap there",
+                          tag=tag, generation=generation)
+            if index % PROGRESS_EVERY == 0:
+                log.info("farm: tag %r: imported %d of %d ancestors of generation %d", tag, index, len(chain),
+                         below)
+        if done:
+            log.info("farm: tag %r: imported %d ancestor(s) of generation %d that this worker lacked", tag, done,
+                     below)
+        return done
 
     def _already_held(self, record: ShotRecord) -> PullResult | None:
         """The local store holds record's generation already: the same shot (another process of
-        this folder imported it), or this worker's own shot numbered while Redis was unreachable."""
+        this folder imported it), or this worker's own shot under a number the farm gave another."""
         held = self.store.get(record.tag, record.generation)
         if identity.of_bundle(held) == record.identity:
             return PullResult(record, imported=False)
-        log.warning("farm: tag %r generation %d in Redis (from worker %s) is another shot than this worker's "
-                    "own generation %d (numbered here while Redis was unreachable); this worker keeps its own",
-                    record.tag, record.generation, record.worker, record.generation)
+        self.count("clashes")
+        self.warn("Farm: a shot was not imported",
+                  f"farm: tag {record.tag!r} generation {record.generation} in Redis (from worker {record.worker}) "
+                  f"is another shot than this worker's own generation {record.generation} (numbered here while "
+                  "Redis was unreachable, or before Redis lost its data); this worker keeps its own",
+                  tag=record.tag, generation=record.generation, worker=record.worker)
         return None
 
     # -- state -----------------------------------------------------------------------------
@@ -204,10 +437,10 @@ class Farm:
             tags = [_text(t) for t in client.zrevrange(self.keys.tags, 0, limit - 1)]
             pipe = client.pipeline(transaction=False)
             for tag in tags:
-                pipe.zrange(self.keys.shots(tag), -1, -1)
+                pipe.zrange(self.keys.shots(tag), 0, -1)  # at most ZEROCOPY_REDIS_KEEP
             newest = pipe.execute()
             pipe = client.pipeline(transaction=False)
-            wanted = [(tag, int(gens[0])) for tag, gens in zip(tags, newest) if gens]
+            wanted = [(tag, max(_generations(gens))) for tag, gens in zip(tags, newest) if _generations(gens)]
             for tag, generation in wanted:
                 pipe.hgetall(self.keys.record(tag, generation))
             return wanted, pipe.execute()
@@ -246,6 +479,17 @@ class Farm:
         if self.subscriber is not None:
             self.subscriber.close()
         self.connection.close()
+
+
+def _generations(members) -> list[int]:
+    """The members of a tag's shots that are generation numbers (scores are doubles: not exact)."""
+    out = []
+    for member in members:
+        try:
+            out.append(generation_of(member, "a member"))
+        except CorruptFile:
+            continue
+    return out
 
 
 def _text(value) -> str:

@@ -10,6 +10,8 @@ digits, ``_``, ``-``, ``.``, so it never holds the ``:`` that separates the part
                                           blob by the commit)
     <p>:tags                      zset    every tag published, scored by its newest generation
     <p>:published                 string  commits so far (a fingerprint for linked tags)
+    <p>:epoch                     string  a token made when the data set is new: another token
+                                          (or none) tells a worker that Redis lost its data
     <p>:events                    channel one JSON message per commit
 """
 
@@ -24,6 +26,7 @@ class Keys:
         self.tags = f"{prefix}:tags"
         self.published = f"{prefix}:published"
         self.channel = f"{prefix}:events"
+        self.epoch = f"{prefix}:epoch"
 
     def base(self, tag: str) -> str:
         return f"{self.prefix}:tag:{tag}:"

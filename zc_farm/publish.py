@@ -22,14 +22,41 @@ import time
 from . import identity, transfer
 from ._pack import GenerationExists, NotFound, digest_bytes, log
 from .connection import FarmUnavailable
-from .records import ShotRecord
+from .records import MAX_GENERATION, ShotRecord
 
 ALLOCATED, CLAIM = "allocated", "claim"
 LINEAGE_KEY = "lineage"  # zc_continuity.lineage.LINEAGE_KEY: the JSON a Store records
 MAX_ATTEMPTS = 8
 
 
+def parent_of(meta: dict, tag: str) -> int | None:
+    """The generation of the shot's parent when its lineage continues a shot of the same tag
+    (a number in 1..2^63-1 below nothing else checked here), else None."""
+    try:
+        lineage = json.loads(meta.get(LINEAGE_KEY) or "null")
+    except ValueError:
+        return None
+    if not isinstance(lineage, dict) or lineage.get("parent_tag") != tag:
+        return None
+    parent = lineage.get("parent_generation")
+    if not isinstance(parent, int) or isinstance(parent, bool) or not 1 <= parent <= MAX_GENERATION:
+        return None
+    return parent
+
+
+def local_identity(store, tag: str, generation: int) -> str | None:
+    """The identity of the local store's tag@generation (no tensor exported), None when absent."""
+    try:
+        _, infos = store.tensor_info(tag, generation)
+        _, meta = store.meta(tag, generation)
+    except NotFound:
+        return None
+    return identity.identity({name: info.digest for name, info in infos.items()}, meta)
+
+
 def make_record(farm, bundle, ident: str, data: bytes) -> ShotRecord:
+    parent = parent_of(bundle.meta, bundle.tag)
+    parent_ident = local_identity(farm.store, bundle.tag, parent) if parent is not None else None
     tensors = [{"name": info.name, "dtype": info.dtype, "shape": list(info.shape), "nbytes": info.nbytes,
                 "digest": info.digest} for info in bundle.info.values()]
     renumbered = bundle.meta.get(identity.RENUMBERED_FROM_KEY, "")
@@ -40,10 +67,10 @@ def make_record(farm, bundle, ident: str, data: bytes) -> ShotRecord:
         size=len(data), chunks=max(1, math.ceil(len(data) / farm.config.chunk_bytes)),
         primary_digest=tensors[0]["digest"] or "" if tensors else "", tensors=tensors, meta=dict(bundle.meta),
         published_unix_ms=int(time.time() * 1000),
-        renumbered_from=int(renumbered) if renumbered.isdigit() else None)
+        renumbered_from=int(renumbered) if renumbered.isdigit() else None, parent_identity=parent_ident or "")
 
 
-def _send(farm, record: ShotRecord, data: bytes, mode: str) -> tuple[str, int]:
+def _send(farm, record: ShotRecord, data: bytes, mode: str) -> tuple[str, int, str]:
     client = farm.connection.bulk
     key, count = transfer.upload(client, farm.keys, record.tag, record.generation, data, farm.config.chunk_bytes)
     if count != record.chunks:
@@ -63,9 +90,11 @@ def publish_shot(farm, tag: str, generation: int, mode: str) -> str:
         return "gone"
     ident = identity.of_bundle(bundle)
     record = make_record(farm, bundle, ident, data)
-    status, _ = farm.connection.call(f"the publish of tag {tag!r} generation {generation}",
-                                     lambda: _send(farm, record, data, mode))
+    status, _, repaired = farm.connection.call(f"the publish of tag {tag!r} generation {generation}",
+                                               lambda: _send(farm, record, data, mode))
     del data
+    if repaired:
+        farm.bad_counter(tag, repaired)
     if status in ("ok", "duplicate", "trimmed"):
         farm.count("published" if status == "ok" else status)
         return status
@@ -95,26 +124,23 @@ def renumber(farm, bundle, local_generation: int) -> str:
                                    f"{MAX_ATTEMPTS} attempts (other processes keep taking them)")
         done = farm.renumbered[(tag, local_generation)] = new
         farm.count("renumbered")
-        log.warning("farm: tag %r generation %d was numbered on this worker while Redis was unreachable, and "
-                    "the farm's generation %d is another shot; stored again as generation %d and published "
-                    "under that number (its record names both; this worker keeps both)",
-                    tag, local_generation, local_generation, new)
+        farm.warn("Farm: a shot was renumbered",
+                  f"farm: tag {tag!r} generation {local_generation} was numbered on this worker while Redis "
+                  f"was unreachable (or Redis lost its data), and the farm's generation {local_generation} is "
+                  f"another shot; stored again as generation {new} and published under that number (its "
+                  "record names both; the original stays here until retention prunes it like any older shot)",
+                  tag=tag, generation=new, renumbered_from=local_generation)
     outcome = publish_shot(farm, tag, done, ALLOCATED)
     return f"renumbered as {done}" if outcome in ("ok", "duplicate", "trimmed") else outcome
 
 
 def _rename_parent(farm, tag: str, meta: dict) -> None:
     """A renumbered shot whose parent was renumbered too continues the parent's new number."""
-    try:
-        lineage = json.loads(meta.get(LINEAGE_KEY) or "null")
-    except ValueError:
-        return
-    if not isinstance(lineage, dict) or lineage.get("parent_tag") != tag:
-        return
-    parent = lineage.get("parent_generation")
-    renamed = farm.renumbered.get((tag, parent)) if isinstance(parent, int) else None
+    parent = parent_of(meta, tag)
+    renamed = farm.renumbered.get((tag, parent)) if parent is not None else None
     if renamed is None:
         return
+    lineage = json.loads(meta[LINEAGE_KEY])
     lineage["parent_generation"] = renamed
     meta[LINEAGE_KEY] = json.dumps(lineage, sort_keys=True, separators=(",", ":"))  # lineage.record's form
     meta[identity.LINEAGE_PARENT_WAS_KEY] = str(parent)

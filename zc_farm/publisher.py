@@ -103,6 +103,11 @@ class Publisher:
             log.info("farm: tag %r: publishing %d shot(s) of this worker that Redis lacks: generations %s",
                      tag, len(found), ", ".join(str(g) for g, _ in found))
 
+    def queued_claims(self, tag: str) -> list[int]:
+        """The generations of tag queued to be published as claims (numbered locally)."""
+        with self._cond:
+            return [t[2] for t in self._tasks if t[0] == SHOT and t[1] == tag and t[3] == publish.CLAIM]
+
     def _newer_queued(self, tag: str, generation: int) -> int:
         with self._cond:
             return sum(1 for t in self._tasks if t[0] == SHOT and t[1] == tag and t[2] > generation)

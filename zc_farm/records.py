@@ -11,6 +11,9 @@
     tensors           JSON: [{name, dtype, shape, nbytes, digest}, ...]
     meta              JSON: the shot's metadata (lineage included)
     published_unix_ms when the commit landed (the publishing worker's clock)
+    parent_identity   the identity of the shot's parent (its lineage's parent_generation, same tag)
+                      as the publishing worker holds it ('' for a root, or a parent it lacks): a
+                      worker that holds another shot under that number knows the chain is not its
     renumbered_from   for a shot that was numbered locally while Redis was unreachable and whose
                       number another shot took: the generation it has on its worker ('' otherwise)
 
@@ -27,6 +30,17 @@ from ._pack import CorruptFile
 
 FORMAT = "zc-farm-1"
 MAX_CHUNKS = 1 << 20
+MAX_GENERATION = (1 << 63) - 1  # the engine's ZC_MAX_GENERATION
+
+
+def generation_of(value, where: str) -> int:
+    """A generation number Redis gave (bytes, str or int) as an int in 1..2^63-1, else
+    CorruptFile naming where it came from and the value."""
+    text = _text(value).strip() if value is not None else ""
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_GENERATION:
+        raise CorruptFile(f"{where} is {text[:40]!r}, not a generation number 1..{MAX_GENERATION}; it was not "
+                          "written by this pack's farm tier (delete the key, or republish the shot)")
+    return int(text)
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,7 @@ class ShotRecord:
     meta: dict = field(default_factory=dict)
     published_unix_ms: int = 0
     renumbered_from: int | None = None
+    parent_identity: str = ""
 
     def fields(self) -> dict[str, str]:
         return {
@@ -54,6 +69,7 @@ class ShotRecord:
             "meta": json.dumps(self.meta, sort_keys=True, separators=(",", ":")),
             "published_unix_ms": str(self.published_unix_ms),
             "renumbered_from": "" if self.renumbered_from is None else str(self.renumbered_from),
+            "parent_identity": self.parent_identity,
         }
 
     def summary(self) -> dict:
@@ -78,8 +94,9 @@ class ShotRecord:
 
         def number(name: str, low: int = 0) -> int:
             value = need(name)
-            if not value.isdigit() or int(value) < low:
-                raise CorruptFile(f"{where}: field {name!r} is {value[:40]!r}, not a whole number >= {low}")
+            if not (value.isascii() and value.isdigit()) or not low <= int(value) <= MAX_GENERATION:
+                raise CorruptFile(f"{where}: field {name!r} is {value[:40]!r}, not a whole number "
+                                  f"{low}..{MAX_GENERATION}")
             return int(value)
 
         if need("format") != FORMAT:
@@ -98,12 +115,15 @@ class ShotRecord:
         if chunks > MAX_CHUNKS:
             raise CorruptFile(f"{where} claims {chunks} chunks; the limit is {MAX_CHUNKS}")
         renumbered = text.get("renumbered_from", "")
+        if renumbered:
+            generation_of(renumbered, f"{where}: field 'renumbered_from'")
         return cls(tag=tag, generation=generation, worker=need("worker"), published_by=need("published_by"),
                    identity=need("identity"), blob_digest=need("blob_digest"), size=number("size", 1),
                    chunks=chunks, primary_digest=need("primary_digest"), tensors=tensors,
                    meta={str(k): str(v) for k, v in meta.items()},
                    published_unix_ms=number("published_unix_ms"),
-                   renumbered_from=int(renumbered) if renumbered.isdigit() else None)
+                   renumbered_from=int(renumbered) if renumbered else None,
+                   parent_identity=text.get("parent_identity", ""))
 
 
 def _text(value) -> str:

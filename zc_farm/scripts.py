@@ -1,76 +1,170 @@
 """The Lua scripts that make the farm's few multi-key steps atomic in Redis.
 
 ALLOCATE   the next generation of a tag, above the caller's floor (its local store's
-           last_generation) and above every number handed out before.
+           last_generation) and above every number handed out before; with mode ``seed``, only
+           raises the counter to the floor (a worker that learnt Redis lost its data). It also
+           reads the farm's epoch (a token made once per Redis data set), which tells a worker
+           that Redis restarted empty or was flushed.
 COMMIT     a publish: the uploaded chunks become the shot's blob, its record, its place in the
-           tag's shots, the tag's trim to the newest ``keep`` and the event, all or nothing. Its answer: ``ok``, ``duplicate`` (this very shot is there already),
-           ``conflict`` (another shot holds the generation), ``taken`` (a claim of a number
-           Redis has handed out), ``incomplete`` (chunks missing), ``trimmed`` (older than the
-           newest ``keep``: not kept).
-NEWEST     the newest published generation of a tag and its first tensor's digest (one round
-           trip: what a Handoff's fingerprint costs).
+           tag's shots, the tag's trim to the newest ``keep`` and the event, all or nothing. Its
+           answer: ``ok``, ``duplicate`` (this very shot is there already), ``conflict`` (another
+           shot holds the generation), ``taken`` (a claim of a number Redis has handed out),
+           ``incomplete`` (chunks missing), ``trimmed`` (older than the newest ``keep``: not kept).
+NEWEST     the newest published generation of a tag, its first tensor's digest and the epoch
+           (one round trip: what a Handoff's fingerprint costs).
 
-Numbers are Lua doubles: exact up to 2^53 generations.
+Generations are decimal strings from end to end: Lua's numbers are doubles, exact only up to
+2^53, and the engine's generations go to 2^63-1 (ZC_MAX_GENERATION). So the scripts compare
+them as strings of digits (``lt``), add one by hand (``succ``) and never call ``tonumber`` on
+one; a Redis integer reply would pass through a double too, so every number is returned as a
+string. A counter that is not a number in 1..2^63-1 (written by something else) is repaired to
+the highest number the caller or the farm's records know, and its old value is returned so the
+worker can say so. Scores of the sorted sets are doubles (approximate above 2^53); their order
+is used only to find candidates, and the exact order comes from the members, compared as strings.
 """
 
 from __future__ import annotations
 
-ALLOCATE = """
-local floor = tonumber(ARGV[1])
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-if current < floor then redis.call('SET', KEYS[1], ARGV[1]) end
-return redis.call('INCR', KEYS[1])
+MAX_GENERATION = (1 << 63) - 1  # the engine's ZC_MAX_GENERATION
+
+_HELPERS = """
+local MAX = '9223372036854775807'
+local function valid(s)
+  return type(s) == 'string' and #s <= 19 and string.match(s, '^[1-9][0-9]*$') ~= nil
+         and (#s < 19 or s <= MAX)
+end
+local function lt(a, b)
+  if #a ~= #b then return #a < #b end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return false
+end
+local function succ(s)
+  local digits = {}
+  for i = 1, #s do digits[i] = string.byte(s, i) - 48 end
+  local i = #s
+  while i >= 1 do
+    if digits[i] < 9 then digits[i] = digits[i] + 1 break end
+    digits[i] = 0
+    i = i - 1
+  end
+  local out = {}
+  for k = 1, #digits do out[k] = string.char(48 + digits[k]) end
+  local text = table.concat(out)
+  if i == 0 then text = '1' .. text end
+  return text
+end
+local function highest(members, floor)
+  local top = floor
+  for _, m in ipairs(members) do
+    if valid(m) and (top == '0' or lt(top, m)) then top = m end
+  end
+  return top
+end
+local function sorted(members)
+  local out = {}
+  for _, m in ipairs(members) do if valid(m) then out[#out + 1] = m end end
+  table.sort(out, lt)
+  return out
+end
+"""
+
+# KEYS: counter, shots, epoch; ARGV: floor ('0' or a generation), mode (next|seed), a new epoch token
+ALLOCATE = _HELPERS + """
+local floor = ARGV[1]
+if floor ~= '0' and not valid(floor) then return redis.error_reply('bad floor ' .. floor) end
+local epoch = redis.call('GET', KEYS[3])
+if not epoch then
+  redis.call('SET', KEYS[3], ARGV[3])
+  epoch = ARGV[3]
+end
+local raw = redis.call('GET', KEYS[1])
+local current = raw or '0'
+local repaired = ''
+if raw and not valid(raw) then
+  repaired = string.sub(raw, 1, 64)
+  current = highest(redis.call('ZRANGE', KEYS[2], 0, -1), '0')
+end
+if current == '0' or lt(current, floor) then current = floor end
+if ARGV[2] == 'seed' then
+  if current ~= '0' and (repaired ~= '' or raw ~= current) then redis.call('SET', KEYS[1], current) end
+  return {'seeded', current, epoch, repaired}
+end
+if current == MAX then
+  if repaired ~= '' then redis.call('SET', KEYS[1], current) end
+  return {'exhausted', current, epoch, repaired}
+end
+local gen = succ(current)
+redis.call('SET', KEYS[1], gen)
+return {'ok', gen, epoch, repaired}
 """
 
 # KEYS: counter, shots, record, blob, upload, tags, published
 # ARGV: generation, identity, mode (allocated|claim), keep, chunks, tag base, channel, event, tag,
 #       then the record's fields (name, value, ...)
-COMMIT = """
-local gen = tonumber(ARGV[1])
+COMMIT = _HELPERS + """
+local gen = ARGV[1]
+if not valid(gen) then return redis.error_reply('bad generation ' .. gen) end
 local existing = redis.call('HGET', KEYS[3], 'identity')
 if existing then
   redis.call('DEL', KEYS[5])
-  if existing == ARGV[2] then return {'duplicate', ARGV[1]} end
-  return {'conflict', ARGV[1]}
+  if existing == ARGV[2] then return {'duplicate', gen, ''} end
+  return {'conflict', gen, ''}
 end
-local counter = tonumber(redis.call('GET', KEYS[1]) or '0')
-if ARGV[3] == 'claim' and gen <= counter then
+local raw = redis.call('GET', KEYS[1])
+local counter = raw or '0'
+local repaired = ''
+if raw and not valid(raw) then
+  repaired = string.sub(raw, 1, 64)
+  counter = highest(redis.call('ZRANGE', KEYS[2], 0, -1), '0')
+  if ARGV[3] == 'claim' and counter == '0' then counter = gen end  -- unknown: a claim is refused
+  redis.call('SET', KEYS[1], counter)
+end
+if ARGV[3] == 'claim' and counter ~= '0' and not lt(counter, gen) then
   redis.call('DEL', KEYS[5])
-  return {'taken', tostring(counter)}
+  return {'taken', counter, repaired}
 end
 if redis.call('LLEN', KEYS[5]) ~= tonumber(ARGV[5]) then
   redis.call('DEL', KEYS[5])
-  return {'incomplete', ARGV[1]}
+  return {'incomplete', gen, repaired}
 end
-if gen > counter then redis.call('SET', KEYS[1], ARGV[1]) end
+if counter == '0' or lt(counter, gen) then redis.call('SET', KEYS[1], gen) end
 local fields = {}
 for i = 10, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('RENAME', KEYS[5], KEYS[4])
 redis.call('PERSIST', KEYS[4])
 redis.call('HSET', KEYS[3], unpack(fields))
-redis.call('ZADD', KEYS[2], gen, ARGV[1])
+redis.call('ZADD', KEYS[2], gen, gen)
 local status = 'ok'
-local extra = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
-if extra > 0 then
-  local old = redis.call('ZRANGE', KEYS[2], 0, extra - 1)
-  for _, g in ipairs(old) do
-    redis.call('DEL', ARGV[6] .. 'shot:' .. g, ARGV[6] .. 'blob:' .. g)
-    if g == ARGV[1] then status = 'trimmed' end
-  end
-  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, extra - 1)
+local members = redis.call('ZRANGE', KEYS[2], 0, -1)
+local order = sorted(members)
+local extra = #order - tonumber(ARGV[4])
+for i = 1, extra do
+  local g = order[i]
+  redis.call('DEL', ARGV[6] .. 'shot:' .. g, ARGV[6] .. 'blob:' .. g)
+  redis.call('ZREM', KEYS[2], g)
+  if g == gen then status = 'trimmed' end
 end
-local newest = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-redis.call('ZADD', KEYS[6], newest[2], ARGV[9])
+for _, m in ipairs(members) do  -- a member that is no generation (not written by this pack)
+  if not valid(m) then redis.call('ZREM', KEYS[2], m) end
+end
+local newest = order[#order]
+redis.call('ZADD', KEYS[6], newest, ARGV[9])
 redis.call('INCR', KEYS[7])
 if status == 'ok' then redis.call('PUBLISH', ARGV[7], ARGV[8]) end
-return {status, ARGV[1]}
+return {status, gen, repaired}
 """
 
-# KEYS: shots; ARGV: tag base
-NEWEST = """
-local top = redis.call('ZRANGE', KEYS[1], -1, -1)
-if #top == 0 then return false end
-return {top[1], redis.call('HGET', ARGV[1] .. 'shot:' .. top[1], 'primary_digest') or ''}
+# KEYS: shots, epoch; ARGV: tag base
+NEWEST = _HELPERS + """
+local epoch = redis.call('GET', KEYS[2]) or ''
+local top = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if #top == 0 then return {'', '', epoch} end
+local best = highest(redis.call('ZRANGEBYSCORE', KEYS[1], top[2], '+inf'), '0')
+if best == '0' then return {'', '', epoch} end
+return {best, redis.call('HGET', ARGV[1] .. 'shot:' .. best, 'primary_digest') or '', epoch}
 """
 
 

@@ -18,7 +18,7 @@ import uuid
 
 from ._pack import CorruptFile, digest_bytes
 from .keys import UPLOAD_TTL_S, Keys
-from .records import ShotRecord
+from .records import ShotRecord, generation_of
 
 
 def send_chunk(client, key: str, chunk: memoryview, first: bool) -> None:
@@ -44,8 +44,10 @@ def upload(client, keys: Keys, tag: str, generation: int, data: bytes, chunk_byt
 
 
 def commit(script, client, keys: Keys, record: ShotRecord, *, upload_key: str, mode: str,
-           keep: int) -> tuple[str, int]:
-    """COMMIT's answer: (status, number); for ``taken`` the number is the farm's counter."""
+           keep: int) -> tuple[str, int, str]:
+    """COMMIT's answer: (status, number, repaired); for ``taken`` the number is the farm's
+    counter; ``repaired`` is the counter's old value when it was no generation number (the
+    script repaired it), else ''."""
     tag, generation = record.tag, record.generation
     event = json.dumps({"tag": tag, "generation": generation, "worker": record.worker,
                         "published_by": record.published_by, "bytes": record.size,
@@ -53,13 +55,14 @@ def commit(script, client, keys: Keys, record: ShotRecord, *, upload_key: str, m
     flat: list[str] = []
     for name, value in record.fields().items():
         flat += [name, value]
-    status, number = script(
+    status, number, repaired = script(
         keys=[keys.counter(tag), keys.shots(tag), keys.record(tag, generation), keys.blob(tag, generation),
               upload_key, keys.tags, keys.published],
         args=[generation, record.identity, mode, keep, record.chunks, keys.base(tag), keys.channel, event,
               tag, *flat],
         client=client)
-    return _text(status), int(number)
+    where = f"the farm's answer to the publish of tag {tag!r} generation {generation}"
+    return _text(status), generation_of(number, where), _text(repaired)
 
 
 def fetch(client, keys: Keys, tag: str, generation: int) -> tuple[ShotRecord, bytes] | None:

@@ -7,7 +7,9 @@ store's own behaviour and redis-py is never imported. A farm that cannot start (
 a bad URL) is logged once and leaves the worker local. The calls:
 
     put(store, tag, tensors, meta)   the Store (and the Handoff's start image): farm-numbered put
-    pull(tag, generation)            before a Handoff or Load reads: a newer shot from the farm
+    pull(tag, generation)            before a Handoff or Load reads: a newer shot from the farm, with
+                                     the ancestors the local film lacks
+    complete_film(tag)               before the film is assembled: the ancestors it lacks
     origin_notes(meta)               the certificate's line naming the worker a shot came from
     newer_published(tag, newest)     a fingerprint's look at the farm (one round trip at most)
     linked_state()                   the same for a linked tag (any tag's publish)
@@ -46,7 +48,7 @@ def active():
         try:
             from ..zc_farm import Farm, FarmConfig
             config = FarmConfig.from_env(url=url)
-            _farm = Farm(runtime.store(), config, on_event=_on_farm_event)
+            _farm = Farm(runtime.store(), config, on_event=_on_farm_event, on_warning=_on_farm_warning)
         except Exception as exc:  # noqa: BLE001 - a farm that cannot start leaves the worker local
             _failure = f"{type(exc).__name__}: {exc}"
             log.error("farm: not started (%s, URL from the %s): %s; this worker stores and reads locally",
@@ -122,6 +124,13 @@ def pull(tag: str, generation: int = 0) -> None:
     farm = active()
     if farm is not None:
         farm.pull(tag, generation)
+
+
+def complete_film(tag: str) -> int:
+    """Before a film is read whole (the Assemble node): import the ancestors of the tag's newest
+    shot that this worker lacks and the farm holds. How many were imported (0 without a farm)."""
+    farm = active()
+    return farm.complete(tag) if farm is not None else 0
 
 
 def origin_notes(meta: dict) -> list[str]:

@@ -5,13 +5,20 @@ the pixel frames its start repeats of the shot before (its lineage's ``trim``). 
 every shot on the line from the store (verified against its digests first), drops each seam's
 overlap, optionally crossfades a few frames there, and joins the clips in order (film_join).
 Audio-video shots (LTX-2) decode their audio stream too, joined at the same seams.
+
+A film with a shot the engine cannot place (its parent has no spill file: pruned, deleted, or a
+farm worker that never received the film's first shots) is refused, naming the shot, why and
+what to do: the node never returns fewer shots than the film has without saying so. The
+``assemble_incomplete`` input (off by default) joins only the line that verifies instead, and
+lists what it left out in ``info``. On a farm the film's missing ancestors are first fetched
+from Redis when it still holds them (farm_link.complete_film).
 """
 
 from __future__ import annotations
 
 from comfy_api.latest import io
 
-from . import comfy_adapter, film_view, log, runtime
+from . import comfy_adapter, farm_link, film_view, log, runtime
 from .handoff_node import store_state
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, film_join
@@ -21,6 +28,39 @@ from ..zc_engine import NotFound, ZeroCopyError
 
 def frames_of(image) -> int:
     return int(image.shape[0])
+
+
+def gaps(doc: dict) -> list[str]:
+    """Why the film in doc (film_view.describe) is not whole: one sentence per shot that cannot
+    be placed on it (state ``broken``: a missing parent, a parent not older, a cycle)."""
+    out = []
+    for shot in doc.get("shots", []):
+        if shot.get("state") == "broken":
+            out.append(shot.get("problem") or f"generation {shot['generation']} cannot be placed on the film "
+                                               f"(hop {shot.get('hop')})")
+    return out
+
+
+def partial_line(doc: dict) -> dict:
+    """doc with its line made of what can be assembled when the engine's line is empty (the
+    film's first shot lacks its parent): the newest shot and its ancestors down to the gap."""
+    if doc.get("line"):
+        return doc
+    by_generation = {s["generation"]: s for s in doc.get("shots", [])}
+    line, generation = [], doc.get("newest")
+    while generation in by_generation and generation not in line and len(line) < len(by_generation):
+        line.append(generation)
+        generation = by_generation[generation].get("parent")
+    return {**doc, "line": line[::-1]}
+
+
+def incomplete_error(tag: str, problems: list[str], line_count: int) -> str:
+    return (f"film {tag!r} is not whole on this worker: {'; '.join(problems)}. Assembling it would give "
+            f"{line_count} shot(s) without them, so nothing was assembled. On a farm, assemble on the worker "
+            "that made the film (Redis keeps only the newest ZEROCOPY_REDIS_KEEP shots of a tag, so a worker "
+            "that never received the first ones cannot fetch them), or raise ZEROCOPY_REDIS_KEEP above the "
+            "film's length on every worker before the film is made; else render the missing shot again. To "
+            "join only the shots that verify, turn on assemble_incomplete")
 
 
 class ZeroCopyFilmAssemble(io.ComfyNode):
@@ -34,7 +74,9 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
                 "Joins the film stored under a tag into one clip: the shots of its chosen line in "
                 "order (takes you chose in the sidebar's storyboard are followed), each decoded "
                 "after its digests verify, the frames each shot repeats of the one before dropped, "
-                "with an optional crossfade at the seams. Audio-video shots give their audio too."),
+                "with an optional crossfade at the seams. Audio-video shots give their audio too. A film "
+                "with a shot that cannot be placed (a missing parent) fails with its name, unless "
+                "assemble_incomplete is on (off by default)."),
             inputs=[
                 io.String.Input("buffer_tag", default=DEFAULT_TAG,
                                 tooltip="The film's tag (typed, or linked from the String node that names it)."),
@@ -54,6 +96,12 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
                 io.Float.Input("frame_rate", default=25.0, min=1.0, max=240.0, optional=True,
                                tooltip="Frames per second of the film (audio only: converts the seams' "
                                        "frames to audio samples)."),
+                io.Boolean.Input("assemble_incomplete", default=False, optional=True,
+                                 tooltip="Off (default, strict): the node fails, naming the shot and why, when "
+                                         "the film has a shot it cannot place (its parent is missing, e.g. on a "
+                                         "farm worker that never received the film's first shots). On: joins "
+                                         "only the shots of the line that verify and lists the ones left out "
+                                         "in info."),
             ],
             outputs=[
                 io.Image.Output(display_name="images", tooltip="The film's frames, in order."),
@@ -80,15 +128,26 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
 
     @classmethod
     def execute(cls, buffer_tag=DEFAULT_TAG, vae=None, crossfade_frames=0, first_shot=1, last_shot=0,
-                seam_trim=-1, audio_vae=None, frame_rate=25.0) -> io.NodeOutput:
+                seam_trim=-1, audio_vae=None, frame_rate=25.0, assemble_incomplete=False) -> io.NodeOutput:
         problem = tag_problem(buffer_tag)
         if problem:
             raise ValueError(problem)
+        farm_link.complete_film(buffer_tag)  # on a farm: the ancestors this worker lacks, if Redis has them
         try:
             doc = film_view.describe(buffer_tag)
         except NotFound as exc:
             raise ContinuityError(f"{exc}; store the film's shots with ZeroCopyLatentStore under tag "
                                   f"{buffer_tag!r} first") from None
+        missing = gaps(doc)
+        if missing and not assemble_incomplete:
+            raise ContinuityError(incomplete_error(buffer_tag, missing, len(film_view.line(doc))))
+        if missing:
+            doc = partial_line(doc)
+            log.warning("film %r assembled incomplete (assemble_incomplete is on): %s", buffer_tag,
+                        "; ".join(missing))
+        if missing and not film_view.line(doc):
+            raise ContinuityError(f"film {buffer_tag!r} has no shot on its line that can be assembled"
+                                  + (f": {'; '.join(missing)}" if missing else ""))
         shots = film_join.shot_range(film_view.line(doc), first_shot, last_shot)
         trims = film_join.seam_trims(shots, seam_trim)
         store = runtime.store()
@@ -130,10 +189,13 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
             joined = film_join.join_audio(waves, trims, sample_rate / float(frame_rate), crossfade_frames)
             audio = {"waveform": joined, "sample_rate": int(sample_rate)}
         seams = len(clips) - 1
-        head = (f"ZeroCopy film {buffer_tag!r}: {len(clips)} shots, {frames_of(images)} frames = "
+        head = (f"ZeroCopy film {buffer_tag!r}: {len(clips)} shots"
+                + (f" (INCOMPLETE: {len(missing)} shot(s) could not be placed)" if missing else "")
+                + f", {frames_of(images)} frames = "
                 f"{sum(frames_of(c) for c in clips)} decoded - {sum(trims)} trimmed"
                 + (f" - {seams} x {crossfade_frames} crossfaded" if crossfade_frames and seams else ""))
-        notes = [f"note: {p}" for p in doc.get("problems", [])]
+        notes = [f"note: {p}" for p in doc.get("problems", []) if p not in missing]
+        notes += [f"LEFT OUT (assemble_incomplete is on): {p}" for p in missing]
         info = "\n".join([head, *lines, *notes])
         log.info(info.replace("\n", " | "))
         return io.NodeOutput(images, audio, info)
