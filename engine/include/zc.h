@@ -377,11 +377,17 @@ typedef struct {
 ZC_API void zc_store_config_init(zc_store_config *config);
 
 /* Open a store.  With a spill_dir, the directory is indexed by file name
- * (files are not read), temporary files left by a process that crashed are
- * removed (never those of a live process), and files that are not ours are
- * left alone.  A file of ours that fails to restore later (corrupt,
- * truncated, foreign header) is renamed aside with a ".rejected" suffix, never
- * deleted; their count is in zc_store_stats.files_rejected.
+ * (files are not read, only looked at: one stat each), temporary files left
+ * by a process that crashed are removed (never those of a live process), and
+ * files that are not ours are left alone.  A file of ours that fails to
+ * restore later (corrupt, truncated, foreign header) is renamed aside with a
+ * ".rejected" suffix, never deleted; their count is in
+ * zc_store_stats.files_rejected.  The folder is hostile input: a file named
+ * like a spill file ("<tag>@<20 digits>.latent") that cannot be one — its
+ * generation is 0 or above ZC_MAX_GENERATION, or it is no regular file, or
+ * too small to hold a spill file's header (an empty file) — is renamed aside
+ * the same way here, at open, and counted in files_rejected, so that no stray
+ * file can make a tag's numbering wrap or run out.
  *
  * Several stores, in one process or in several on one machine, may share a
  * spill_dir (see "HowTo: share a spill folder" below).  The store keeps a few

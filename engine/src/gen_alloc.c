@@ -47,12 +47,17 @@ static int parse_field(const char *p, uint64_t *out)
 }
 
 /* The counter in the bytes read; anything else (empty, torn by a power
- * loss, edited) reads as zero, which allocation survives (see the top). */
+ * loss, edited) reads as zero, which allocation survives (see the top).  So
+ * does a field above ZC_MAX_GENERATION, which no engine writes (the last
+ * generation is at most that, and the change count resets here long before
+ * it could reach it): trusted, it would make the next number wrap or say the
+ * tag used every generation, and each field's + 1 below could overflow. */
 static zc_gen_counter parse_counter(const char *buf, size_t got)
 {
     zc_gen_counter c = {0, 0};
     if (got != COUNTER_BYTES || buf[FIELD_DIGITS] != ' ' || buf[COUNTER_BYTES - 1] != '\n' ||
-        parse_field(buf, &c.last) != 0 || parse_field(buf + FIELD_DIGITS + 1, &c.changes) != 0)
+        parse_field(buf, &c.last) != 0 || parse_field(buf + FIELD_DIGITS + 1, &c.changes) != 0 ||
+        c.last > ZC_MAX_GENERATION || c.changes > ZC_MAX_GENERATION)
         c.last = c.changes = 0;
     return c;
 }
@@ -169,7 +174,10 @@ int zc__gen_allocate(zc_store *s, const char *tag, uint64_t floor, uint64_t requ
         }
         g = requested;
     } else {
-        g = (c.last > floor ? c.last : floor) + 1;
+        /* Both are at most ZC_MAX_GENERATION (INT64_MAX) when they come from
+         * this engine, so g never wraps; a larger one runs out at once. */
+        uint64_t base = c.last > floor ? c.last : floor;
+        g = base < ZC_MAX_GENERATION ? base + 1 : ZC_MAX_GENERATION + 1;
         while (g <= ZC_MAX_GENERATION && zc__spill_name_taken(s, tag, g))
             g++;
         if (g > ZC_MAX_GENERATION) {
@@ -197,7 +205,7 @@ int zc__gen_note_change(zc_store *s, const char *tag, uint64_t *before)
     int rc = open_locked(s, tag, path, sizeof path, &f, &c);
     if (rc == ZC_OK) {
         *before = c.changes;
-        c.changes++;
+        c.changes++; /* at most ZC_MAX_GENERATION + 1 (see parse_counter): no wrap */
         rc = write_and_close(&f, path, c);
     }
     zc_os_mutex_unlock(m);

@@ -48,7 +48,11 @@ int zc__spill_parse_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint64_
     }
     memcpy(tag, name, tlen);
     tag[tlen] = '\0';
-    if (g == 0 || zc_tag_check(tag) != ZC_OK)
+    /* 20 digits reach 99999999999999999999: a generation above the range the
+     * engine hands out (1 to ZC_MAX_GENERATION) would make the next one wrap
+     * or run out, so such a name is no spill file of ours (index_directory
+     * renames it aside). */
+    if (g == 0 || g > ZC_MAX_GENERATION || zc_tag_check(tag) != ZC_OK)
         return -1;
     *generation = g;
     return 0;
@@ -153,8 +157,103 @@ static int mkdir_p(const char *dir)
     return ZC_OK;
 }
 
+/* 1 if name has the shape of a spill file's name, "<valid tag>@<20 digits>.latent",
+ * whatever number the digits spell; tag receives the tag. */
+static int shaped_like_spill(const char *name, char tag[ZC_MAX_TAG_LEN + 1])
+{
+    size_t len = strlen(name), slen = strlen(ZC_SPILL_SUFFIX);
+    const char *at = strrchr(name, '@');
+    if (at == NULL || len <= slen || strcmp(name + len - slen, ZC_SPILL_SUFFIX) != 0)
+        return 0;
+    size_t tlen = (size_t)(at - name);
+    if (tlen == 0 || tlen > ZC_MAX_TAG_LEN || (size_t)(name + len - slen - (at + 1)) != GEN_DIGITS)
+        return 0;
+    for (const char *p = at + 1; p < name + len - slen; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    memcpy(tag, name, tlen);
+    tag[tlen] = '\0';
+    return zc_tag_check(tag) == ZC_OK;
+}
+
+/* The fewest bytes a spill file of tag@generation can have: the length prefix
+ * and a header holding at least the identity a restore insists on, written
+ * without spaces (escapes only lengthen it). */
+static uint64_t smallest_spill_file(const char *tag, uint64_t generation)
+{
+    char header[160 + ZC_MAX_TAG_LEN];
+    int n = snprintf(header, sizeof header, "{\"__metadata__\":{\"%s\":\"%s\",\"%s\":\"%s\","
+                     "\"%s\":\"%llu\"}}", ZC_META_FORMAT, ZC_FORMAT_VALUE, ZC_META_TAG, tag,
+                     ZC_META_GENERATION, (unsigned long long)generation);
+    return 8 + (n > 0 ? (uint64_t)n : 0);
+}
+
+/* 0 if the file at path, named as tag@generation's spill file, may be one (a
+ * restore reads it to be sure); -1 if it cannot be: no regular file, or too
+ * small to hold a spill file's header.  One stat, no read.  A file that
+ * cannot be looked at (gone, a dangling link) is left to the restore. */
+static int may_be_spill_file(const char *path, const char *tag, uint64_t generation)
+{
+    zc_os_path_kind kind;
+    uint64_t size = 0;
+    if (zc_os_stat(path, &kind, &size) != 0)
+        return 0;
+    return kind == ZC_OS_PATH_FILE && size >= smallest_spill_file(tag, generation) ? 0 : -1;
+}
+
+typedef struct {
+    char **names;
+    size_t count, cap;
+} reject_list;
+
+static int reject_list_add(reject_list *l, const char *name)
+{
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        char **n = realloc(l->names, sizeof *n * cap);
+        if (n == NULL)
+            return -1;
+        l->names = n;
+        l->cap = cap;
+    }
+    if ((l->names[l->count] = zc__strdup(name)) == NULL)
+        return -1;
+    l->count++;
+    return 0;
+}
+
+/* Rename aside, as zc__spill_reject does, the files index_directory found
+ * named like spill files that cannot be ours: a generation out of range (0,
+ * or above ZC_MAX_GENERATION: indexed, it would make the tag's next number
+ * wrap or run out), or no file that could hold a spill (empty, too small, a
+ * directory).  Each is counted in files_rejected.  The store is not running
+ * yet; the folder lock is held, so no store opens meanwhile.  A change to
+ * files another store might have indexed (an in-range name) is announced. */
+static void reject_found(zc_store *s, reject_list *l)
+{
+    char path[4096], aside[4200], tag[ZC_MAX_TAG_LEN + 1];
+    uint64_t gen;
+    for (size_t i = 0; i < l->count; i++) {
+        const char *name = l->names[i];
+        int n = snprintf(path, sizeof path, "%s/%s", s->spill_dir, name);
+        if (n < 0 || (size_t)n >= sizeof path)
+            continue;
+        snprintf(aside, sizeof aside, "%s%s", path, ZC_REJECTED_SUFFIX);
+        if (zc_os_replace(path, aside) != 0)
+            continue; /* stays unindexed: its name alone keeps it out */
+        zc_os_sync_parent_dir(path);
+        zc_os_mutex_lock(&s->lock);
+        s->stats.files_rejected++;
+        zc_os_mutex_unlock(&s->lock);
+        if (zc__spill_parse_name(name, tag, &gen) == 0)
+            zc__spill_announce(s, tag);
+    }
+}
+
 /* Index the spill files by name and hand temporary and owner files to the
- * owner scan; the folder lock is held (no store can open meanwhile). */
+ * owner scan; the folder lock is held (no store can open meanwhile).  Names
+ * shaped like a spill file's that cannot be one are renamed aside
+ * (reject_found); names of any other shape are not ours and stay. */
 static int index_directory(zc_store *s, zc_owner_scan *scan)
 {
     zc_os_dir *d = NULL;
@@ -163,17 +262,27 @@ static int index_directory(zc_store *s, zc_owner_scan *scan)
         return zc__fail(ZC_E_IO, "cannot read spill directory \"%s\": %s", s->spill_dir,
                         ZC_OS_WHY(err));
     const char *name;
-    char tag[ZC_MAX_TAG_LEN + 1];
+    char tag[ZC_MAX_TAG_LEN + 1], path[4096];
     uint64_t gen;
     int rc = ZC_OK;
+    reject_list bad = {NULL, 0, 0};
     while ((err = zc_os_dir_next(d, &name)) == 0 && name != NULL) {
         int noted = zc__owner_note(scan, name);
         if (noted < 0) {
             rc = zc__fail(ZC_E_NOMEM, "out of host memory indexing \"%s\"", s->spill_dir);
             break;
         }
-        if (noted || zc__spill_parse_name(name, tag, &gen) != 0)
+        if (noted || !shaped_like_spill(name, tag))
             continue;
+        int n = snprintf(path, sizeof path, "%s/%s", s->spill_dir, name);
+        if (zc__spill_parse_name(name, tag, &gen) != 0 ||
+            (n > 0 && (size_t)n < sizeof path && may_be_spill_file(path, tag, gen) != 0)) {
+            if (reject_list_add(&bad, name) != 0) {
+                rc = zc__fail(ZC_E_NOMEM, "out of host memory indexing \"%s\"", s->spill_dir);
+                break;
+            }
+            continue;
+        }
         zc_tag_entry *e = zc__tag_get_or_create(s, tag);
         if (e == NULL || zc__disk_add(e, gen, 0) != 0) {
             rc = zc__fail(ZC_E_NOMEM, "out of host memory indexing \"%s\"", s->spill_dir);
@@ -184,6 +293,11 @@ static int index_directory(zc_store *s, zc_owner_scan *scan)
     if (rc == ZC_OK && err != 0)
         rc = zc__fail(ZC_E_IO, "cannot read spill directory \"%s\": %s", s->spill_dir,
                       ZC_OS_WHY(err));
+    if (rc == ZC_OK)
+        reject_found(s, &bad);
+    for (size_t i = 0; i < bad.count; i++)
+        free(bad.names[i]);
+    free(bad.names);
     return rc;
 }
 

@@ -1,0 +1,215 @@
+/*
+ * test_spill_hostile.c — the spill folder as hostile input (issue 23): file
+ * names planted to break a tag's numbering, counter files that say too much,
+ * symbolic links planted in place of the engine's bookkeeping files, and
+ * spill files whose headers promise more than the file or the budget holds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "harness.h"
+#include "internal.h"
+#include "platform/platform_test.h"
+
+static zc_store *open_budget(const char *spill, uint64_t host_budget)
+{
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = spill;
+    c.host_budget_bytes = host_budget;
+    zc_store *s = NULL;
+    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+}
+
+static int put_one(zc_store *s, const char *tag, float scale, uint64_t *gen)
+{
+    zc_bundle *b = fixture_bundle(1024, scale);
+    *gen = 0;
+    int rc = b ? zc_store_put(s, tag, b, ZC_PUT_SPILL, gen) : ZC_E_NOMEM;
+    if (rc != ZC_OK)
+        zc_bundle_free(b);
+    return rc;
+}
+
+/* Write n bytes (data, or n copies of 'x' when data is NULL) as dir/name. */
+static int write_in(const char *dir, const char *name, const void *data, size_t n)
+{
+    char *p = zc_test_join(dir, name);
+    FILE *fp = p ? fopen(p, "wb") : NULL;
+    int ok = fp != NULL;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = fputc(data ? ((const unsigned char *)data)[i] : 'x', fp) != EOF;
+    if (fp && fclose(fp) != 0)
+        ok = 0;
+    free(p);
+    return ok;
+}
+
+/* The whole file at path into buf (cap bytes); its length, or -1. */
+static long read_all(const char *path, char *buf, size_t cap)
+{
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL)
+        return -1;
+    size_t n = fread(buf, 1, cap, fp);
+    fclose(fp);
+    return (long)n;
+}
+
+static int exists_in(const char *dir, const char *name)
+{
+    char *p = zc_test_join(dir, name);
+    zc_os_path_kind kind;
+    int there = p && zc_os_stat(p, &kind, NULL) == 0;
+    free(p);
+    return there;
+}
+
+/* ---- item 4: planted names and counters ---- */
+
+TEST(planted_empty_name_at_uint64_max_is_renamed_aside_and_puts_go_on)
+{
+    char *dir = zc_test_tmpdir("hostile-u64max");
+    REQUIRE(dir != NULL);
+    /* Before the fix: indexed as generation 2^64 - 1, the next number wrapped
+     * to 0 (the API's "newest"), every put returned 0 and no spill survived. */
+    REQUIRE(write_in(dir, "film@18446744073709551615.latent", NULL, 0));
+    zc_store *s = open_budget(dir, 0);
+    REQUIRE(s != NULL);
+    zc_store_stats st;
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.files_rejected == 1);
+    CHECK(!exists_in(dir, "film@18446744073709551615.latent"));
+    CHECK(exists_in(dir, "film@18446744073709551615.latent" ZC_REJECTED_SUFFIX));
+    uint64_t gen[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(put_one(s, "film", (float)(i + 1), &gen[i]));
+        CHECK(gen[i] == (uint64_t)i + 1);
+    }
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+
+    REQUIRE((s = open_budget(dir, 0)) != NULL);
+    for (int i = 0; i < 3; i++) {
+        zc_view *v = NULL;
+        CHECK_OK(zc_store_get(s, "film", gen[i], &v));
+        zc_view_release(v);
+    }
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.files_rejected == 0); /* a file renamed aside is no longer looked at */
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(planted_names_out_of_range_or_too_small_never_use_up_a_tag)
+{
+    char *dir = zc_test_tmpdir("hostile-range");
+    REQUIRE(dir != NULL);
+    char big[4096];
+    memset(big, 'x', sizeof big);
+    /* Above ZC_MAX_GENERATION (2^63 - 1), with content: out of range. */
+    REQUIRE(write_in(dir, "film@09223372036854775808.latent", big, sizeof big));
+    REQUIRE(write_in(dir, "film@99999999999999999999.latent", big, sizeof big));
+    /* Exactly ZC_MAX_GENERATION but empty, and generation 5 with 10 bytes: in
+     * range, but too small to hold a spill file's header. */
+    REQUIRE(write_in(dir, "film@09223372036854775807.latent", NULL, 0));
+    REQUIRE(write_in(dir, "film@00000000000000000005.latent", big, 10));
+    /* Generation 0, and a directory under a spill file's name. */
+    REQUIRE(write_in(dir, "film@00000000000000000000.latent", big, sizeof big));
+    char *sub = zc_test_join(dir, "film@00000000000000000009.latent");
+    REQUIRE(sub != NULL && zc_os_mkdir(sub) == 0);
+    free(sub);
+    /* Not shaped like ours: left alone. */
+    REQUIRE(write_in(dir, "-x@00000000000000000001.latent", NULL, 0));
+    REQUIRE(write_in(dir, "film@1.latent", NULL, 0));
+    REQUIRE(write_in(dir, "notes.txt", NULL, 0));
+
+    zc_store *s = open_budget(dir, 0);
+    REQUIRE(s != NULL);
+    zc_store_stats st;
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.files_rejected == 6);
+    CHECK(zc_test_count(dir, "film@", ".latent") == 1); /* film@1.latent */
+    CHECK(zc_test_count(dir, "film@", ".latent" ZC_REJECTED_SUFFIX) == 6);
+    CHECK(exists_in(dir, "-x@00000000000000000001.latent"));
+    CHECK(exists_in(dir, "film@1.latent"));
+    CHECK(exists_in(dir, "notes.txt"));
+    /* Before the fix: "tag has used every generation; use a new tag". */
+    uint64_t g = 0, h = 0;
+    CHECK_OK(put_one(s, "film", 1.0f, &g));
+    CHECK(g == 1);
+    CHECK_OK(put_one(s, "film", 2.0f, &h));
+    CHECK(h == 2);
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+/* The counter file of tag "film" with these two 20-digit fields. */
+static int write_counter(const char *dir, const char *last, const char *changes)
+{
+    char text[64];
+    snprintf(text, sizeof text, "%s %s\n", last, changes);
+    return write_in(dir, ZC_GEN_PREFIX "film", text, strlen(text));
+}
+
+TEST(counter_above_the_highest_generation_is_not_trusted)
+{
+    char *dir = zc_test_tmpdir("hostile-counter");
+    REQUIRE(dir != NULL);
+    /* Before the fix: last + 1 wrapped, and the put returned generation 0. */
+    REQUIRE(write_counter(dir, "18446744073709551615", "00000000000000000003"));
+    zc_store *s = open_budget(dir, 0);
+    REQUIRE(s != NULL);
+    uint64_t g = 0;
+    CHECK_OK(put_one(s, "film", 1.0f, &g));
+    CHECK(g == 1);
+    CHECK_OK(zc_store_flush(s));
+    /* Before the fix: every put failed, "used every generation". */
+    REQUIRE(write_counter(dir, "09223372036854775808", "00000000000000000003"));
+    CHECK_OK(put_one(s, "film", 2.0f, &g));
+    CHECK(g == 2);
+    /* A change count above the range is torn too (its + 1 could wrap). */
+    REQUIRE(write_counter(dir, "00000000000000000002", "18446744073709551615"));
+    CHECK_OK(put_one(s, "film", 3.0f, &g));
+    CHECK(g == 3);
+    CHECK_OK(zc_store_flush(s));
+    char *counter = zc_test_join(dir, ZC_GEN_PREFIX "film");
+    char text[64];
+    REQUIRE(counter != NULL);
+    long n = read_all(counter, text, sizeof text - 1);
+    CHECK(n == 42);
+    text[n > 0 ? n : 0] = '\0';
+    CHECK(strncmp(text, "00000000000000000003 ", 21) == 0);
+    free(counter);
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(a_tag_at_the_highest_generation_says_so_and_never_wraps)
+{
+    char *dir = zc_test_tmpdir("hostile-top");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_budget(dir, 0);
+    REQUIRE(s != NULL);
+    zc_bundle *b = fixture_bundle(64, 1.0f);
+    REQUIRE(b != NULL);
+    int rc = zc_store_put_generation(s, "film", b, ZC_PUT_SPILL, ZC_MAX_GENERATION);
+    CHECK_OK(rc);
+    if (rc != ZC_OK)
+        zc_bundle_free(b);
+    uint64_t g = 12345;
+    CHECK(put_one(s, "film", 2.0f, &g) == ZC_E_LIMIT);
+    CHECK(strstr(zc_last_error(), "every generation") != NULL);
+    CHECK(g == 0);
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
