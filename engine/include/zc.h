@@ -393,7 +393,12 @@ ZC_API void zc_store_config_init(zc_store_config *config);
  * spill_dir (see "HowTo: share a spill folder" below).  The store keeps a few
  * bookkeeping files there, all named ".zc-*": ".zc-gen-<tag>" (the tag's
  * generation counter), ".zc-owner-*.lock" (one per open store) and
- * ".zc-lock".  Leave them alone while stores are open.
+ * ".zc-lock".  Leave them alone while stores are open.  The store never
+ * follows a symbolic link (nor, on Windows, a junction) in place of one of
+ * them: it refuses it with a message naming the file (ZC_E_IO here for
+ * ".zc-lock"; for a tag's counter, the put goes on with the store's own
+ * number and the next zc_store_flush says why), and the link's target is
+ * never touched; remove the link and the store creates the file anew.
  * @return ZC_OK; ZC_E_INVALID; ZC_E_IO (directory unusable); ZC_E_NOMEM. */
 ZC_API int zc_store_open(const zc_store_config *config, zc_store **out);
 

@@ -15,6 +15,10 @@
  * generation that has a spill file (or one renamed aside).  Numbers only in
  * memory when the power went are lost with that memory, so reusing them
  * mixes nothing up.
+ *
+ * The counter file is opened without following a symbolic link
+ * (zc_os_file_open_rw, zc_os_file_open_read_nofollow): a link planted in its
+ * place is refused with a message naming it, never written or locked through.
  */
 #include <stdio.h>
 #include <string.h>
@@ -89,7 +93,7 @@ int zc__gen_read(const zc_store *s, const char *tag, zc_gen_counter *out, int *e
         return rc;
     zc_os_mutex *m = zc__shared_tag_mutex(tag);
     zc_os_mutex_lock(m);
-    if ((err = zc_os_file_open_read(path, &f)) != 0) {
+    if ((err = zc_os_file_open_read_nofollow(path, &f)) != 0) {
         zc_os_mutex_unlock(m);
         if (zc_os_error_is(err, ZC_OS_NOT_FOUND))
             return ZC_OK;

@@ -202,7 +202,8 @@ static int judge_owners(zc_store *s, zc_owner_scan *scan, const char *own, token
         if (path == NULL)
             return zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
         zc_os_file f = ZC_OS_FILE_CLOSED;
-        int locked = 0, err = zc_os_file_open_read(path, &f);
+        /* Never through a planted link: it would lock a file elsewhere. */
+        int locked = 0, err = zc_os_file_open_read_nofollow(path, &f);
         free(path);
         if (err != 0) {
             /* Gone meanwhile (its store closed), or not openable (Windows

@@ -213,3 +213,161 @@ TEST(a_tag_at_the_highest_generation_says_so_and_never_wraps)
     free(dir);
 }
 
+/* ---- item 5: planted symbolic links ---- */
+
+#define VICTIM_TEXT "{\"victim\": \"these bytes must never change\", \"n\": 1234567890}\n"
+
+/* A folder with a victim file outside its spill folder "spill", and a link
+ * in the spill folder named link_name to target_name in the parent (the
+ * victim, or a name that does not exist).  0, or a reason to skip. */
+typedef struct {
+    char *root, *spill, *victim, *link;
+} planted;
+
+static const char *plant(planted *p, const char *label, const char *link_name,
+                         const char *target_name)
+{
+    static char reason[512];
+    memset(p, 0, sizeof *p);
+    p->root = zc_test_tmpdir(label);
+    p->spill = p->root ? zc_test_join(p->root, "spill") : NULL;
+    p->victim = p->root ? zc_test_join(p->root, "victim.json") : NULL;
+    if (p->spill == NULL || p->victim == NULL || zc_os_mkdir(p->spill) != 0 ||
+        !write_in(p->root, "victim.json", VICTIM_TEXT, strlen(VICTIM_TEXT)))
+        return "cannot set up the folders";
+    char *target = zc_test_join(p->root, target_name);
+    p->link = zc_test_join(p->spill, link_name);
+    if (target == NULL || p->link == NULL) {
+        free(target);
+        return "out of memory setting up the test";
+    }
+    int err = zc_os_test_symlink(target, p->link);
+    free(target);
+    if (err != 0) {
+        free(p->link);
+        p->link = NULL;
+        snprintf(reason, sizeof reason, "this system cannot make a symbolic link for the test "
+                 "(%s), so the no-follow open is not checked here", ZC_OS_WHY(err));
+        return reason;
+    }
+    return NULL;
+}
+
+static void unplant(planted *p)
+{
+    if (p->link)
+        zc_os_remove(p->link); /* the link, before rmtree could follow it */
+    zc_test_rmtree(p->root);
+    free(p->root);
+    free(p->spill);
+    free(p->victim);
+    free(p->link);
+}
+
+static int victim_unchanged(const planted *p)
+{
+    char buf[256];
+    long n = read_all(p->victim, buf, sizeof buf);
+    return n == (long)strlen(VICTIM_TEXT) && memcmp(buf, VICTIM_TEXT, (size_t)n) == 0;
+}
+
+TEST(platform_no_follow_opens_refuse_a_symbolic_link)
+{
+    planted p;
+    const char *skip = plant(&p, "hostile-link-plat", "link", "victim.json");
+    if (skip) {
+        unplant(&p);
+        SKIP(skip);
+    }
+    zc_os_file f = ZC_OS_FILE_CLOSED;
+    int err = zc_os_file_open_rw(p.link, &f);
+    CHECK(err == ZC_OS_ERROR_LINK_REFUSED && zc_os_error_is(err, ZC_OS_LINK));
+    CHECK(f.handle == -1);
+    CHECK(strstr(ZC_OS_WHY(err), "symbolic link") != NULL);
+    CHECK(strstr(ZC_OS_WHY(err), "remove the link") != NULL);
+    err = zc_os_file_open_read_nofollow(p.link, &f);
+    CHECK(err == ZC_OS_ERROR_LINK_REFUSED && f.handle == -1);
+    zc_os_file_close(&f);
+    /* The plain read still follows (a user's path may be a link), and a
+     * regular file opens as before. */
+    CHECK(zc_os_file_open_read(p.link, &f) == 0);
+    zc_os_file_close(&f);
+    CHECK(zc_os_file_open_rw(p.victim, &f) == 0);
+    zc_os_file_close(&f);
+    char *missing = zc_test_join(p.spill, "missing");
+    REQUIRE(missing != NULL);
+    err = zc_os_file_open_read_nofollow(missing, &f);
+    CHECK(zc_os_error_is(err, ZC_OS_NOT_FOUND) && !zc_os_error_is(err, ZC_OS_LINK));
+    free(missing);
+    CHECK(victim_unchanged(&p));
+    unplant(&p);
+}
+
+TEST(planted_counter_link_is_refused_and_its_target_never_touched)
+{
+    planted p;
+    const char *skip = plant(&p, "hostile-link-gen", ZC_GEN_PREFIX "film", "victim.json");
+    if (skip) {
+        unplant(&p);
+        SKIP(skip);
+    }
+    zc_store *s = open_budget(p.spill, 0);
+    REQUIRE(s != NULL);
+    /* The put goes on with the store's own number (as for a folder that
+     * cannot hand one out); the flush says which file and why. */
+    uint64_t g = 0;
+    CHECK_OK(put_one(s, "film", 1.0f, &g));
+    CHECK(g == 1);
+    int rc = zc_store_flush(s);
+    CHECK(rc == ZC_E_IO);
+    CHECK(strstr(zc_last_error(), ZC_GEN_PREFIX "film") != NULL);
+    CHECK(strstr(zc_last_error(), "symbolic link") != NULL);
+    CHECK(strstr(zc_last_error(), "remove the link") != NULL);
+    zc_view *v = NULL;
+    CHECK_OK(zc_store_get(s, "film", 0, &v)); /* the read of the counter is refused too */
+    zc_view_release(v);
+    zc_store_close(s);
+    CHECK(victim_unchanged(&p));
+    CHECK(exists_in(p.spill, "film@00000000000000000001.latent"));
+    unplant(&p);
+}
+
+TEST(planted_dangling_counter_link_creates_nothing_outside_the_folder)
+{
+    planted p;
+    const char *skip = plant(&p, "hostile-link-dangling", ZC_GEN_PREFIX "film", "made-by-zc");
+    if (skip) {
+        unplant(&p);
+        SKIP(skip);
+    }
+    zc_store *s = open_budget(p.spill, 0);
+    REQUIRE(s != NULL);
+    uint64_t g = 0;
+    CHECK_OK(put_one(s, "film", 1.0f, &g));
+    CHECK(zc_store_flush(s) == ZC_E_IO);
+    CHECK(strstr(zc_last_error(), "symbolic link") != NULL);
+    zc_store_close(s);
+    CHECK(!exists_in(p.root, "made-by-zc")); /* O_CREAT through the link would have made it */
+    unplant(&p);
+}
+
+TEST(planted_folder_lock_link_fails_the_open_and_keeps_the_target)
+{
+    planted p;
+    const char *skip = plant(&p, "hostile-link-lock", ZC_FOLDER_LOCK, "victim.json");
+    if (skip) {
+        unplant(&p);
+        SKIP(skip);
+    }
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = p.spill;
+    zc_store *s = NULL;
+    CHECK(zc_store_open(&c, &s) == ZC_E_IO && s == NULL);
+    CHECK(strstr(zc_last_error(), ZC_FOLDER_LOCK) != NULL);
+    CHECK(strstr(zc_last_error(), "symbolic link") != NULL);
+    zc_store_close(s);
+    CHECK(victim_unchanged(&p));
+    unplant(&p);
+}
+

@@ -31,7 +31,15 @@ typedef enum {
     ZC_OS_ACCESS,       /* permission denied, read-only, or in use (Windows sharing) */
     ZC_OS_NO_SPACE,     /* the file system is full */
     ZC_OS_UNSUPPORTED,  /* this file system or OS version cannot do it */
+    ZC_OS_LINK,         /* a no-follow open found a symbolic link (Windows: a symbolic
+                           link, junction or other name-surrogate reparse point) */
 } zc_os_error_class;
+
+/* The error a no-follow open (zc_os_file_open_rw, zc_os_file_open_read_nofollow)
+ * returns for a link at its path, on every platform: an application code (bit 29
+ * set, never an errno nor a Windows system code), in class ZC_OS_LINK, worded by
+ * zc_os_error_text as a symbolic link the engine will not follow and to remove. */
+#define ZC_OS_ERROR_LINK_REFUSED ((int)0x20000002)
 
 /* 1 if the OS error code err belongs to class cls, else 0. */
 int zc_os_error_is(int err, zc_os_error_class cls);
@@ -132,7 +140,8 @@ typedef struct {
 int zc_os_file_open_read(const char *path, zc_os_file *out);
 
 /* Create a new file for writing; fails with ZC_OS_EXISTS if path exists.
- * POSIX mode 0644 (less the umask). */
+ * POSIX mode 0644 (less the umask).  Never follows a symbolic link: a link
+ * at path, dangling or not, exists (O_CREAT | O_EXCL; Windows CREATE_NEW). */
 int zc_os_file_create_new(const char *path, zc_os_file *out);
 
 /* Size in bytes and whether it is a regular file (1) or not (0). */
@@ -181,8 +190,27 @@ void zc_os_file_advise(zc_os_file f, uint64_t off, uint64_t len, zc_os_advice ad
  * the umask) if it is missing.  Shared like zc_os_file_open_read: other
  * handles and processes may open, replace or remove it meanwhile.  Reads
  * and writes of such a file are positional only (zc_os_file_read_at,
- * zc_os_file_write_at). */
+ * zc_os_file_write_at).
+ *
+ * Never follows a symbolic link at path (only its last component: the
+ * directories above it may be links): the engine writes and locks its
+ * bookkeeping files in a spill folder that others may write to, where a link
+ * planted in a file's place would make it overwrite or lock a file elsewhere.
+ * A link there, dangling or not, fails with ZC_OS_ERROR_LINK_REFUSED, and
+ * neither the link nor its target is touched.  POSIX: O_NOFOLLOW (POSIX
+ * 2008; where a system lacks it, an lstat first, which a link swapped in
+ * between can defeat).  Windows: FILE_FLAG_OPEN_REPARSE_POINT, so a link is
+ * opened itself, and a handle whose attributes have FILE_ATTRIBUTE_REPARSE_POINT
+ * with a name-surrogate tag (symbolic link, junction, mount point) is refused;
+ * another reparse point (a cloud-sync placeholder, deduplicated data) is
+ * opened again through its filter, and kept only if that is the same file. */
 int zc_os_file_open_rw(const char *path, zc_os_file *out);
+
+/* zc_os_file_open_read (an existing file, shared the same way) that never
+ * follows a symbolic link at path, exactly as zc_os_file_open_rw: for files
+ * the engine locks (a lock through a planted link would lock a file
+ * elsewhere) or whose bytes it trusts as its own. */
+int zc_os_file_open_read_nofollow(const char *path, zc_os_file *out);
 
 /* Write all n bytes at offset off (retrying short writes), without moving
  * or using a file position.  Not durable until zc_os_file_sync. */

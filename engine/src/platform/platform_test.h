@@ -21,6 +21,14 @@ int zc_os_test_rmdir(const char *path);
 /* Cut or extend a file to size bytes. */
 int zc_os_test_truncate(const char *path, uint64_t size);
 
+/* Make a symbolic link at link_path whose target is target (a path, as
+ * symlink(2) takes it).  Windows: CreateSymbolicLinkW, unprivileged where
+ * Developer Mode allows it; fails with ZC_OS_UNSUPPORTED or ZC_OS_ACCESS
+ * where links cannot be made (no privilege, or a Windows layer such as wine
+ * that makes a link the Win32 API does not report as a reparse point), so a
+ * test can say it skipped the check rather than pretend. */
+int zc_os_test_symlink(const char *target, const char *link_path);
+
 /* The current directory into buf, and changing it. */
 int zc_os_test_getcwd(char *buf, size_t cap);
 int zc_os_test_chdir(const char *path);

@@ -14,6 +14,7 @@ int zc_os_error_is(int err, zc_os_error_class cls)
     case ZC_OS_NO_SPACE: return err == ENOSPC || err == EDQUOT;
     case ZC_OS_UNSUPPORTED:
         return err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS || err == ENOLCK;
+    case ZC_OS_LINK: return err == ZC_OS_ERROR_LINK_REFUSED;
     }
     return 0;
 }
@@ -23,6 +24,12 @@ const char *zc_os_error_text(int err, char *buf, size_t cap)
     if (cap == 0)
         return "";
     buf[0] = '\0';
+    if (err == ZC_OS_ERROR_LINK_REFUSED) {
+        snprintf(buf, cap, "it is a symbolic link, and the engine never follows a link to a file "
+                 "it writes or locks (a planted link could make it overwrite a file elsewhere); "
+                 "remove the link, and the engine creates the file anew");
+        return buf;
+    }
     /* glibc with _GNU_SOURCE has the GNU strerror_r, which returns the text
      * (maybe a static string); everyone else has the XSI one, which fills buf. */
 #if defined(__GLIBC__) && defined(_GNU_SOURCE)

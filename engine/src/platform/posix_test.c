@@ -40,6 +40,11 @@ int zc_os_test_truncate(const char *path, uint64_t size)
     return truncate(path, (off_t)size) == 0 ? 0 : errno;
 }
 
+int zc_os_test_symlink(const char *target, const char *link_path)
+{
+    return symlink(target, link_path) == 0 ? 0 : errno;
+}
+
 int zc_os_test_getcwd(char *buf, size_t cap)
 {
     return getcwd(buf, cap) != NULL ? 0 : errno;

@@ -20,6 +20,7 @@ int zc_os_error_is(int err, zc_os_error_class cls)
     case ZC_OS_UNSUPPORTED:
         return e == ERROR_NOT_SUPPORTED || e == ERROR_INVALID_FUNCTION ||
                e == ERROR_CALL_NOT_IMPLEMENTED;
+    case ZC_OS_LINK: return err == ZC_OS_ERROR_LINK_REFUSED;
     }
     return 0;
 }
@@ -33,6 +34,12 @@ const char *zc_os_error_text(int err, char *buf, size_t cap)
         snprintf(buf, cap, "the destination is open in another program or handle, and this "
                  "Windows version or file system cannot replace an open file (Windows 10 1709+ "
                  "on NTFS can); close it and try again");
+        return buf;
+    }
+    if (err == ZC_OS_ERROR_LINK_REFUSED) {
+        snprintf(buf, cap, "it is a symbolic link or junction, and the engine never follows a "
+                 "link to a file it writes or locks (a planted link could make it overwrite a "
+                 "file elsewhere); remove the link, and the engine creates the file anew");
         return buf;
     }
     wchar_t wide[512];

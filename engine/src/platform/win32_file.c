@@ -3,6 +3,8 @@
  * OVERLAPPED offset, full writes, FlushFileBuffers, and allocation reserved
  * up front.  Files opened for reading share read, write and delete, so the
  * spill tier can replace, prune or reject a file while a reader has it.
+ * Files opened for writing or locking never follow a symbolic link or
+ * junction (open_no_link).
  */
 #include <stdlib.h>
 
@@ -25,6 +27,52 @@ static int open_wide(const char *path, DWORD access, DWORD share, DWORD disposit
     free(w);
     if (err == 0)
         out->handle = (intptr_t)h;
+    return err;
+}
+
+/* 1 if the two handles' information names the same file. */
+static int same_file(const BY_HANDLE_FILE_INFORMATION *a, const BY_HANDLE_FILE_INFORMATION *b)
+{
+    return a->dwVolumeSerialNumber == b->dwVolumeSerialNumber &&
+           a->nFileIndexHigh == b->nFileIndexHigh && a->nFileIndexLow == b->nFileIndexLow;
+}
+
+/* open_wide that never follows a link at path (see zc_os_file_open_rw): the
+ * reparse point itself is opened, and refused when it is a name surrogate
+ * (symbolic link, junction, mount point) or its tag cannot be read; another
+ * kind (a cloud-sync placeholder, deduplicated data) is opened again through
+ * its filter, as an ordinary open would, and kept if it is the same file. */
+static int open_no_link(const char *path, DWORD access, DWORD share, DWORD disposition,
+                        DWORD flags, zc_os_file *out)
+{
+    zc_os_file f = ZC_OS_FILE_CLOSED, g = ZC_OS_FILE_CLOSED;
+    BY_HANDLE_FILE_INFORMATION info, again;
+    FILE_ATTRIBUTE_TAG_INFO tag;
+    int err = open_wide(path, access, share, disposition, flags | FILE_FLAG_OPEN_REPARSE_POINT, &f);
+    if (err != 0)
+        return err;
+    if (!GetFileInformationByHandle(HANDLE_OF(f), &info)) {
+        err = (int)GetLastError();
+        zc_os_file_close(&f);
+        return err;
+    }
+    if ((info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) == 0) {
+        *out = f;
+        return 0;
+    }
+    int surrogate = !GetFileInformationByHandleEx(HANDLE_OF(f), FileAttributeTagInfo, &tag,
+                                                  sizeof tag) ||
+                    IsReparseTagNameSurrogate(tag.ReparseTag);
+    err = ZC_OS_ERROR_LINK_REFUSED;
+    if (!surrogate && open_wide(path, access, share, OPEN_EXISTING, flags, &g) == 0) {
+        if (GetFileInformationByHandle(HANDLE_OF(g), &again) && same_file(&info, &again)) {
+            *out = g;
+            err = 0;
+        } else {
+            zc_os_file_close(&g);
+        }
+    }
+    zc_os_file_close(&f);
     return err;
 }
 
@@ -144,9 +192,16 @@ void zc_os_file_advise(zc_os_file f, uint64_t off, uint64_t len, zc_os_advice ad
 
 int zc_os_file_open_rw(const char *path, zc_os_file *out)
 {
-    return open_wide(path, GENERIC_READ | GENERIC_WRITE,
-                     FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, OPEN_ALWAYS,
-                     FILE_ATTRIBUTE_NORMAL, out);
+    return open_no_link(path, GENERIC_READ | GENERIC_WRITE,
+                        FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, OPEN_ALWAYS,
+                        FILE_ATTRIBUTE_NORMAL, out);
+}
+
+int zc_os_file_open_read_nofollow(const char *path, zc_os_file *out)
+{
+    /* As zc_os_file_open_read, less BACKUP_SEMANTICS: a directory fails to open here. */
+    return open_no_link(path, GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                        OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, out);
 }
 
 int zc_os_file_write_at(zc_os_file f, const void *buf, size_t n, uint64_t off)
