@@ -200,6 +200,10 @@ def tensors():
     case("offsets_begin_after_end", one(entry(shape=(0,), offsets=(16, 0))), "begin after they end")
     case("offsets_past_end", one(entry(offsets=(0, 16)), f32(2)), "run past the end")
     case("offsets_huge", one(entry(offsets=(0, (1 << 64) - 1))), "run past the end")
+    # A header whose shape and offsets agree on 4 GiB in a file of a few
+    # hundred bytes: refused from the real file size, before any allocation.
+    case("offsets_promise_4_gib", one(entry(shape=(1 << 30,), offsets=(0, 4 << 30))),
+         "run past the end")
     two = lambda a, b, data: image({"a": entry(shape=(2,), offsets=a),
                                     "b": entry(shape=(2,), offsets=b)}, data)
     case("offsets_overlap", two((0, 8), (4, 12), f32(3)), "overlap")

@@ -468,8 +468,13 @@ ZC_API int zc_store_put_generation(zc_store *store, const char *tag, zc_bundle *
  * host tier first, every tensor verified against its digest (ZC_E_CORRUPT,
  * file renamed aside, on mismatch); a file another process removed
  * meanwhile is forgotten, and for generation 0 the next newest is tried.
- * @return ZC_OK, ZC_E_INVALID, ZC_E_NOT_FOUND, ZC_E_CORRUPT, ZC_E_IO,
- * ZC_E_NOMEM. */
+ * A restore is bounded before it allocates: a file whose header promises
+ * more bytes than the file has is ZC_E_CORRUPT (renamed aside), and with a
+ * host budget, one whose tensors need more than the whole budget is
+ * ZC_E_BUDGET (the message names the file, its size and the budget; the
+ * file is kept, since a store with a larger budget may read it).
+ * @return ZC_OK, ZC_E_INVALID, ZC_E_NOT_FOUND, ZC_E_CORRUPT, ZC_E_BUDGET,
+ * ZC_E_IO, ZC_E_NOMEM. */
 ZC_API int zc_store_get(zc_store *store, const char *tag, uint64_t generation, zc_view **out);
 
 /* zc_store_get without the look at the tag's counter file: generation 0 is
@@ -544,7 +549,9 @@ ZC_API int zc_store_flush(zc_store *store);
  * changes.
  * @return ZC_OK; ZC_E_INVALID (tag, generation, NULL data); ZC_E_CORRUPT
  * (the bytes are not a whole, matching, verified file of tag@generation:
- * the message says what is wrong); ZC_E_EXISTS; ZC_E_UNSUPPORTED (no
+ * the message says what is wrong); ZC_E_BUDGET (with a host budget: the
+ * tensors need more than the whole budget, so no restore could hold them;
+ * refused before they are copied); ZC_E_EXISTS; ZC_E_UNSUPPORTED (no
  * spill_dir); ZC_E_IO; ZC_E_NOMEM; ZC_E_STATE (store closing). */
 ZC_API int zc_store_import(zc_store *store, const char *tag, uint64_t generation,
                            const void *data, size_t len);
@@ -832,8 +839,15 @@ typedef struct {
     uint64_t recorded_digest;
 } zc_file_tensor;
 
-/* Open and validate a file.  @return ZC_OK; ZC_E_IO (cannot open/read);
- * ZC_E_CORRUPT (the message says what is wrong and where). */
+/* Open and validate a file: only its header is read.  The tensors must tile
+ * the data section up to the file's real size (as the OS reports it at
+ * open), so a header promising more bytes than the file has is refused here,
+ * before anything is allocated for them.  Untrusted input: a file may still
+ * really be large (a sparse file costs no disk), so check each
+ * zc_file_tensor.nbytes against your limits before zc_file_read or
+ * zc_file_load_bundle allocate and read them.  @return ZC_OK; ZC_E_IO
+ * (cannot open/read); ZC_E_CORRUPT (the message says what is wrong and
+ * where). */
 ZC_API int zc_file_open(const char *path, zc_file **out);
 
 /* Validate an in-memory image of a file (borrowed; keep it alive while the

@@ -3,7 +3,9 @@
  * between machines (the farm tier): zc_view_serialize makes the bytes a
  * spill of the slot would write; zc_store_import checks such bytes as a
  * restore would (hardened reader, identity, every digest) and writes them,
- * unchanged, as a new spill file of the store's folder.
+ * unchanged, as a new spill file of the store's folder.  Both are bounded
+ * as a restore is: tensors that need more than the store's whole host
+ * budget are refused before anything is allocated for them.
  */
 #include <string.h>
 
@@ -24,16 +26,39 @@ int zc_view_serialize(const zc_view *v, void *buf, size_t cap, size_t *needed)
     return rc;
 }
 
+/* As a restore (spill.c): tensors that need more than the store's whole
+ * host budget could never be restored under it; refused before the load
+ * below allocates a copy of them. */
+static int check_budget(const zc_store *s, const zc_file *f, size_t len)
+{
+    uint64_t budget = s->config.host_budget_bytes, need = 0;
+    for (uint32_t i = 0; budget && i < zc_file_count(f); i++) {
+        zc_file_tensor ft;
+        if (zc_file_tensor_at(f, i, &ft) == ZC_OK && strcmp(ft.name, ZC_LATENT_MARKER) != 0)
+            need += ft.nbytes; /* the tensors tile the bytes: no overflow */
+    }
+    if (budget == 0 || need <= budget)
+        return ZC_OK;
+    return zc__fail(ZC_E_BUDGET, "<imported bytes> hold %llu bytes of tensors (%zu bytes in all), "
+                    "more than the store's whole host budget of %llu bytes, so they could never "
+                    "be restored; open the store with host_budget_bytes of at least %llu",
+                    (unsigned long long)need, len, (unsigned long long)budget,
+                    (unsigned long long)need);
+}
+
 /* Everything a restore of the bytes would check: the reader's validation,
- * the identity, a digest for every tensor and bytes that match it (the
- * bundle made on the way is thrown away). */
-static int check_bytes(const char *tag, uint64_t generation, const void *data, size_t len)
+ * the identity, the budget, a digest for every tensor and bytes that match
+ * it (the bundle made on the way is thrown away). */
+static int check_bytes(const zc_store *s, const char *tag, uint64_t generation, const void *data,
+                       size_t len)
 {
     zc_file *f = NULL;
     zc_bundle *b = NULL;
     int rc = zc_file_open_memory(data, len, &f);
     if (rc == ZC_OK)
         rc = zc__spill_check_identity(f, "<imported bytes>", tag, generation);
+    if (rc == ZC_OK)
+        rc = check_budget(s, f, len);
     if (rc == ZC_OK)
         rc = zc_file_load_bundle(f, &b);
     zc_bundle_free(b);
@@ -79,7 +104,7 @@ int zc_store_import(zc_store *s, const char *tag, uint64_t generation, const voi
     if (s->spill_dir == NULL)
         return zc__fail(ZC_E_UNSUPPORTED, "tag \"%s\": importing needs a disk tier; open the store "
                         "with spill_dir set", tag);
-    if ((rc = check_bytes(tag, generation, data, len)) != ZC_OK) {
+    if ((rc = check_bytes(s, tag, generation, data, len)) != ZC_OK) {
         zc__fail_context("import of tag \"%s\" generation %llu refused, nothing written", tag,
                          (unsigned long long)generation);
         return rc;

@@ -707,6 +707,37 @@ int zc__spill_check_identity(const zc_file *f, const char *path, const char *tag
     return ZC_OK;
 }
 
+/* A restore is bounded before it allocates: the reader already refused a
+ * header whose tensors run past the file's real size (ZC_E_CORRUPT: the file
+ * is renamed aside), but a file may really be that large (a sparse one costs
+ * no disk), and its tensors are read into host memory whatever the budget.
+ * One that needs more than the store's whole host budget could never be held
+ * under it: ZC_E_BUDGET, naming both, and the file is kept (it may be fine
+ * for a store with a larger budget). */
+static int check_restore_budget(const zc_store *s, const zc_file *f, const char *path)
+{
+    uint64_t budget = s->config.host_budget_bytes, need = 0, end = 0;
+    if (budget == 0)
+        return ZC_OK;
+    for (uint32_t i = 0; i < zc_file_count(f); i++) {
+        zc_file_tensor ft;
+        if (zc_file_tensor_at(f, i, &ft) != ZC_OK)
+            continue;
+        if (ft.offset + ft.nbytes > end)
+            end = ft.offset + ft.nbytes; /* the tensors tile the file: this is its size */
+        if (strcmp(ft.name, ZC_LATENT_MARKER) != 0)
+            need += ft.nbytes; /* tile the file: no overflow */
+    }
+    if (need <= budget)
+        return ZC_OK;
+    return zc__fail(ZC_E_BUDGET, "spill file \"%s\" holds %llu bytes of tensors (the file has "
+                    "%llu bytes), more than the store's whole host budget of %llu bytes, so it "
+                    "was not read and is kept; open the store with host_budget_bytes of at least "
+                    "%llu to restore it, or move the file out of the spill folder", path,
+                    (unsigned long long)need, (unsigned long long)end,
+                    (unsigned long long)budget, (unsigned long long)need);
+}
+
 int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot **out)
 {
     char path[4096];
@@ -722,6 +753,8 @@ int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot
                       "rejected or dropped it)", path);
     if (rc == ZC_OK)
         rc = zc__spill_check_identity(f, path, tag, generation);
+    if (rc == ZC_OK)
+        rc = check_restore_budget(s, f, path);
     if (rc == ZC_OK)
         rc = zc_file_load_bundle(f, &b);
     zc_file_close(f);

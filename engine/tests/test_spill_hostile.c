@@ -371,3 +371,138 @@ TEST(planted_folder_lock_link_fails_the_open_and_keeps_the_target)
     unplant(&p);
 }
 
+/* ---- item 7: bounded restores ---- */
+
+/* A spill file of tag@1 whose header says it holds one float32 tensor of
+ * promised bytes (with a recorded digest, so it passes the identity check),
+ * followed by 16 bytes of data; *whole is the size it promises in all. */
+static int write_promising(const char *dir, const char *tag, uint64_t promised, char **path_out,
+                           uint64_t *whole)
+{
+    char header[512], name[128];
+    int n = snprintf(header, sizeof header,
+                     "{\"__metadata__\":{\"%s\":\"%s\",\"%s\":\"%s\",\"%s\":\"1\",\"%s%s\":"
+                     "\"xxh3:0123456789abcdef\"},\"%s\":{\"dtype\":\"F32\",\"shape\":[%llu],"
+                     "\"data_offsets\":[0,%llu]}}",
+                     ZC_META_FORMAT, ZC_FORMAT_VALUE, ZC_META_TAG, tag, ZC_META_GENERATION,
+                     ZC_META_DIGEST_PREFIX, ZC_LATENT_TENSOR, ZC_LATENT_TENSOR,
+                     (unsigned long long)(promised / 4), (unsigned long long)promised);
+    while (n % 8 != 0)
+        header[n++] = ' ';
+    unsigned char image[8 + sizeof header + 16];
+    for (int i = 0; i < 8; i++)
+        image[i] = (unsigned char)((uint64_t)n >> (8 * i));
+    memcpy(image + 8, header, (size_t)n);
+    memset(image + 8 + n, 0, 16);
+    snprintf(name, sizeof name, "%s@00000000000000000001.latent", tag);
+    if (!write_in(dir, name, image, 8 + (size_t)n + 16))
+        return 0;
+    *path_out = zc_test_join(dir, name);
+    *whole = 8 + (uint64_t)n + promised;
+    return *path_out != NULL;
+}
+
+TEST(restore_refuses_a_sparse_file_over_the_host_budget_before_reading_it)
+{
+    char *dir = zc_test_tmpdir("hostile-sparse");
+    REQUIRE(dir != NULL);
+    /* A real file of 1 GiB of tensor (sparse: no disk) under a 1 MiB budget.
+     * Before the fix it was read whole into host memory, then failed its
+     * digest and was renamed aside. */
+    const uint64_t promised = (uint64_t)1 << 30, budget = (uint64_t)1 << 20;
+    char *path = NULL;
+    uint64_t whole = 0;
+    REQUIRE(write_promising(dir, "big", promised, &path, &whole));
+    REQUIRE(zc_os_test_truncate(path, whole) == 0);
+    zc_store *s = open_budget(dir, budget);
+    REQUIRE(s != NULL);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        zc_view *v = NULL;
+        uint64_t t0 = zc_os_monotonic_ns();
+        int rc = zc_store_get(s, "big", 1, &v);
+        uint64_t ms = (zc_os_monotonic_ns() - t0) / 1000000u;
+        CHECK(rc == ZC_E_BUDGET && v == NULL);
+        CHECK(ms < 2000); /* a header parse, not a 1 GiB read */
+        const char *msg = zc_last_error();
+        CHECK(strstr(msg, "big@00000000000000000001.latent") != NULL);
+        CHECK(strstr(msg, "1073741824 bytes of tensors") != NULL);
+        CHECK(strstr(msg, "1048576") != NULL);
+        CHECK(strstr(msg, "host_budget_bytes") != NULL);
+        if (rc != ZC_E_BUDGET)
+            fprintf(stderr, "  got %s: %s\n", zc_status_name(rc), msg);
+        zc_view_release(v);
+    }
+    zc_store_stats st;
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.files_rejected == 0 && st.restores == 0 && st.host_bytes == 0);
+    CHECK(exists_in(dir, "big@00000000000000000001.latent")); /* kept: it may be fine */
+    zc_store_close(s);
+    free(path);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(restore_refuses_a_header_promising_more_than_the_file_holds)
+{
+    char *dir = zc_test_tmpdir("hostile-promise");
+    REQUIRE(dir != NULL);
+    char *path = NULL;
+    uint64_t whole = 0;
+    REQUIRE(write_promising(dir, "liar", (uint64_t)4 << 30, &path, &whole));
+    zc_store *s = open_budget(dir, 0); /* no budget: the file's own size bounds it */
+    REQUIRE(s != NULL);
+    zc_view *v = NULL;
+    uint64_t t0 = zc_os_monotonic_ns();
+    int rc = zc_store_get(s, "liar", 1, &v);
+    CHECK(rc == ZC_E_CORRUPT && v == NULL);
+    CHECK((zc_os_monotonic_ns() - t0) / 1000000u < 2000);
+    CHECK(strstr(zc_last_error(), "run past the end") != NULL);
+    CHECK(strstr(zc_last_error(), "liar@00000000000000000001.latent") != NULL);
+    zc_store_stats st;
+    CHECK_OK(zc_store_stats_get(s, &st));
+    CHECK(st.files_rejected == 1 && st.host_bytes == 0);
+    CHECK(exists_in(dir, "liar@00000000000000000001.latent" ZC_REJECTED_SUFFIX));
+    zc_store_close(s);
+    free(path);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(import_refuses_bytes_over_the_host_budget_and_writes_nothing)
+{
+    char *src_dir = zc_test_tmpdir("hostile-import-src");
+    char *dst_dir = zc_test_tmpdir("hostile-import-dst");
+    REQUIRE(src_dir != NULL && dst_dir != NULL);
+    zc_store *src = open_budget(src_dir, 0);
+    REQUIRE(src != NULL);
+    zc_bundle *b = fixture_bundle(16384, 1.0f); /* 64 KiB */
+    uint64_t g = 0;
+    REQUIRE(b != NULL);
+    REQUIRE_OK(zc_store_put(src, "shot", b, 0, &g));
+    zc_view *v = NULL;
+    REQUIRE_OK(zc_store_get(src, "shot", g, &v));
+    size_t need = 0;
+    CHECK(zc_view_serialize(v, NULL, 0, &need) == ZC_E_LIMIT);
+    void *bytes = malloc(need);
+    REQUIRE(bytes != NULL);
+    CHECK_OK(zc_view_serialize(v, bytes, need, &need));
+    zc_view_release(v);
+
+    zc_store *small = open_budget(dst_dir, 16384);
+    REQUIRE(small != NULL);
+    CHECK(zc_store_import(small, "shot", g, bytes, need) == ZC_E_BUDGET);
+    CHECK(strstr(zc_last_error(), "65536 bytes of tensors") != NULL);
+    CHECK(strstr(zc_last_error(), "host_budget_bytes") != NULL);
+    CHECK(zc_test_count(dst_dir, "shot@", "") == 0);
+    zc_store_close(small);
+    /* A store whose budget holds it takes the same bytes. */
+    REQUIRE((small = open_budget(dst_dir, 1u << 20)) != NULL);
+    CHECK_OK(zc_store_import(small, "shot", g, bytes, need));
+    zc_store_close(small);
+    free(bytes);
+    zc_store_close(src);
+    zc_test_rmtree(src_dir);
+    zc_test_rmtree(dst_dir);
+    free(src_dir);
+    free(dst_dir);
+}
