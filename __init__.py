@@ -23,6 +23,18 @@ except Exception as _exc:  # noqa: BLE001 - the pack must import even if the API
     _log.warning("[ZeroCopy-Continuity] web API not registered: %s", _exc)
 
 
+# Stored shots reach the disk before a prompt is recorded as done, and SIGTERM/SIGHUP write them
+# before the process stops (zc_nodes/durability.py). Importing it loads no engine.
+try:
+    from .zc_nodes import durability as _durability
+
+    _hooked = _durability.install()
+    _log.info("[ZeroCopy-Continuity] durability: flush at prompt end %s; stop signals %s",
+              "on" if _hooked.get("prompt_end") else "OFF", ", ".join(_hooked.get("signals") or []) or "none")
+except Exception as _exc:  # noqa: BLE001 - the pack must import; say what is not protected
+    _log.error("[ZeroCopy-Continuity] durability hooks not installed (shots may be lost at a stop): %s", _exc)
+
+
 async def comfy_entrypoint():
     from .zc_nodes.extension import ZeroCopyContinuityExtension
     return ZeroCopyContinuityExtension()

@@ -44,6 +44,8 @@ const state = {
   error: null, // last API error text, shown in the panel
   refreshes: 0, // completed listings (read by the browser test)
   received: [], // names of pack events received (read by the browser test)
+  spillFailed: new Map(), // "tag@generation" -> zerocopy.spill_failed payload (memory-only shots)
+  toasts: [], // every toast this tab showed: {severity, summary, detail} (read by the browser test)
 };
 window.__zerocopy = state;
 
@@ -61,6 +63,36 @@ function el(tag, props = {}, ...children) {
   for (const child of children) if (child != null) node.append(child);
   return node;
 }
+
+// A toast through the frontend's toast service (frontend 1.3+), else an alert-free fallback: the
+// message still lands in state.toasts and the console, and the badge and sidebar show it too.
+function toast(severity, summary, detail) {
+  state.toasts.push({ severity, summary, detail });
+  const service = app.extensionManager?.toast;
+  try {
+    if (service?.add) {
+      service.add({ severity, summary, detail, life: severity === "error" ? 0 : 10000 });
+      return;
+    }
+  } catch (error) {
+    // fall through to the console
+  }
+  (severity === "error" ? console.error : console.warn)(`[ZeroCopy] ${summary}: ${detail}`);
+}
+
+// The disk state of one stored generation: the listing's slot says it, a spill_failed event
+// says it sooner.
+function diskState(tag, generation, slot) {
+  if (state.spillFailed.has(`${tag}@${generation}`) && slot?.spill !== "written") return "failed";
+  return slot?.spill ?? null;
+}
+
+const DISK_TEXT = {
+  written: ["on disk", "zc-yes"],
+  pending: ["queued for disk", ""],
+  failed: ["NOT ON DISK (memory only)", "zc-no"],
+  off: ["memory only (no disk tier)", ""],
+};
 
 function shapeText(shape) {
   return Array.isArray(shape) ? `[${shape.join(",")}]` : "—";
@@ -209,6 +241,7 @@ function describeNode(id, node) {
       bitIdentical: kind === HANDOFF ? event.bit_identical : event.digest ? true : undefined,
       firstShot: event.first_shot,
       latentShape: event.latent_shape,
+      disk: diskState(tag, event.generation, slot),
       fromEvent: true,
     };
   }
@@ -221,6 +254,7 @@ function describeNode(id, node) {
     tier: buffer.tier,
     digest: buffer.digest,
     bitIdentical: kind === STORE && buffer.digest ? true : undefined,
+    disk: diskState(tag, buffer.newest_generation, buffer.slots?.find((s) => s.generation === buffer.newest_generation)),
     fromEvent: false,
   };
 }
@@ -264,6 +298,13 @@ function updateNode(node, id = null) {
     [kind === HANDOFF ? "bit-identical" : "stored bit-exact", identical, identicalClass],
   ];
   if (kind === HANDOFF && info.firstShot) rows.push(["source", "first shot (fallback image)"]);
+  data.disk = info.disk ?? "";
+  if (kind === STORE && info.disk) {
+    const [text, cls] = DISK_TEXT[info.disk] ?? [info.disk, ""];
+    rows.push(["disk", text, cls]);
+    const failure = state.spillFailed.get(`${info.tag}@${info.generation}`);
+    badge.root.title = info.disk === "failed" ? failure?.message ?? state.spillProblem ?? "" : "";
+  }
   setLines(badge, rows);
   setThumb(badge, info.tag, info.generation, info.digest);
 }
@@ -317,6 +358,12 @@ function refresh() {
       try {
         const doc = await apiJSON("/zerocopy/buffers");
         state.buffers = new Map(doc.buffers.map((b) => [b.tag, b]));
+        state.spillProblem = doc.spill_problem ?? null;
+        for (const key of [...state.spillFailed.keys()]) { // written since: no longer memory only
+          const [tag, generation] = [key.slice(0, key.lastIndexOf("@")), Number(key.slice(key.lastIndexOf("@") + 1))];
+          const slot = state.buffers.get(tag)?.slots?.find((s) => s.generation === generation);
+          if (!slot || slot.spill === "written") state.spillFailed.delete(key);
+        }
         state.listedAt = Date.now();
         state.error = null;
         try {
@@ -655,7 +702,11 @@ const panel = {
     const error = state.error ? el("div", { class: "zc-panel-error", text: state.error }) : null;
     const farmError = state.farmError ? el("div", { class: "zc-panel-error", text: `Farm setting: ${state.farmError}` }) : null;
     const farm = el("div", { class: "zc-farm-lines" }, ...farmLines());
-    root.replaceChildren(...[header, error, farmError, farm, empty, el("div", { class: "zc-rows" }, ...rows)].filter(Boolean));
+    const memoryOnly = buffers.flatMap((b) => (b.memory_only ?? []).map((g) => `${b.tag} gen ${g}`));
+    const spill = memoryOnly.length
+      ? el("div", { class: "zc-panel-error zc-memory-only", text: `NOT ON DISK (memory only, retried after each prompt): ${memoryOnly.join(", ")}. ${state.spillProblem ?? ""}` })
+      : null;
+    root.replaceChildren(...[header, error, farmError, spill, farm, empty, el("div", { class: "zc-rows" }, ...rows)].filter(Boolean));
   },
 
   row(b) {
@@ -677,6 +728,7 @@ const panel = {
           { class: "zc-row-text" },
           el("div", { class: "zc-row-tag", text: b.tag }),
           el("div", { class: "zc-row-info", text: `gen ${b.newest_generation} (${b.generations.length} in memory${b.disk_generations.length ? `, ${b.disk_generations.length} on disk` : ""})` }),
+          b.memory_only?.length ? el("div", { class: "zc-row-info zc-panel-error", text: `memory only, not on disk: gen ${b.memory_only.join(", ")}` }) : null,
           el("div", { class: "zc-row-info", text: `${shapeText(b.shape)} ${b.dtype ?? ""} · ${b.tier ?? "—"} · ${bytesText(b.bytes)}` }),
           el("div", { class: "zc-row-info", text: `${shortDigest(b.digest)} · ${b.family ?? "unknown"} · ${ageText(b.age_s)} ago` })
         )
@@ -706,7 +758,7 @@ const panel = {
       el(
         "div",
         { class: "zc-slot" },
-        el("div", { class: "zc-slot-head", text: `generation ${slot.generation} · ${bytesText(slot.bytes)} · ${slot.restored_from_disk ? "restored from disk" : "in memory"}` }),
+        el("div", { class: `zc-slot-head ${slot.spill === "failed" ? "zc-panel-error" : ""}`, text: `generation ${slot.generation} · ${bytesText(slot.bytes)} · ${slot.restored_from_disk ? "restored from disk" : "in memory"} · ${(DISK_TEXT[slot.spill] ?? [slot.spill ?? "—"])[0]}` }),
         ...slot.tensors.map((t) => el("div", { class: "zc-slot-line", text: `${t.name}: ${t.dtype} ${shapeText(t.shape)} ${t.tier} ${t.digest ?? "no digest"}` })),
         ...Object.entries(slot.meta ?? {}).map(([k, v]) =>
           el("div", { class: "zc-slot-line zc-meta", title: v.length > META_CHARS ? v : "", text: `${k}: ${v.length > META_CHARS ? `${v.slice(0, META_CHARS)}…` : v}` })
@@ -814,6 +866,18 @@ app.registerExtension({
         await loadFilm(tag);
         panel.render();
       }
+    });
+    api.addEventListener("zerocopy.spill_failed", (event) => {
+      const detail = event.detail ?? {};
+      state.received.push("zerocopy.spill_failed");
+      state.spillFailed.set(`${detail.tag}@${detail.generation}`, detail);
+      updateAllNodes();
+      refresh();
+    });
+    api.addEventListener("zerocopy.warning", (event) => {
+      const detail = event.detail ?? {};
+      state.received.push("zerocopy.warning");
+      toast(detail.severity === "error" ? "error" : "warn", detail.title ?? "ZeroCopy", detail.message ?? "");
     });
     api.addEventListener("zerocopy.buffers", () => {
       state.received.push("zerocopy.buffers");

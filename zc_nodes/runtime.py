@@ -101,6 +101,12 @@ def store():
         return _store
 
 
+def store_if_open():
+    """The shared LatentStore if it was opened, else None (never opens one). Lock-free (one
+    reference read): a signal handler calls it, and may interrupt the main thread inside _lock."""
+    return _store
+
+
 _exit_hook: list = []
 
 
@@ -108,6 +114,8 @@ def _flush_at_exit() -> None:
     """Close the shared store at interpreter exit: its writer thread finishes the queued spills
     first (a shot stored just before ComfyUI quits is on disk for the next start)."""
     try:
+        from . import durability
+        durability.make_durable("ComfyUI is exiting")  # says which shots could not be written
         reset()
     except Exception as exc:  # noqa: BLE001 - exiting anyway; say what could not be written
         log.error("the latent store could not finish its spills at exit: %s", exc)

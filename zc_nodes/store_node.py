@@ -16,7 +16,8 @@ import math
 
 from comfy_api.latest import io
 
-from . import color_anchor, comfy_adapter, farm_link, load_lineage, log, prompt_graph, runtime, ui_events
+from . import (color_anchor, comfy_adapter, durability, farm_link, load_lineage, log, prompt_graph, runtime,
+               ui_events)
 from .sockets import ContinuityToken
 from ..zc_continuity import lineage, ltx, shot as shot_description
 from ..zc_continuity.bundle_layout import VIDEO_KEY
@@ -135,6 +136,7 @@ class ZeroCopyLatentStore(io.ComfyNode):
         generation = farm_link.put(store, buffer_tag, shot.tensors, meta, digests)  # farm-numbered when configured
         digest = digests.get(VIDEO_KEY)
         runtime.remember_store(node_id(cls), buffer_tag)
+        durability.note_stored(buffer_tag, generation, node_id(cls))  # on disk before the prompt ends
         shapes = [list(t.shape) for t in shot.tensors.values()]
         log.info("stored tag %r generation %d: %s %s, %s%s%s", buffer_tag, generation, meta["family"],
                  shapes if len(shapes) > 1 else shapes[0], digest,

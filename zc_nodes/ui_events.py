@@ -12,6 +12,10 @@ and ``prompt_id`` when known):
                         bit_identical, adapter, family, tail_frames, ...) and the latent shape
     zerocopy.residency  the VRAM pin node's state (whatever its report dict holds)
     zerocopy.buffers    buffers changed outside a run (a drop from the API)
+    zerocopy.spill_failed  a stored shot could not be written to disk: node, tag, generation,
+                        message, memory_only (every [tag, generation] held only in memory)
+    zerocopy.warning    something the user must see now: title, message, severity ("warn" or
+                        "error"); the web extension shows it as a toast
 """
 
 from __future__ import annotations
@@ -114,3 +118,9 @@ def notify_residency(state: dict, **extra) -> bool:
     if _server() is None:
         return False
     return send("zerocopy.residency", {**_context(), **dict(state), **extra})
+
+
+def warn(title: str, message: str, *, severity: str = "warn", **extra) -> bool:
+    """A toast in every connected browser (the log line is the caller's)."""
+    return send("zerocopy.warning", {**_context(), "title": title, "message": message,
+                                     "severity": severity, **extra})

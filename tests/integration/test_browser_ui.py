@@ -28,6 +28,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from comfy_server import Server, get as _get
 from conftest import COMFYUI_PATH
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,78 +64,6 @@ def _requirements():
     if not (REPO / "build" / "libzc.so").is_file():
         pytest.skip("skipped: the C engine is not built (make)")
     return chromium, driver
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _get(url: str, timeout: float = 5.0):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            return response.status, response.headers, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read()
-
-
-class Server:
-    def __init__(self, base: Path, log: Path):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = log
-        env = {**os.environ, "ZEROCOPY_SPILL_DIR": str(base / "spill"), "PYTHONUNBUFFERED": "1"}
-        self.log = open(log, "w")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                str(Path(COMFYUI_PATH) / "main.py"),
-                "--cpu",
-                "--listen",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--base-directory",
-                str(base),
-                "--disable-auto-launch",
-                "--database-url",
-                "sqlite:///:memory:",
-                "--preview-method",
-                "none",
-            ],
-            cwd=str(base),
-            env=env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def wait_ready(self):
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:  # bounded start-up wait, 0.25 s apart
-            if self.process.poll() is not None:
-                raise AssertionError(f"ComfyUI exited with {self.process.returncode}:\n{self.tail()}")
-            try:
-                status, _, _ = _get(self.url + "/api/zerocopy/buffers", 2)
-                if status == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.25)
-        raise AssertionError(f"ComfyUI did not answer within {STARTUP_TIMEOUT_S} s:\n{self.tail()}")
-
-    def tail(self, lines=60) -> str:
-        self.log.flush()
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-
-    def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=15)
-        self.log.close()
 
 
 @pytest.fixture(scope="module")

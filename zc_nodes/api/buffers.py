@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import time
 
+from .redaction import redact_paths
+
 MAX_META_VALUE_CHARS = 1024
 MAX_META_KEYS = 64
 MAX_BUFFERS_LISTED = 1000
@@ -67,6 +69,9 @@ def slot_doc(slot: dict, now: float, *, full_meta: bool) -> dict:
         "created_unix_ms": slot.get("created_unix_ms"),
         "bytes": sum(t["bytes"] for t in tensors),
         "restored_from_disk": bool(slot.get("restored_from_disk", False)),
+        # "written" (its spill file is complete), "pending" (queued), "failed" (memory only: the
+        # spill failed; pinned in memory and retried), "off" (stored without a disk tier)
+        "spill": slot.get("spill", "off"),
         "readers": slot.get("readers", 0),
         "tensors": tensors,
     }
@@ -85,10 +90,14 @@ def buffer_doc(entry: dict, now: float | None = None, *, full_meta: bool = False
     disk = sorted(entry.get("disk_generations", []) or [], reverse=True)
     newest = slot_docs[0] if slot_docs else None
     primary = _primary(newest["tensors"]) if newest else None
+    # The newest generation that exists (in memory or on disk), never one only counted: numbers
+    # handed out for shots that are gone (a spill that failed before a restart) are not shots.
+    existing = [s["generation"] for s in slot_docs] + disk
     doc = {
         "tag": entry["tag"],
         "depth": entry.get("depth"),
-        "newest_generation": entry.get("last_generation"),
+        "newest_generation": max(existing) if existing else None,
+        "memory_only": [s["generation"] for s in slot_docs if s["spill"] == "failed"],
         "generations": [s["generation"] for s in slot_docs],
         "disk_generations": disk,
         "in_memory": bool(slot_docs),
@@ -120,7 +129,16 @@ def buffers_doc(description: dict, now: float | None = None) -> dict:
         "budgets": {"host_bytes": description.get("host_budget_bytes", 0),
                     "device_bytes": description.get("device_budget_bytes", 0)},
         "spill": bool(description.get("spill_dir")),
+        # Why shots are memory-only (the newest spill failure, the server's folders left out),
+        # or None when every stored shot is on disk.
+        "spill_problem": _redacted(description.get("spill_problem")),
     }
+
+
+def _redacted(message: str | None) -> str | None:
+    if not message:
+        return None
+    return redact_paths(message)
 
 
 def find_entry(description: dict, tag: str) -> dict | None:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from . import buffers, preview
+from .redaction import redact_paths
 from .validation import (
     MAX_FRAME_INDEX,
     MAX_GENERATION,
@@ -64,9 +65,9 @@ _ENGINE_STATUS = {
     -5: (400, "limit_exceeded"),
     -7: (409, "corrupt_file"),
     -8: (409, "invalid_state"),
+    -6: (503, "storage_unavailable"),  # the spill folder refused: read-only, full, removed
     -9: (400, "unsupported"),
 }
-
 
 @dataclass
 class Services:
@@ -101,9 +102,9 @@ def _engine_error(exc: BaseException) -> ApiError | None:
     if not any(cls.__name__ == "ZeroCopyError" for cls in type(exc).__mro__):
         return None
     if type(exc).__name__ == "EngineNotBuilt":
-        return ApiError(503, "engine_unavailable", str(exc))
+        return ApiError(503, "engine_unavailable", redact_paths(str(exc)))
     status, code = _ENGINE_STATUS.get(getattr(exc, "code", None), (500, "engine_error"))
-    return ApiError(status, code, str(exc))
+    return ApiError(status, code, redact_paths(str(exc)))
 
 
 def _guarded(methods: tuple[str, ...], handler):

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import hashlib
 
+import time
+
 import torch
 from comfy_api.latest import ComfyExtension, io
 
@@ -548,7 +550,28 @@ class ZCTestDecodingVAEs(io.ComfyNode):
         return io.NodeOutput(FakeDecodingVideoVAE(), FakeDecodingAudioVAE())
 
 
-NODES = [ZCTestConditioning, ZCTestClip, ZCTestRaisingVAE, ZCTestNoiseImage, ZCTestFrameMask,
+class ZCTestHold(io.ComfyNode):
+    """TEST ONLY: keeps a prompt running after its Store (the stop-signal tests)."""
+
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestHold",
+            display_name="ZC TEST hold the prompt (sleep)",
+            category=CATEGORY,
+            is_output_node=True,
+            description="TEST ONLY. Sleeps the given seconds after its input arrived, then ends.",
+            inputs=[io.Latent.Input("samples"), io.Float.Input("seconds", default=5.0, min=0.0, max=600.0)],
+            outputs=[],
+        )
+
+    @classmethod
+    def execute(cls, samples, seconds) -> io.NodeOutput:
+        time.sleep(seconds)
+        return io.NodeOutput()
+
+
+NODES = [ZCTestHold, ZCTestConditioning, ZCTestClip, ZCTestRaisingVAE, ZCTestNoiseImage, ZCTestFrameMask,
          ZCTestCaptureLatent, ZCTestSeededLatent, ZCTestShapeOnlyVAE, ZCTestClipDims, ZCTestConditioningDims, ZCTestLTXAudioVAE,
          ZCTestCaptureAny, ZCTestDecodingVAEs]
 

@@ -1,0 +1,221 @@
+"""Stored shots reach the disk before anyone is told a prompt is done, and the user hears
+at once, where they look, when one cannot.
+
+The guarantee (README, docs/engine.md): a shot whose Store run succeeded is either durable on
+disk, or the user was told loudly and at once that it is not, and a shot that is not on disk is
+never evicted from memory (the engine pins it; see ``zc_store_flush`` in engine/include/zc.h).
+
+- **Prompt end.** ComfyUI's prompt worker records a prompt in its history through
+  ``PromptQueue.task_done``. ``install()`` wraps that method: when the prompt stored a shot, the
+  store is flushed first (written, fsynced, renamed, directory synced), so once the history
+  says success the shot survives anything that ends the process afterwards, SIGKILL and power
+  loss included. The cost is the write itself, after the prompt's last node; the Store ->
+  Handoff path inside a prompt is untouched.
+- **Stop signals.** SIGTERM and SIGHUP (``systemctl stop``, ``docker stop``, a closed terminal;
+  ComfyUI installs no handler for them, so Python's default would end the process without its
+  exit hooks) flush the store, then do what the previous handler did: call it, ignore the
+  signal, or re-raise it with the default action. Windows has SIGBREAK instead of SIGHUP.
+- **Failures.** A spill that fails after the engine's own healing (a removed folder is created
+  again, older files beyond ``disk_keep`` are pruned first) is reported as an error line naming
+  the tag, the generation, the folder and the cause; as a ``zerocopy.spill_failed`` event (the
+  Store node's badge turns red, a toast says what happened); and in the ZeroCopy sidebar, which
+  lists memory-only shots. The Store run itself does not fail: the shot is in memory, pinned,
+  the film can go on in this process, and the engine retries the write after every prompt. A
+  failing prompt would hide the outputs it made (a decoded video) without saving the shot.
+
+The one window left: a SIGKILL or a power loss during the prompt that is storing, before its
+end, loses the shots of that prompt that were not yet written (at most ``spill_delay_ms`` after
+each Store plus the write).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+from . import log, ui_events
+
+_lock = threading.RLock()  # RLock: a signal handler may interrupt the main thread holding it
+# Shots stored since the last flush: (tag, generation, node id or None).
+_unflushed: list[tuple[str, int, str | None]] = []
+_reported: set[tuple[str, int]] = set()  # memory-only shots the user was told about
+_recreated_seen = 0
+_installed: dict[str, object] = {}
+SIGNALS = ("SIGTERM", "SIGHUP", "SIGBREAK")
+FAILED_EVENT = "zerocopy.spill_failed"
+
+
+def note_stored(tag: str, generation: int, node_id: str | None) -> None:
+    """A Store kept a shot: the end of its prompt makes it durable."""
+    with _lock:
+        _unflushed.append((tag, int(generation), None if node_id is None else str(node_id)))
+
+
+def _store_if_open():
+    from . import runtime
+    return runtime.store_if_open()
+
+
+def make_durable(reason: str = "the prompt finished") -> bool:
+    """Flush the shared store if anything was stored since the last flush, or shots are memory
+    only; report what could not be written. True when every stored shot is on disk."""
+    with _lock:
+        stored = list(_unflushed)
+        _unflushed.clear()
+    store = _store_if_open()
+    if store is None:
+        return True
+    try:
+        pending = store.stats()
+    except Exception:  # noqa: BLE001 - a closed store: nothing of ours to write
+        return True
+    if not stored and not pending.get("memory_only") and not pending.get("pending_spills"):
+        return True
+    error = None
+    try:
+        store.flush()
+    except Exception as exc:  # noqa: BLE001 - reported below, never raised into ComfyUI
+        error = str(exc)
+    return _report(store, stored, error, reason)
+
+
+def _memory_only(store) -> tuple[list[tuple[str, int]], dict]:
+    """The shots whose spill failed (pinned in memory), and the description they come from."""
+    try:
+        description = store.describe()
+    except Exception:  # noqa: BLE001
+        return [], {}
+    return [(entry["tag"], slot["generation"]) for entry in description.get("tags", [])
+            for slot in entry.get("slots", []) if slot.get("spill") == "failed"], description
+
+
+def _report(store, stored, error, reason) -> bool:
+    global _recreated_seen
+    memory_only, description = _memory_only(store)
+    folder = store.spill_dir
+    recreated = int(description.get("stats", {}).get("spill_dir_recreated", 0) or 0)
+    if recreated > _recreated_seen:
+        _recreated_seen = recreated
+        message = (f"the spill folder {folder} was removed while ComfyUI ran; it was created again "
+                   "and the shots since are written there (files removed with it are gone from disk)")
+        log.warning("%s", message)
+        ui_events.warn("ZeroCopy: spill folder re-created", _redacted(message))
+    if not memory_only:
+        if _reported:
+            _reported.clear()
+            log.info("every stored shot is on disk again (%s)", reason)
+            ui_events.send("zerocopy.buffers", {"reason": "spills written"})
+        return True
+    new = [shot for shot in memory_only if shot not in _reported]
+    _reported.intersection_update(memory_only)
+    _reported.update(memory_only)
+    problem = description.get("spill_problem") or error or "the spill failed"
+    shots = ", ".join(f"{tag} generation {gen}" for tag, gen in memory_only)
+    log.error("NOT ON DISK: %d shot(s) exist only in memory (%s): %s. Spill folder: %s. They stay "
+              "in memory (never evicted) and are written again after each prompt; free disk space "
+              "or fix the folder, or a restart loses them.", len(memory_only), shots, problem, folder)
+    if new or error:
+        nodes = {(tag, gen): node for tag, gen, node in stored}
+        for tag, gen in memory_only:
+            ui_events.send(FAILED_EVENT, {
+                "node": nodes.get((tag, gen)), "tag": tag, "generation": gen,
+                "message": _redacted(problem), "memory_only": [list(s) for s in memory_only]})
+        ui_events.warn(f"ZeroCopy: {len(memory_only)} shot(s) NOT saved to disk",
+                       f"{shots} exist only in memory: {_redacted(problem)}. They are kept in memory "
+                       "and retried after each prompt; free disk space or fix the spill folder.",
+                       severity="error")
+    return False
+
+
+def _redacted(message: str) -> str:
+    from .api.redaction import redact_paths
+    return redact_paths(message)
+
+
+# ---------------------------------------------------------------- prompt end
+
+
+def _wrap_task_done(queue_cls) -> bool:
+    original = queue_cls.task_done
+    if getattr(original, "_zerocopy_durable", False):
+        return True
+
+    def task_done(self, *args, **kwargs):
+        try:
+            make_durable()
+        except Exception as exc:  # noqa: BLE001 - never break ComfyUI's history
+            log.error("could not make the prompt's shots durable: %s", exc)
+        return original(self, *args, **kwargs)
+
+    task_done._zerocopy_durable = True
+    task_done.__wrapped__ = original
+    queue_cls.task_done = task_done
+    return True
+
+
+# ---------------------------------------------------------------- signals
+
+
+def _chain(signum, frame, previous) -> None:
+    """What the handler before ours would have done."""
+    if callable(previous):
+        previous(signum, frame)
+    elif previous == signal.SIG_IGN:
+        return
+    else:  # SIG_DFL (or None: a handler not installed from Python): the default action
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
+def _handler(previous):
+    def on_signal(signum, frame):
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = str(signum)
+        try:
+            make_durable(f"{name} received")
+            log.info("%s: stored shots are on disk; stopping", name)
+        except Exception as exc:  # noqa: BLE001 - stop anyway, but say what was not written
+            log.error("%s: could not write the stored shots before stopping: %s", name, exc)
+        _chain(signum, frame, previous)
+    on_signal._zerocopy_durable = True
+    return on_signal
+
+
+def install_signal_handlers() -> list[str]:
+    """SIGTERM and SIGHUP (SIGBREAK on Windows) flush, then chain; main thread only (Python's
+    rule). Returns the names installed."""
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    names = []
+    for name in SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            previous = signal.getsignal(signum)
+            if getattr(previous, "_zerocopy_durable", False):
+                names.append(name)
+                continue
+            signal.signal(signum, _handler(previous))
+            names.append(name)
+        except (ValueError, OSError):  # not allowed here (embedded interpreter)
+            continue
+    return names
+
+
+def install() -> dict[str, object]:
+    """Hook the prompt end and the stop signals, once; what was hooked (logged by the caller)."""
+    if _installed:
+        return _installed
+    try:
+        import execution
+        _installed["prompt_end"] = _wrap_task_done(execution.PromptQueue)
+    except Exception as exc:  # noqa: BLE001 - outside ComfyUI, or a ComfyUI without it
+        _installed["prompt_end"] = False
+        log.warning("stored shots are not flushed at the end of each prompt (%s): they reach the "
+                    "disk about %s ms after each Store and at exit", exc, "50")
+    _installed["signals"] = install_signal_handlers()
+    return _installed
