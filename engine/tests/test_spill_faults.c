@@ -242,7 +242,14 @@ TEST(a_spill_folder_removed_while_the_store_runs_is_created_again)
     CHECK_OK(zc_store_flush(s));
     remove_folder(spill);
     zc_os_path_kind kind;
-    REQUIRE(zc_os_stat(spill, &kind, NULL) != 0);
+    if (zc_os_stat(spill, &kind, NULL) == 0) { /* Windows: the open store's owner file pins it */
+        zc_store_close(s);
+        zc_test_rmtree(dir);
+        free(spill);
+        free(dir);
+        SKIP("the spill folder cannot be removed while a store has it open (Windows keeps its "
+             "owner file open, and an open file's folder cannot be removed)");
+    }
     CHECK_OK(put_spilled(s, "film", 2.0f, &g2));
     CHECK_OK(zc_store_flush(s));
     CHECK(g2 > g1);

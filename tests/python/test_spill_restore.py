@@ -160,17 +160,40 @@ def test_drop_with_disk_removes_files(spill_dir):
     assert spill_files(spill_dir) == ["kept@00000000000000000001.latent"]
 
 
-def test_spill_error_is_reported_by_flush(spill_dir):
+def _block_folder(spill_dir):
+    """Put a plain file where the spill folder was: nothing can be written there, and the engine
+    must not delete what it did not make (a removed folder, by contrast, it creates again)."""
+    shutil.rmtree(spill_dir)
+    spill_dir.write_bytes(b"not a folder")
+
+
+def test_spill_error_is_reported_by_every_flush_until_the_shot_is_written(spill_dir):
     from zc_engine import EngineIOError
     with LatentStore(spill_dir=spill_dir) as store:
-        shutil.rmtree(spill_dir)  # the directory vanishes under the store (even root cannot write there)
+        _block_folder(spill_dir)
         store.put("x", {"latent_tensor": torch.zeros(4)}, spill=True)
         # first what failed first: the folder could not hand out the generation number
         with pytest.raises(EngineIOError, match='tag "x" generation 1: the spill folder could not'):
             store.flush()
-        store.flush()  # the error was reported once; the store goes on
-        assert store.get("x").generation == 1  # the memory tier kept the shot
-        assert store.stats()["spill_errors"] == 1
+        with pytest.raises(EngineIOError, match='spill of tag "x" generation 1 failed'):
+            store.flush()  # retried, failed again, said again: never reported once and forgotten
+        assert store.get("x").generation == 1  # the memory tier kept the shot, pinned
+        assert store.stats()["memory_only"] == 1
+        assert "x" in store.describe()["spill_problem"]
+        spill_dir.unlink()
+        spill_dir.mkdir()
+        store.flush()  # the fault is gone: the pinned shot is written
+        assert store.stats()["memory_only"] == 0 and store.describe()["spill_problem"] is None
+        assert spill_files(spill_dir) == ["x@00000000000000000001.latent"]
+
+
+def test_a_spill_folder_removed_under_the_store_is_created_again(spill_dir):
+    with LatentStore(spill_dir=spill_dir) as store:
+        shutil.rmtree(spill_dir)
+        store.put("x", {"latent_tensor": torch.zeros(4)}, spill=True)
+        store.flush()
+        assert spill_files(spill_dir) == ["x@00000000000000000001.latent"]
+        assert store.stats()["spill_dir_recreated"] == 1 and store.stats()["memory_only"] == 0
 
 
 def test_dropping_a_tag_keeps_other_tags_spill_errors_for_flush(spill_dir):
@@ -178,13 +201,12 @@ def test_dropping_a_tag_keeps_other_tags_spill_errors_for_flush(spill_dir):
     with LatentStore(spill_dir=spill_dir) as store:
         store.put("kept", {"latent_tensor": torch.zeros(4)}, spill=True)
         store.flush()
-        for path in spill_dir.iterdir():
-            path.unlink()
-        spill_dir.rmdir()  # the next spill of any tag fails
+        _block_folder(spill_dir)  # the next spill of any tag fails
         store.put("failing", {"latent_tensor": torch.zeros(4)}, spill=True)
         store.drop("kept", disk=True)
         with pytest.raises(EngineIOError, match='tag "failing"'):
             store.flush()
+        spill_dir.unlink()
 
 
 def test_a_spill_waits_its_delay_and_flush_writes_it_at_once(spill_dir):
