@@ -70,7 +70,7 @@ class StoreStats(ctypes.Structure):
         "tags", "slots", "host_bytes", "device_bytes", "retained_bytes", "evictions",
         "spills_written", "spill_errors", "restores", "files_rejected", "pending_spills",
         "pooled_bytes", "verify_hashed_bytes", "verify_skipped_bytes", "memory_only",
-        "spill_dir_recreated")]
+        "spill_folder_recreated")]
 
 
 class TensorInfo(ctypes.Structure):

@@ -94,7 +94,7 @@ def _report(store, stored, error, reason) -> bool:
     global _recreated_seen
     memory_only, description = _memory_only(store)
     folder = store.spill_dir
-    recreated = int(description.get("stats", {}).get("spill_dir_recreated", 0) or 0)
+    recreated = int(description.get("stats", {}).get("spill_folder_recreated", 0) or 0)
     if recreated > _recreated_seen:
         _recreated_seen = recreated
         message = (f"the spill folder {folder} was removed while ComfyUI ran; it was created again "

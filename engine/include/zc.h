@@ -575,7 +575,7 @@ typedef struct {
                                     memory, pinned there (never evicted) until a retry writes
                                     them or they are dropped; the describe JSON's
                                     "spill_problem" says why */
-    uint64_t spill_dir_recreated; /* times the spill directory was found removed while the
+    uint64_t spill_folder_recreated; /* times the spill directory was found removed while the
                                      store ran and was created again */
 } zc_store_stats;
 

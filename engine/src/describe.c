@@ -145,14 +145,14 @@ int zc_store_describe_json(zc_store *s, char *buf, size_t cap, size_t *needed)
                   "\"device_bytes\":%llu,\"retained_bytes\":%llu,\"evictions\":%llu,"
                   "\"spills_written\":%llu,\"spill_errors\":%llu,\"restores\":%llu,"
                   "\"files_rejected\":%llu,\"pending_spills\":%llu,\"pooled_bytes\":%llu,"
-                  "\"memory_only\":%llu,\"spill_dir_recreated\":%llu}}",
+                  "\"memory_only\":%llu,\"spill_folder_recreated\":%llu}}",
                   (unsigned long long)st.tags, (unsigned long long)st.slots,
                   (unsigned long long)st.host_bytes, (unsigned long long)st.device_bytes,
                   (unsigned long long)st.retained_bytes, (unsigned long long)st.evictions,
                   (unsigned long long)st.spills_written, (unsigned long long)st.spill_errors,
                   (unsigned long long)st.restores, (unsigned long long)st.files_rejected,
                   (unsigned long long)st.pending_spills, (unsigned long long)st.pooled_bytes,
-                  (unsigned long long)st.memory_only, (unsigned long long)st.spill_dir_recreated);
+                  (unsigned long long)st.memory_only, (unsigned long long)st.spill_folder_recreated);
     return finish_json(&jb, buf, cap, needed);
 }
 

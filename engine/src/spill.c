@@ -462,7 +462,7 @@ int zc__spill_dir_recreate(zc_store *s)
         return 0;
     (void)mkdir_p(s->spill_dir); /* its message stays the last error when it fails */
     zc_os_mutex_lock(&s->lock);
-    s->stats.spill_dir_recreated++;
+    s->stats.spill_folder_recreated++;
     zc_os_mutex_unlock(&s->lock);
     return zc_os_stat(s->spill_dir, &kind, NULL) == 0;
 }

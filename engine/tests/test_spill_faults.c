@@ -257,7 +257,7 @@ TEST(a_spill_folder_removed_while_the_store_runs_is_created_again)
     CHECK(zc_test_count(spill, "film@", ".latent") == 1);
     zc_store_stats st;
     CHECK_OK(zc_store_stats_get(s, &st));
-    CHECK(st.memory_only == 0 && st.spill_dir_recreated == 1);
+    CHECK(st.memory_only == 0 && st.spill_folder_recreated == 1);
     zc_store_close(s);
 
     REQUIRE((s = open_store(spill, 4, 8, 0)) != NULL); /* the newer shot survives a restart */

@@ -193,7 +193,7 @@ def test_a_spill_folder_removed_under_the_store_is_created_again(spill_dir):
         store.put("x", {"latent_tensor": torch.zeros(4)}, spill=True)
         store.flush()
         assert spill_files(spill_dir) == ["x@00000000000000000001.latent"]
-        assert store.stats()["spill_dir_recreated"] == 1 and store.stats()["memory_only"] == 0
+        assert store.stats()["spill_folder_recreated"] == 1 and store.stats()["memory_only"] == 0
 
 
 def test_dropping_a_tag_keeps_other_tags_spill_errors_for_flush(spill_dir):
