@@ -8,6 +8,12 @@ the digest taken when the tail was stored. A pixel bridge is counted: how
 many VAE decodes and encodes it made. The certificate covers the handoff's input; the
 sampler then re-applies the kept frames through the latent format's
 process_in/process_out, which may change their last bits.
+
+It also says how the conditioning compares with core's own node for the same
+request (``core_node``): equal except for the tail latents standing in for an
+encoded start image, and the one-line ``core_differences`` it lists (for Wan
+I2V, e.g., that the gray padding is encoded without the start image's causal
+context).
 """
 
 from __future__ import annotations
@@ -38,6 +44,10 @@ class Certificate:
     bridge_encodes: int = 0
     streams: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     """Other streams handed off with the video (name -> (stored digest, used digest)), e.g. audio."""
+    core_node: str = ""
+    """The core node whose conditioning and LATENT the adapter reproduces (e.g. WanImageToVideo)."""
+    core_differences: list[str] = field(default_factory=list)
+    """Where the output differs from ``core_node``'s for the same request, one line each."""
 
     @property
     def bridged(self) -> bool:
@@ -95,8 +105,24 @@ class Certificate:
                          "repeat the end of the previous one; drop them when joining the clips")
         else:
             lines.append("trim: nothing to trim")
+        lines += self.core_lines()
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+    def core_lines(self) -> list[str]:
+        """How the conditioning compares with the core node's for the same request."""
+        return self.core_summary(self.core_node, self.core_differences)
+
+    @staticmethod
+    def core_summary(core_node: str, differences, start: str = "the tail") -> list[str]:
+        """The lines ``core_lines`` gives; also for a handoff without a certificate (a film's first
+        shot, whose ``start`` is the encoded fallback frame)."""
+        if not core_node:
+            return []
+        head = f"as core's {core_node} builds it, with {start} in place of an encoded start image"
+        if not differences:
+            return [head]
+        return [head + ", except:"] + [f"  - {line}" for line in differences]
 
     def to_dict(self) -> dict:
         """Plain JSON-ready values, with the derived bit_identical flag included."""

@@ -75,7 +75,11 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 "read from the resident store, in latent space: no VAE decode/encode, bit-identical "
                 "unless the canvas changes, you blend or you use the colour anchor. Families: Wan "
                 "2.1/2.2, HunyuanVideo 1.0/1.5, LTX-Video/LTX-2, MiniMax H3 (audio and video), "
-                "FLUX Kontext; each at its own legal insertion point (adapter). With no stored "
+                "FLUX Kontext; each at its own legal insertion point (adapter), building what the "
+                "family's own core node builds with the tail in place of an encoded start image. "
+                "Wan I2V pads like WanImageToVideo, with the VAE encoding of mid-gray frames: "
+                "encoded once per VAE and canvas, then cached in memory and in the spill folder "
+                "(gray_padding/), so later hops and restarts make no VAE call. With no stored "
                 "latent for the tag (the first shot) it starts from fallback_first_frame. The info "
                 "output is the certificate: digests and whether the tail used is bit-identical."),
             inputs=[
@@ -83,9 +87,11 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                               tooltip="Text encoder used to encode the prompt (each prompt is encoded "
                                       "once per text encoder and reused). Without a model connected it "
                                       "also tells the model family."),
-                io.Vae.Input("vae", tooltip="The model's VAE. Only used to encode fallback_first_frame "
-                                            "(first shot, or blend_with_fallback); never for the tail. "
-                                            "Without a model connected it tells the model family."),
+                io.Vae.Input("vae", tooltip="The model's VAE. Used to encode fallback_first_frame "
+                                            "(first shot, or blend_with_fallback) and, for Wan I2V, the "
+                                            "gray padding frames once per canvas (cached, also on disk); "
+                                            "never for the tail. Without a model connected it tells the "
+                                            "model family."),
                 io.String.Input("prompt", multiline=True, default="",
                                 tooltip="Prompt of the new shot."),
                 io.Int.Input("width", default=832, min=16, max=16384, step=16,
@@ -104,8 +110,9 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                 tooltip="The tag the Store of the previous shot wrote (typed, or linked "
                                         "from the String node that names the film)."),
                 io.Combo.Input("continuity_mode", options=MODES, default=MODES[0],
-                               tooltip="zero_copy_latent_only: use the stored tail as is (never calls the "
-                                       "VAE). blend_with_fallback: encode fallback_first_frame and blend it "
+                               tooltip="zero_copy_latent_only: use the stored tail as is (the VAE never "
+                                       "touches it; Wan I2V's gray padding is encoded once and cached). "
+                                       "blend_with_fallback: encode fallback_first_frame and blend it "
                                        "into the first tail frame at blend_ratio."),
                 io.Float.Input("blend_ratio", default=0.0, min=0.0, max=1.0, step=0.01,
                                tooltip="blend_with_fallback only: share of the fallback frame "
@@ -255,7 +262,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         request = adapters.BuildRequest(
             spec=spec, positive=positive, negative=negative, width=width, height=height,
             length=length, batch=piece.shape[0], video=piece, latent_format=latent_format,
-            model=model, fresh_first_frame=True)
+            model=model, fresh_first_frame=True, vae=vae, spill_dir=runtime.store().spill_dir)
         if spec.is_audio_video:
             request.audio_shape, request.audio_rate = cls.fresh_audio(spec, piece.shape[0], length)
         result = chosen.build(request)
@@ -271,6 +278,8 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                           f"the encoded start image is kept as the film's first entry: tag {tag!r} "
                           f"generation {start} (its anchor: ZeroCopyLatentLoad shot 'first')",
                           f"store this shot's output under {tag!r} to continue from it"] +
+                         Certificate.core_summary(result.core_node or chosen.core_node, result.differences,
+                                                  "the fallback frame encoded alone") +
                          [f"note: {n}" for n in result.notes])
         return finish(result, None, info, first_shot=True)
 
@@ -321,7 +330,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             height=settings.height, length=settings.length, batch=streams_[0].shape[0],
             video=prepared.video, latent_format=cls.latent_format(model, spec, shot.meta), model=model,
             audio=prepared.audio, audio_shape=prepared.audio_shape, audio_rate=prepared.audio_rate,
-            meta=dict(shot.meta))
+            meta=dict(shot.meta), vae=vae, spill_dir=runtime.store().spill_dir)
         result = chosen.build(request)
         certificate = Certificate(
             tag=shot.tag, generation=shot.generation, stored_digest=prepared.stored_digest,
@@ -332,6 +341,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                   if spec.is_video else 0),
             adjusted=prepared.adjusted, adjustment=prepared.adjustment,
             streams={"audio": prepared.audio_digests} if prepared.audio_digests else {},
+            core_node=result.core_node or chosen.core_node, core_differences=result.differences,
             notes=fallback_notes
             + [f"stored latent {shot.info[bundle_layout.VIDEO_KEY].digest} verified against its "
                f"digest before use", f"family {spec.name}: from {family.source}",
@@ -365,7 +375,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             spec=spec, positive=positive, negative=negative, width=settings.width,
             height=settings.height, length=settings.length, batch=piece.shape[0], video=piece,
             latent_format=cls.latent_format(model, spec, shot.meta if same_family else None),
-            model=model, fresh_first_frame=True)
+            model=model, fresh_first_frame=True, vae=vae, spill_dir=runtime.store().spill_dir)
         if spec.is_audio_video:
             if same_family and len(streams_) > 1:  # size the new audio like the stored shot's
                 axis = spec.audio.time_axis
@@ -388,6 +398,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             used_digest=digest_tensor(piece), adapter=f"pixel_bridge -> {chosen.name}",
             family=spec.name, tail_frames=1, bridge_decodes=decodes, bridge_encodes=encodes,
             overlap_pixel_frames=1 if spec.is_video else 0,
+            core_node=result.core_node or chosen.core_node, core_differences=result.differences,
             notes=fallback_notes + notes + [f"family {spec.name}: from {family.source}",
                                             f"then adapter {chosen.name} ({why}) with the fresh "
                                             "one-frame latent"] + result.notes)

@@ -29,6 +29,9 @@ class BuildRequest:
     only). ``fresh_first_frame`` is True when ``video`` is one freshly encoded
     pixel frame (the first shot of a film, or the pixel bridge), a legal
     first-frame latent, rather than continuation latents of a stored shot.
+    ``vae`` is the VAE the Handoff received: adapters that pad as core does
+    with encoded pixels (Wan I2V's gray frames) encode with it, never the tail.
+    ``spill_dir`` is the store's spill folder, where such encodings are cached.
     """
 
     spec: FamilySpec
@@ -46,6 +49,8 @@ class BuildRequest:
     audio_rate: Fraction | None = None
     fresh_first_frame: bool = False
     meta: dict = field(default_factory=dict)
+    vae: object = None
+    spill_dir: object = None
 
     def target(self, length: int | None = None) -> tuple[int, ...]:
         """The new shot's latent shape for this request's family and canvas."""
@@ -62,10 +67,17 @@ class BuildRequest:
 
 @dataclass
 class BuildResult:
+    """What an adapter built. ``differences`` names, one line each, where the conditioning and
+    LATENT differ from what ``Adapter.core_node`` builds for the same request (besides the tail
+    latents standing in for an encoded start image); the certificate shows them."""
+
     positive: list
     negative: list
     latent: dict
     notes: list[str] = field(default_factory=list)
+    differences: list[str] = field(default_factory=list)
+    core_node: str = ""
+    """The core node compared with, when it depends on the request (else ``Adapter.core_node``)."""
 
 
 class Adapter:
@@ -74,6 +86,9 @@ class Adapter:
     name: str = ""
     families: tuple[str, ...] = ()
     summary: str = ""
+    core_node: str = ""
+    """The core ComfyUI node whose output this adapter reproduces, with the tail in place of an
+    encoded start image (docs/families.md, "As core builds it")."""
     image_on_canvas: bool = False
     """Image families: whether the stored image is resampled to the new canvas (img2img) or
     used at its stored size (a Kontext reference)."""

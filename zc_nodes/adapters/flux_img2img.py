@@ -4,6 +4,9 @@
 continuation is img2img and the KSampler's denoise decides how much changes.
 The latent is the stored one, bit-identical unless the canvas changed (then it
 is resampled in latent space). See ``zc_continuity.img2img``.
+
+As core's img2img (VAEEncode of the image as the KSampler's latent_image): the
+same LATENT ({"samples"} only), with the stored latent in place of the encoding.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from .base import Adapter, BuildRequest, BuildResult
 class FluxImg2Img(Adapter):
     name = "flux_img2img"
     families = ("flux",)
+    core_node = "VAEEncode"
     summary = "the stored image latent is the new latent (set the sampler's denoise, e.g. 0.6)"
     image_on_canvas = True  # the tail is resampled to the new canvas (Kontext keeps its size)
 

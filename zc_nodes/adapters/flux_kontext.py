@@ -5,6 +5,9 @@ As core's ReferenceLatent node: the reference is appended to
 and the new image starts from zeros (EmptySD3LatentImage). The reference is
 used at its stored size, bit-identical; Kontext does not need it to match the
 canvas. See ``zc_continuity.kontext`` for the caveats.
+
+As core's ReferenceLatent + EmptySD3LatentImage: identical (the reference is the
+stored latent, where core's is VAEEncode of an image); no difference to name.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from .base import Adapter, BuildRequest, BuildResult
 class FluxKontextReference(Adapter):
     name = "flux_kontext_reference"
     families = ("flux",)
+    core_node = "ReferenceLatent"
     summary = "reference_latents += [stored image latent] (both conditionings), empty latent"
 
     def build(self, request: BuildRequest) -> BuildResult:

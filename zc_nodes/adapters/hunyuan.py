@@ -8,6 +8,12 @@ mask and ``guiding_frame_index: 0`` on the positive. Without a model the
 Store's metadata decides (v2 unless it recorded a concat checkpoint).
 hunyuan15_i2v follows HunyuanVideo15ImageToVideo: concat keys on both
 conditionings, zero padding. See ``zc_continuity.hunyuan`` for the caveats.
+
+Every key, mask, padding value and shape equals core's for the same request
+(batch 1). Differs from core, one line each (also in the certificate):
+- slot 0 holds a continuation latent where core has a one-pixel-frame latent (causal first frame);
+- 1.5: no ``clip_vision_output`` (it needs pixels);
+- v2 with a stored batch B > 1: noise_mask has batch B where core's has 1 (the sampler resizes both).
 """
 
 from __future__ import annotations
@@ -17,6 +23,12 @@ from ...zc_continuity import hunyuan
 from .base import Adapter, BuildRequest, BuildResult
 
 V1_CONCAT = "i2v_concat"
+CAUSAL_SLOT0 = ("slot 0 holds a continuation latent (4 pixel frames) where core has the encoding of "
+                "one pixel frame")
+
+
+def causal(request: BuildRequest) -> list[str]:
+    return [] if request.fresh_first_frame else [CAUSAL_SLOT0]
 
 
 def uses_concat(request: BuildRequest) -> bool:
@@ -28,17 +40,19 @@ def uses_concat(request: BuildRequest) -> bool:
 class HunyuanI2V(Adapter):
     name = "hunyuan_i2v"
     families = ("hunyuan_video",)
+    core_node = "HunyuanImageToVideo"
     summary = ("v2 replace: samples + noise_mask + guiding_frame_index 0 (positive); v1 concat "
                "checkpoints: concat_latent_image + concat_mask (positive)")
 
     def build(self, request: BuildRequest) -> BuildResult:
         target = request.target()
         if uses_concat(request):
-            result = hunyuan.hunyuan_concat(target, request.video)
+            result = hunyuan.hunyuan_v1_concat(target, request.video)
             positive = comfy_adapter.conditioning_with(request.positive, result.conditioning_values())
             return BuildResult(positive, request.negative, result.latent_dict(),
                                ["hunyuan_i2v: v1 (concat) checkpoint, image keys on the positive "
-                                "conditioning as HunyuanImageToVideo sets them"])
+                                "conditioning as HunyuanImageToVideo sets them"], causal(request),
+                               core_node="HunyuanImageToVideo (guidance_type v1 (concat))")
         result = hunyuan.hunyuan_replace(target, request.video)
         positive = comfy_adapter.conditioning_with(request.positive, result.positive_values())
         notes = ["hunyuan_i2v: v2 (replace); guiding_frame_index gives latent frame 0 the clean "
@@ -46,12 +60,18 @@ class HunyuanI2V(Adapter):
         if request.video.shape[2] > 1:
             notes.append(f"hunyuan_i2v: latent frames 1..{request.video.shape[2] - 1} of the tail are "
                          "kept by the noise mask only (guiding_frame_index covers frame 0)")
-        return BuildResult(positive, request.negative, result.latent_dict(), notes)
+        differences = causal(request)
+        if target[0] > 1:
+            differences.append(f"noise_mask has batch {target[0]} where core's has 1 (the sampler "
+                               "resizes both to the batch)")
+        return BuildResult(positive, request.negative, result.latent_dict(), notes, differences,
+                           core_node="HunyuanImageToVideo (guidance_type v2 (replace))")
 
 
 class Hunyuan15I2V(Adapter):
     name = "hunyuan15_i2v"
     families = ("hunyuan_video15",)
+    core_node = "HunyuanVideo15ImageToVideo"
     summary = "concat_latent_image = tail + zeros, concat_mask 0 on the tail (both conditionings)"
 
     def build(self, request: BuildRequest) -> BuildResult:
@@ -62,4 +82,5 @@ class Hunyuan15I2V(Adapter):
                            comfy_adapter.conditioning_with(request.negative, values),
                            result.latent_dict(),
                            ["hunyuan15_i2v: no clip_vision_output (that needs pixels); the image "
-                            "reaches the model through the concat keys only"])
+                            "reaches the model through the concat keys only"],
+                           causal(request) + ["no clip_vision_output: it needs the start image's pixels"])

@@ -8,6 +8,14 @@ guides on a combined AV latent): the guide goes on the video stream, the
 aligned audio tail is held at the start of the audio stream, and the streams
 are rejoined with a nested noise mask. The LATENT carries
 ``zc_continuity.ltx.GUIDE_MARKER`` so the Store drops the appended guides.
+
+As core's LTXVAddGuide (frame_idx 0, strength 1) on an empty latent: keyframe_idxs,
+the guide attention entry, the appended guide latents and the noise mask come from
+core's own ``append_keyframe``. Differs, one line each (also in the certificate):
+- the guide's first latent is a continuation latent where core's is a one-pixel-frame
+  latent (core's causal_fix positions it as one);
+- the LATENT carries the key ``zerocopy_appended_guides`` (ours; the sampler ignores it);
+- LTX-2: the audio tail is held at the start of the audio stream (core's guide node adds no audio).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from .temporal_inpaint import build_streams
 class LtxLatentGuide(Adapter):
     name = "ltx_latent_guide"
     families = ("ltxv", "ltx2")
+    core_node = "LTXVAddGuide"
     summary = ("tail appended as guide latents (mask 0) with keyframe_idxs at frame 0 on both "
                "conditionings; LTX-2: video guided, audio tail held, streams rejoined")
 
@@ -38,6 +47,13 @@ class LtxLatentGuide(Adapter):
         latent[ltx.GUIDE_MARKER] = ltx.guide_marker(k, target[2])
         notes = [f"ltx_latent_guide: {k} guide latent(s) appended after the {target[2]}-frame clip; "
                  "the Store drops them, crop them (LTXVCropGuides) before decoding"]
+        differences = [] if request.fresh_first_frame else [
+            "guide latent 0 is a continuation latent where core's is the encoding of one pixel "
+            "frame (positioned as one by core's causal_fix)"]
+        differences.append(f"the LATENT carries {ltx.GUIDE_MARKER!r} (ours, for the Store; the "
+                           "sampler ignores it)")
         if spec.is_audio_video:
             notes.append(request.audio_note())
-        return BuildResult(positive, negative, latent, notes)
+            differences.append("LTX-2: the audio tail is held at the start of the audio stream "
+                               "(core's guide node guides video only)")
+        return BuildResult(positive, negative, latent, notes, differences)

@@ -5,6 +5,14 @@ target grid and ``minimax_frame_count`` (as core's MiniMaxH3ImageToVideo sets
 them), and the AV latent holds the chunk-aligned video tail and the aligned
 audio tail under a nested noise mask. See ``zc_continuity.minimax`` for the
 layout and caveats.
+
+Against core's MiniMaxH3ImageToVideo (first_frame only): the same
+``minimax_keyframes`` entry at frame 0 on the target grid and latent shapes;
+differs, one line each (also in the certificate):
+- the latent holds the video and audio tails under a nested noise mask (core's is empty):
+  the whole tail continues, not only the keyframe;
+- the prompt is encoded text-only (core also shows the keyframe image to the text encoder);
+- ``minimax_frame_count`` is set as v0.33.0's node sets it (later core no longer sets it).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from .temporal_inpaint import build_streams
 class MiniMaxH3Keyframe(Adapter):
     name = "minimax_h3_keyframe"
     families = ("minimax_h3",)
+    core_node = "MiniMaxH3ImageToVideo"
     summary = ("minimax_keyframes entry (frame 0, target grid) + video tail (5j+2 latents) and "
                "aligned audio tail held by a nested noise mask")
 
@@ -55,4 +64,10 @@ class MiniMaxH3Keyframe(Adapter):
                  "also shows the keyframe image to the text encoder, which needs pixels"]
         if request.audio is not None:
             notes.append(request.audio_note())
-        return BuildResult(positive, request.negative, latent, notes)
+        differences = ["the prompt is encoded text-only; core also shows the keyframe image to the "
+                       "text encoder (it needs pixels)",
+                       "minimax_frame_count is set as v0.33.0's node sets it"]
+        if not request.fresh_first_frame:
+            differences.insert(0, "the latent holds the video and audio tails under a nested noise "
+                                  "mask (core's latent is empty): the whole tail continues")
+        return BuildResult(positive, request.negative, latent, notes, differences)

@@ -12,6 +12,12 @@ the mask into per-frame / per-token timesteps and see the kept frames clean;
 HunyuanVideo sees them clean at the global timestep; Wan 2.1 / A14B and
 MiniMax H3 (v0.33.0) re-noise them to the current sigma every step. In every
 case the sampler restores them exactly at the end (``KSamplerX0Inpaint``).
+
+As core builds it: for Wan 2.2 TI2V 5B this is ``Wan22ImageToVideoLatent``
+exactly (samples, ``process_out(0)`` empty frames, ``noise_mask`` [B, 1, T, H, W]
+float32, no conditioning keys), except one line: slot 0 holds a continuation
+latent where core has a one-pixel-frame latent. Other families have no core node
+that starts a clip from latents this way (core's video I2V nodes are per family).
 """
 
 from __future__ import annotations
@@ -19,6 +25,11 @@ from __future__ import annotations
 from .. import comfy_adapter
 from ...zc_continuity import assemble, streams
 from .base import Adapter, BuildRequest, BuildResult
+
+CORE_NODES = {"wan22_5b": "Wan22ImageToVideoLatent"}
+"""The core node temporal inpainting reproduces, per family (none for the others)."""
+CAUSAL_SLOT0 = ("slot 0 holds a continuation latent (4 pixel frames) where core has the encoding of "
+                "one pixel frame")
 
 HOLD = {
     "wan21": "Wan 2.1 / A14B re-noises kept frames at each step, so the hold on them is soft",
@@ -62,4 +73,7 @@ class TemporalInpaint(Adapter):
                 notes.append(f"temporal_inpaint: {hold}")
         if spec.is_audio_video:
             notes.append(request.audio_note())
-        return BuildResult(request.positive, request.negative, latent, notes)
+        core = CORE_NODES.get(spec.name, "")
+        differences = [CAUSAL_SLOT0] if core and not request.fresh_first_frame else []
+        return BuildResult(request.positive, request.negative, latent, notes, differences,
+                           core_node=core)
