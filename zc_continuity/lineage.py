@@ -23,9 +23,12 @@ MARKER = "zerocopy_lineage"
 """LATENT dict key of the Handoff's lineage marker (removed by the Store, never stored as a tensor)."""
 
 LINEAGE_KEY = "lineage"
-"""Bundle metadata key of a shot's lineage (JSON, version 1)."""
+"""Bundle metadata key of a shot's lineage (JSON, version 2; version 1 files still read)."""
 
-VERSION = 1
+VERSION = 2
+"""Version 2 adds ``seam`` (zc_continuity.seam), written by the Store; nothing else changed."""
+READABLE = (1, 2)
+SEAM = "seam"
 PROMPT_CHARS = 200
 
 _FIELDS = {
@@ -67,19 +70,24 @@ def check(value) -> dict:
         if not isinstance(value.get(name), kind) or isinstance(value.get(name), bool):
             raise ContinuityError(f"the LATENT's {MARKER!r} entry lacks a valid {name!r} ({value.get(name)!r}); "
                                   "it was not written by this version's ZeroCopyLatentHandoff")
-    if value.get("version") != VERSION:
-        raise ContinuityError(f"lineage version {value.get('version')!r} is not {VERSION}; update the pack")
+    if value.get("version") not in READABLE or isinstance(value.get("version"), bool):
+        raise ContinuityError(f"lineage version {value.get('version')!r} is not one of {READABLE}; "
+                              "update the pack")
     return value
 
 
-def record(value: dict, *, seed=None) -> str:
-    """The JSON the Store keeps under LINEAGE_KEY: the marker, plus the sampler's seed if known.
+def record(value: dict, *, seed=None, seam: dict | None = None) -> str:
+    """The JSON the Store keeps under LINEAGE_KEY: the marker, plus the sampler's seed if known and
+    the hop's ``seam`` (zc_continuity.seam.measure) when one was measured; always written as VERSION.
 
     A parent in another tag is recorded as is: the film of the shot's own tag then says it
     continues another film (``zc film`` reports it; the store loses nothing)."""
-    out = dict(check(value))
+    out = dict(check(value), version=VERSION)
+    out.pop(SEAM, None)  # a seam is the Store's measure of this shot, never copied from a marker
     if seed is not None:
         out["seed"] = int(seed)
+    if seam:
+        out[SEAM] = seam
     return json.dumps(out, sort_keys=True, separators=(",", ":"))
 
 
@@ -92,3 +100,17 @@ def parse(text: str | None) -> dict | None:
         return check(value)
     except (ValueError, ContinuityError):
         return None
+
+
+def with_seam(text: str, seam: dict | None) -> str:
+    """A recorded lineage (``record``'s JSON) with the hop's seam added; unchanged when there is none."""
+    if not seam:
+        return text
+    value = json.loads(text)
+    return record(value, seed=value.get("seed"), seam=seam)
+
+
+def seam_of(value: dict | None) -> dict | None:
+    """The seam a parsed lineage records (a version 2 one measured by the Store), else None."""
+    seam = (value or {}).get(SEAM)
+    return seam if isinstance(seam, dict) and isinstance(seam.get("score"), (int, float)) else None

@@ -19,7 +19,7 @@ from comfy_api.latest import io
 from . import (color_anchor, comfy_adapter, durability, farm_link, load_lineage, log, prompt_graph, runtime,
                ui_events)
 from .sockets import ContinuityToken
-from ..zc_continuity import lineage, ltx, shot as shot_description
+from ..zc_continuity import lineage, ltx, seam, shot as shot_description
 from ..zc_continuity.bundle_layout import VIDEO_KEY
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import InvalidInput
@@ -117,21 +117,42 @@ class ZeroCopyLatentStore(io.ComfyNode):
             return samples[lineage.MARKER]
         return load_lineage.parent_marker(getattr(cls.hidden, "prompt", None), node_id(cls))
 
+    @staticmethod
+    def hop_seam(store, shot, marker) -> dict | None:
+        """The seam of the hop that made this shot (zc_continuity.seam), read against the parent's
+        last frames in the store (memory, else its spill file); None for a root, a start image's
+        child, or a parent the store cannot serve (said in the log: the shot is stored anyway)."""
+        if marker is None:
+            return None
+        try:
+            parent = store.get(marker["parent_tag"], marker["parent_generation"])
+            if parent.meta.get("kind") == "start_image":
+                return None  # the first shot: its parent is the encoded image, not a cut of the film
+            return seam.for_hop(parent.tensors, shot.tensors, marker, spec=shot.spec)
+        except Exception as exc:  # a seam is a report; never a reason to lose the shot
+            log.info("no seam measured for the hop from %r generation %s: %s", marker.get("parent_tag"),
+                     marker.get("parent_generation"), exc)
+            return None
+
     @classmethod
     def execute(cls, samples, buffer_tag=DEFAULT_TAG, model=None) -> io.NodeOutput:
         problem = tag_problem(buffer_tag)
         if problem:
             raise ValueError(problem)
+        marker = cls.lineage_marker(samples)
         try:
             shot = shot_description.describe_shot(
                 comfy_adapter.unbind_streams(samples["samples"]), model=comfy_adapter.model_facts(model),
                 other_keys=[k for k in samples if k != "samples"],
-                guide_marker=samples.get(ltx.GUIDE_MARKER), lineage_marker=cls.lineage_marker(samples),
+                guide_marker=samples.get(ltx.GUIDE_MARKER), lineage_marker=marker,
                 seed=prompt_graph.sampler_seed(getattr(cls.hidden, "prompt", None), node_id(cls)))
         except ContinuityError as exc:
             raise ValueError(f"ZeroCopyLatentStore: {exc}") from None
         store = runtime.store()
         meta = dict(shot.meta, **color_anchor.anchor_for_new_shot(store, buffer_tag, shot.video))
+        hop_seam = cls.hop_seam(store, shot, marker if lineage.LINEAGE_KEY in meta else None)
+        if hop_seam:
+            meta[lineage.LINEAGE_KEY] = lineage.with_seam(meta[lineage.LINEAGE_KEY], hop_seam)
         digests: dict[str, str] = {}
         generation = farm_link.put(store, buffer_tag, shot.tensors, meta, digests)  # farm-numbered when configured
         digest = digests.get(VIDEO_KEY)
