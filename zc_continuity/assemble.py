@@ -147,8 +147,10 @@ def wan_i2v_concat(target_shape, tail: torch.Tensor, padding: torch.Tensor) -> W
       a per-channel [C] fill (``process_out(0)``) broadcast. Gray encodings are
       what the model saw in training; a fill is an approximation. Inside
       WanImageToVideo the gray latents after the start frames are encoded with
-      the causal cache of those frames, so any precomputed gray padding is close
-      to, not equal to, what core would produce.
+      the causal cache of those frames, so gray encoded alone equals core's
+      padding exactly only for a gray start image (the node layer encodes it with
+      the Handoff's VAE and caches it: ``zc_nodes.adapters.gray_padding``; the
+      measured difference is in docs/families.md, "Wan I2V padding").
     - ``concat_mask`` [1, 1, T, H, W] float32: 0.0 on frames [0:k] (given), 1.0
       elsewhere; the model uses ``1 - concat_mask`` as its 4-channel mask.
     - ``samples``: zeros [B, C, T, H, W], the empty latent WanImageToVideo
