@@ -1,9 +1,10 @@
 """ComfyUI-ZeroCopy-Continuity: keep video DiTs resident between shots and hand
 shot N to shot N+1 in latent space, bit-identical (see README.md).
 
-Importing this pack never raises: if the C engine is not built, the continuity
-nodes are not registered (ZeroCopyVRAMPin, which needs no engine, still is) and
-the log says in one line how to build it.
+Importing this pack never raises: if the C engine is missing or wrong, the continuity
+nodes are not registered (ZeroCopyVRAMPin, which needs no engine, still is), and one
+line naming the missing nodes, the platform and the fix goes to the log and, through
+GET /zerocopy/engine, to a toast and the ZeroCopy sidebar (zc_nodes/extension.py).
 """
 
 import logging
@@ -13,6 +14,17 @@ _log = logging.getLogger("zerocopy_continuity")
 # The frontend extension (badges, tail thumbnails, the buffers sidebar), served by
 # ComfyUI at /extensions/<this folder>/.
 WEB_DIRECTORY = "./web"
+
+# GET /zerocopy/engine: the engine's state for the UI (the missing nodes and the fix), first, so
+# that the API's catch-all /zerocopy/ route below does not answer it.
+try:
+    from .zc_nodes import extension as _extension
+
+    _extension.register_engine_route()
+except ImportError as _exc:  # no ComfyUI (comfy_api) here: nothing to show it in
+    _log.debug("[ZeroCopy-Continuity] engine status route not registered: %s", _exc)
+except Exception as _exc:  # noqa: BLE001 - the pack must import
+    _log.warning("[ZeroCopy-Continuity] engine status route not registered: %s", _exc)
 
 # The /zerocopy/ REST API, only when a ComfyUI web server exists (never in tests).
 try:

@@ -5,8 +5,9 @@ hand after a git clone:
     python install.py            # with ComfyUI's Python, from the pack's folder
 
 It compiles nothing and downloads nothing. When the engine is missing or built for another
-platform it prints one line with the fix (the pip command for this very Python) and exits
-with status 1; ComfyUI still starts, without the continuity nodes.
+platform it prints one line naming the nodes that will be missing, the platform, and the
+one command that fixes it here (``engine_report``; the running pack shows the same line in
+ComfyUI's UI), and exits with status 1; ComfyUI still starts, with ZeroCopyVRAMPin only.
 
 Developers, and platforms without a wheel, can build the engine from source into build/:
 
@@ -14,6 +15,9 @@ Developers, and platforms without a wheel, can build the engine from source into
 
 which uses `make` when present, else calls the compiler directly with the same flags.
 Warnings never fail that build (the project's own builds use -Werror).
+
+The pack's folder may have any name (custom_nodes/zerocopy-continuity from the Registry,
+custom_nodes/ComfyUI-ZeroCopy-Continuity from git): every path here is this file's own folder.
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ COMMON_FLAGS = ["-std=c11", "-O2", "-DZC_BUILDING_LIBRARY", "-Wall", "-Wno-unuse
 POSIX_FLAGS = ["-g", "-fPIC", "-fvisibility=hidden", "-pthread", "-D_GNU_SOURCE",
                "-D_FILE_OFFSET_BITS=64"]
 WINDOWS_FLAGS = ["-D__USE_MINGW_ANSI_STDIO=1", "-static"]
+# The nodes that need the engine, as zc_nodes/extension.py registers them (a test holds the two
+# lists equal); ZeroCopyVRAMPin needs no engine and is always registered.
+ENGINE_NODES = ("ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad", "ZeroCopyFilmAssemble")
+ALWAYS_NODE = "ZeroCopyVRAMPin"
 HOW_TO_GET_A_COMPILER = {
     "Linux": "Debian/Ubuntu: sudo apt-get install build-essential; Fedora: sudo dnf install gcc make; "
              "Arch: sudo pacman -S base-devel",
@@ -55,15 +63,49 @@ def locate():
     return module
 
 
+def fix_command(loc=None) -> str:
+    """The one command that gives this Python a working engine now: with a C compiler on PATH,
+    building it from this folder's sources (works whether or not the wheel is published);
+    without one, the prebuilt wheel for exactly the version this pack needs."""
+    loc = loc or locate()
+    pip = loc.pip_command()
+    python = pip.split(" -m pip ", 1)[0]
+    bad_file = "ZC_LIBRARY" not in os.environ and (REPO / "build" / loc.library_name()).is_file()
+    if find_compiler() is not None:
+        script = REPO / "install.py"
+        script_arg = f'"{script}"' if " " in str(script) else str(script)
+        return f"{python} {script_arg} --build" + (" --force" if bad_file else "")
+    installed = importlib.util.find_spec("zerocopy_engine") is not None
+    return pip + (" --force-reinstall" if installed else "")
+
+
+def engine_report(problem: str, loc=None) -> dict:
+    """What the user is told when the engine does not load: the missing nodes, the platform,
+    the fix, and the one-line message (log, install.py, the UI's toast and sidebar) made of
+    them. problem: why it does not load (an EngineMissing text, "ZeroCopy-Continuity: "
+    prefix and "; fix: ..." tail allowed)."""
+    loc = loc or locate()
+    problem = problem.removeprefix("ZeroCopy-Continuity: ").split("; fix: ", 1)[0].strip().rstrip(".")
+    command = fix_command(loc)
+    if "ZC_LIBRARY" in os.environ:
+        fix = (f"unset ZC_LIBRARY (or point it at an engine built for {loc.platform_label()}); if no engine "
+               f"loads then, run {command}")
+    else:
+        fix = f"run {command}"
+    message = (f"ZeroCopy-Continuity: {len(ENGINE_NODES)} of {len(ENGINE_NODES) + 1} nodes are not "
+               f"loaded on {loc.platform_label()} ({', '.join(ENGINE_NODES)}): {problem}. Fix: {fix}, then "
+               f"restart ComfyUI. {ALWAYS_NODE} needs no engine and works.")
+    return {"ok": False, "missing_nodes": list(ENGINE_NODES), "platform": loc.platform_label(),
+            "problem": problem, "command": command, "message": message}
+
+
 def check() -> int:
     """Load the engine the way the pack will; say where it is, or what to do."""
     loc = locate()
     try:
         lib, path = loc.load()
     except loc.EngineMissing as exc:
-        say(f"{exc}. Until then ComfyUI starts without ZeroCopyLatentStore and "
-            f"ZeroCopyLatentHandoff (ZeroCopyVRAMPin needs no engine). Developers: "
-            f"python install.py --build")
+        say(engine_report(str(exc), loc)["message"])
         return 1
     say(f"the C engine {lib.zc_version().decode()} loads from {path}")
     return 0

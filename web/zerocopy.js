@@ -11,6 +11,10 @@
 // - A setting, ZeroCopy > Farm > Redis URL, sent to POST /zerocopy/farm (empty: the server's
 //   ZEROCOPY_REDIS_URL, or no farm). The server never sends the password back.
 //
+// - When the C engine is missing or wrong (GET /zerocopy/engine, read once at start): a toast
+//   and a line at the top of the sidebar naming the missing nodes, the platform and the command
+//   that fixes it; ZeroCopyVRAMPin works without it.
+//
 // Nothing polls. The view changes on ComfyUI's websocket events: the pack's own
 // zerocopy.store / zerocopy.handoff / zerocopy.residency / zerocopy.buffers
 // messages (zerocopy.buffers with reason "farm" when another worker of the farm stored a
@@ -46,6 +50,7 @@ const state = {
   received: [], // names of pack events received (read by the browser test)
   spillFailed: new Map(), // "tag@generation" -> zerocopy.spill_failed payload (memory-only shots)
   toasts: [], // every toast this tab showed: {severity, summary, detail} (read by the browser test)
+  engine: null, // GET /zerocopy/engine: {ok, engine, missing_nodes, platform, command, message}
 };
 window.__zerocopy = state;
 
@@ -403,6 +408,23 @@ function onNodeEvent(kind) {
   };
 }
 
+// ---------------------------------------------------------------- the engine's state
+
+// Once per page: a server whose engine did not load says which nodes are missing and the fix.
+// An older server without the route answers 404: nothing to show.
+async function checkEngine() {
+  try {
+    state.engine = await apiJSON("/zerocopy/engine");
+  } catch (error) {
+    state.engine = null;
+    return;
+  }
+  if (state.engine?.ok === false) {
+    toast("error", "ZeroCopy: the C engine is not loaded", state.engine.message ?? "");
+  }
+  panel.render();
+}
+
 // ---------------------------------------------------------------- farm tier
 
 // The Redis URL from ComfyUI's settings panel; "" hands the choice back to the server's
@@ -699,14 +721,20 @@ const panel = {
     );
     const rows = buffers.map((b) => this.row(b));
     const empty = buffers.length ? null : el("div", { class: "zc-panel-empty", text: state.listedAt ? "No buffers yet. Queue a workflow with a ZeroCopy Latent Store." : "Loading…" });
-    const error = state.error ? el("div", { class: "zc-panel-error", text: state.error }) : null;
+    const engineDown = state.engine?.ok === false;
+    const engine = engineDown
+      ? el("div", { class: "zc-panel-error zc-engine-missing", text: state.engine.message ?? "" },
+          state.engine.command ? el("input", { class: "zc-continue zc-engine-command", readonly: "readonly", value: state.engine.command, title: "the command to run, then restart ComfyUI" }) : null)
+      : null;
+    // Without the engine the listing's own error says the same thing: the engine line says it once.
+    const error = state.error && !engineDown ? el("div", { class: "zc-panel-error", text: state.error }) : null;
     const farmError = state.farmError ? el("div", { class: "zc-panel-error", text: `Farm setting: ${state.farmError}` }) : null;
     const farm = el("div", { class: "zc-farm-lines" }, ...farmLines());
     const memoryOnly = buffers.flatMap((b) => (b.memory_only ?? []).map((g) => `${b.tag} gen ${g}`));
     const spill = memoryOnly.length
       ? el("div", { class: "zc-panel-error zc-memory-only", text: `NOT ON DISK (memory only, retried after each prompt): ${memoryOnly.join(", ")}. ${state.spillProblem ?? ""}` })
       : null;
-    root.replaceChildren(...[header, error, farmError, spill, farm, empty, el("div", { class: "zc-rows" }, ...rows)].filter(Boolean));
+    root.replaceChildren(...[header, engine, error, farmError, spill, farm, empty, el("div", { class: "zc-rows" }, ...rows)].filter(Boolean));
   },
 
   row(b) {
@@ -804,6 +832,7 @@ const STYLE = `
 .zc-slot-line { word-break: break-all; }
 .zc-meta { opacity: .75; }
 .zc-panel-error { color: #ff8b84; }
+.zc-engine-missing { display: flex; flex-direction: column; gap: 4px; word-break: break-word; }
 .zc-panel-empty { opacity: .7; }
 .zc-film { margin-top: 6px; display: flex; flex-direction: column; gap: 6px; }
 .zc-film-verdict { font-size: 11px; }
@@ -898,6 +927,7 @@ app.registerExtension({
         destroy: () => panel.unmount(),
       });
     }
+    checkEngine();
     refresh();
   },
 

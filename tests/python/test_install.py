@@ -66,7 +66,8 @@ def test_without_the_engine_it_says_in_one_line_what_to_install(tmp_path):
     line = lines[0]
     assert "not installed for" in line and "libzc.so" in line
     assert f"{sys.executable} -m pip install zerocopy-engine==0.3.0" in line
-    assert "python install.py --build" in line and "compiler" not in line
+    assert "4 of 5 nodes are not loaded" in line and "ZeroCopyFilmAssemble" in line
+    assert "install.py --build" not in line  # no compiler on PATH: building is no fix here
     assert not (root / "build").exists()
 
 
@@ -77,7 +78,8 @@ def test_an_engine_for_another_platform_is_named_with_the_fix(tmp_path):
     result = run_install(env=without(), script=root / "install.py", cwd=root, block_package=True)
     assert result.returncode == 1
     assert f"cannot be loaded on {platform.system()} {platform.machine()}" in result.stdout
-    assert str(root / "build" / "libzc.so") in result.stdout and "make -C" in result.stdout
+    fix = f"{root / 'install.py'} --build --force" if HAS_COMPILER else "-m pip install zerocopy-engine==0.3.0"
+    assert str(root / "build" / "libzc.so") in result.stdout and fix in result.stdout
 
 
 def test_build_without_a_compiler_says_what_to_install(tmp_path):
