@@ -2,7 +2,7 @@
 """Write the regression corpus of malformed safetensors files.
 
 Run from the repository root:
-    /tmp/probevenv/bin/python engine/fuzz/make_malformed.py
+    .venv/bin/python engine/fuzz/make_malformed.py
 Each file in engine/tests/malformed/ is named for what is wrong with it.
 expected_messages.tsv lists, per file, a fragment the engine's error message
 must contain; engine/tests/test_safetensors.c expects ZC_E_CORRUPT with that

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Write the fuzzer's seed corpus: small, valid safetensors files.
 
-Run from the repository root with the project's test venv:
-    /tmp/probevenv/bin/python engine/fuzz/make_seeds.py
+Run from the repository root with the project's test venv (it has torch and safetensors):
+    .venv/bin/python engine/fuzz/make_seeds.py
 The outputs are committed (engine/fuzz/corpus/); rerunning reproduces them
 byte for byte.  Every seed is made by the safetensors package itself (or
 follows its layout exactly), so the reader is fuzzed from real files.
