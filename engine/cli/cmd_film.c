@@ -1,6 +1,8 @@
-/* cmd_film.c — "zc film DIR TAG [--json] [--no-verify]": the film of a tag
- * from its spill files, shot by shot, with every file and hop verified. */
+/* cmd_film.c — "zc film DIR TAG [--json] [--no-verify] [--seams-fail-above X]":
+ * the film of a tag from its spill files, shot by shot, with every file and
+ * hop verified, and the seam of every hop on the line. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +58,75 @@ static void put_shot(const zc_film *film, const zc_film_shot *s)
     fputc('\n', stdout);
 }
 
+static void put_num(const char *label, double v)
+{
+    if (isnan(v))
+        printf("  %s -", label);
+    else
+        printf("  %s %.3g", label, v);
+}
+
+static void put_hop(const zc_film *film, const zc_film_shot *s)
+{
+    printf("hop %" PRIu64 " <- %" PRIu64 " (shot %u)", s->generation,
+           s->parent >= 0 ? film->shots[s->parent].generation : s->parent_generation, s->shot);
+}
+
+/* The seam of every hop on the line, then the worst one. */
+static void print_seams(const zc_film *film)
+{
+    int any_hop = 0;
+    for (size_t k = 0; k < film->line_count; k++) {
+        long i = zc__film_find(film, film->line[k]);
+        if (i < 0 || !film->shots[i].lineage_ok)
+            continue;
+        const zc_film_shot *s = &film->shots[i];
+        any_hop = 1;
+        fputs("seam ", stdout);
+        put_hop(film, s);
+        if (!s->seam.present) {
+            fputs(": none recorded\n", stdout);
+            continue;
+        }
+        printf(": score %.3g %s", s->seam.score, zc__film_seam_verdict(s->seam.score));
+        put_num("mean", s->seam.mean_step);
+        put_num("std", s->seam.std_step);
+        put_num("rms", s->seam.rms_step);
+        put_num("corr", s->seam.correlation);
+        if (!isnan(s->seam.within_correlation))
+            printf("/%.3g", s->seam.within_correlation);
+        if (s->seam.audio) {
+            fputs("  audio", stdout);
+            if (!isnan(s->seam.audio_level_db))
+                printf(" %+.3g dB", s->seam.audio_level_db);
+            put_num("rms", s->seam.audio_rms_step);
+            put_num("corr", s->seam.audio_correlation);
+        }
+        fputc('\n', stdout);
+    }
+    long w = zc__film_worst_seam(film);
+    if (w >= 0) {
+        fputs("worst seam: ", stdout);
+        put_hop(film, &film->shots[w]);
+        printf(", score %.3g (%s)\n", film->shots[w].seam.score,
+               zc__film_seam_verdict(film->shots[w].seam.score));
+    } else if (any_hop) {
+        fputs("worst seam: none recorded on the line\n", stdout);
+    }
+}
+
+/* --seams-fail-above: 1 when the worst seam on the line scores above limit (said on stderr). */
+static int seams_fail(const zc_film *film, double limit)
+{
+    long w = zc__film_worst_seam(film);
+    if (isnan(limit) || w < 0 || !(film->shots[w].seam.score > limit))
+        return 0;
+    fprintf(stderr, "zc film: seams FAILED: the worst seam, hop %" PRIu64 " (shot %u), scores %.4g, "
+            "above %.4g\n", film->shots[w].generation, film->shots[w].shot,
+            film->shots[w].seam.score, limit);
+    return 1;
+}
+
 static int print_text(const zc_film *film)
 {
     for (size_t k = 0; k < film->line_count; k++)
@@ -88,6 +159,7 @@ static int print_text(const zc_film *film)
         }
         fputc('\n', stdout);
     }
+    print_seams(film);
     fputs("film ", stdout);
     cli_put_text(stdout, film->tag);
     printf(": %zu shot%s on the line", film->line_count, cli_plural(film->line_count));
@@ -119,12 +191,51 @@ static int print_text(const zc_film *film)
     return film->ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 
+/* Take "--seams-fail-above X" (or "=X") out of argv (before "--"); *limit NaN when absent.
+ * @return 0, or CLI_EXIT_USAGE (said) for a missing or bad X. */
+static int take_seam_limit(int *argc, char **argv, double *limit)
+{
+    static const char opt[] = "--seams-fail-above";
+    *limit = NAN;
+    int out = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char *a = argv[i], *value = NULL;
+        if (strcmp(a, "--") == 0) {
+            while (i < *argc)
+                argv[out++] = argv[i++];
+            break;
+        }
+        if (strcmp(a, opt) == 0) {
+            if (i + 1 >= *argc)
+                return cli_usage_error("film", "%s needs a number (a seam score, e.g. 4)", opt);
+            value = argv[++i];
+        } else if (strncmp(a, opt, sizeof opt - 1) == 0 && a[sizeof opt - 1] == '=') {
+            value = a + sizeof opt;
+        } else {
+            argv[out++] = argv[i];
+            continue;
+        }
+        char *end = NULL;
+        double v = strtod(value, &end);
+        if (value[0] == '\0' || *end != '\0' || !isfinite(v) || v < 0)
+            return cli_usage_error("film", "%s '%s' is not a seam score (a number >= 0; 1 is a "
+                                   "smooth cut, 4 a red one)", opt, value);
+        *limit = v;
+    }
+    *argc = out;
+    return 0;
+}
+
 int cli_cmd_film(int argc, char **argv)
 {
     int json = 0, no_verify = 0;
+    double limit;
     const cli_flag flags[] = {{"--json", &json}, {"--no-verify", &no_verify}, {NULL, NULL}};
     cli_args args;
-    int rc = cli_args_parse("film", argc, argv, flags, &args);
+    int rc = take_seam_limit(&argc, argv, &limit);
+    if (rc != 0)
+        return rc;
+    rc = cli_args_parse("film", argc, argv, flags, &args);
     if (rc != 0)
         return rc;
     if (args.help) {
@@ -160,6 +271,8 @@ int cli_cmd_film(int argc, char **argv)
     } else {
         rc = print_text(&film);
     }
+    if (st == ZC_OK && rc != CLI_EXIT_USAGE && seams_fail(&film, limit))
+        rc = CLI_EXIT_FAIL;
     zc__film_free(&film);
     cli_args_free(&args);
     return rc;

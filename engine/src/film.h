@@ -8,6 +8,7 @@
 #define ZC_FILM_H
 
 #include "internal.h"
+#include "json_reader.h"
 #include "jsonbuf.h"
 
 #define ZC_FILM_PREFIX ".zc-film-" /* + tag + ".json": the tag's chosen takes */
@@ -25,6 +26,20 @@ enum {
 };
 enum { FILM_LINE = 0, FILM_ALTERNATIVE, FILM_STALE, FILM_BROKEN };
 
+/* The seam thresholds (docs/film.md; zc_continuity/seam.py GREEN_BELOW, RED_FROM): a score under
+ * GREEN_BELOW is green, from RED_FROM red, amber between. */
+#define ZC_FILM_SEAM_GREEN_BELOW 2.0
+#define ZC_FILM_SEAM_RED_FROM 4.0
+
+/* The seam of the hop that made a shot, as its lineage (version 2) records it: latent statistics
+ * the Store measured at put time (zc_continuity/seam.py).  present: the lineage has a seam object
+ * with a finite score; the other numbers are NaN when absent or not finite. */
+typedef struct {
+    int present, audio;
+    double score, mean_step, std_step, rms_step, correlation, within_correlation;
+    double audio_level_db, audio_rms_step, audio_correlation, audio_within_correlation;
+} zc_film_seam;
+
 typedef struct {
     uint64_t generation;
     int opened;              /* the file's header could be read */
@@ -40,6 +55,7 @@ typedef struct {
     char *audio_tail_digest;
     int has_audio_span;
     uint64_t audio_axis, audio_start, audio_count;
+    zc_film_seam seam;
     /* the latent tensor as the file describes it */
     int has_latent;
     int32_t ndim;
@@ -85,6 +101,15 @@ int zc__film_lineage_parent(const char *lineage, const char *tag, uint64_t *pare
 
 /* film_json.c: the JSON of zc_film_describe, appended to jb. */
 void zc__film_json(zc_jsonbuf *jb, const zc_film *film);
+
+/* film_seam.c: the seam object of a parsed lineage (root: its object) into *seam. */
+void zc__film_seam_read(const zc_json_doc *doc, const zc_json_node *root, zc_film_seam *seam);
+/* The seam as JSON (null when absent), appended to jb. */
+void zc__film_seam_json(zc_jsonbuf *jb, const zc_film_seam *seam);
+/* "green", "amber" or "red" for a score. */
+const char *zc__film_seam_verdict(double score);
+/* The index of the shot on the chosen line whose seam scores highest, or -1 when none has one. */
+long zc__film_worst_seam(const zc_film *film);
 
 /* film_verify.c: check every file's digests and every hop's tail. */
 int zc__film_verify(zc_film *film);

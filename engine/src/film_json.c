@@ -69,6 +69,8 @@ static void put_shot(zc_jsonbuf *jb, const zc_film *film, const zc_film_shot *s)
     zc__jb_string(jb, zc__film_hop_name(s->hop));
     zc__jb_raw(jb, ",\"problem\":");
     str_or_null(jb, s->problem);
+    zc__jb_raw(jb, ",\"seam\":");
+    zc__film_seam_json(jb, &s->seam);
     zc__jb_raw(jb, "}");
 }
 
@@ -84,6 +86,18 @@ void zc__film_json(zc_jsonbuf *jb, const zc_film *film)
                   (unsigned long long)(film->line_count ? film->line[film->line_count - 1] : 0),
                   (unsigned long long)film->anchor);
     gen_list(jb, film->pins, film->pin_count);
+    long worst = zc__film_worst_seam(film);
+    zc__jb_printf(jb, ",\"seam_thresholds\":{\"green_below\":%g,\"red_from\":%g},\"worst_seam\":",
+                  ZC_FILM_SEAM_GREEN_BELOW, ZC_FILM_SEAM_RED_FROM);
+    if (worst >= 0) {
+        const zc_film_shot *w = &film->shots[worst];
+        zc__jb_printf(jb, "{\"score\":%.4g,\"verdict\":", w->seam.score);
+        zc__jb_string(jb, zc__film_seam_verdict(w->seam.score));
+        zc__jb_printf(jb, ",\"generation\":%llu,\"shot\":%u}", (unsigned long long)w->generation,
+                      w->shot);
+    } else {
+        zc__jb_raw(jb, "null");
+    }
     zc__jb_raw(jb, ",\"problems\":[");
     int first = 1;
     for (size_t i = 0; i < film->count; i++) {

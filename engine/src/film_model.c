@@ -91,7 +91,8 @@ static int get_str(const zc_json_doc *doc, const zc_json_node *obj, const char *
 }
 
 /* Fill the lineage fields from the JSON text; 0 when it is a lineage of
- * version 1 with every required field, else -1 and why in *why. */
+ * version 1 or 2 (2 adds the hop's seam) with every required field, else
+ * -1 and why in *why. */
 static int parse_lineage(zc_film_shot *s, const char *text, char *why, size_t cap)
 {
     zc_json_doc doc;
@@ -107,8 +108,8 @@ static int parse_lineage(zc_film_shot *s, const char *text, char *why, size_t ca
     if (root->type != ZC_JSON_OBJECT) {
         snprintf(why, cap, "its lineage is a JSON %s, not an object",
                  zc__json_type_name(root->type));
-    } else if (get_uint(&doc, root, "version", &version) != 0 || version != 1) {
-        snprintf(why, cap, "its lineage has no version 1");
+    } else if (get_uint(&doc, root, "version", &version) != 0 || version < 1 || version > 2) {
+        snprintf(why, cap, "its lineage has no version 1 or 2");
     } else if (get_str(&doc, root, "parent_tag", &s->parent_tag) != 0 ||
                get_uint(&doc, root, "parent_generation", &s->parent_generation) != 0 ||
                get_uint(&doc, root, "tail_frames", &s->tail_frames) != 0 ||
@@ -129,6 +130,7 @@ static int parse_lineage(zc_film_shot *s, const char *text, char *why, size_t ca
         s->has_audio_span = get_uint(&doc, root, "audio_axis", &s->audio_axis) == 0 &&
                             get_uint(&doc, root, "audio_start", &s->audio_start) == 0 &&
                             get_uint(&doc, root, "audio_count", &s->audio_count) == 0;
+        zc__film_seam_read(&doc, root, &s->seam);
     }
     zc__json_free(&doc);
     return rc;

@@ -3,12 +3,14 @@
  * line with and without pins, alternative and stale shots, hops verified
  * against the parent's tail (and a parent rewritten under its child),
  * broken lineage (cycle, missing parent, parent not older), the choices
- * file, and retention that keeps a film's ancestors, pins and anchor.
+ * file, retention that keeps a film's ancestors, pins and anchor, and the
+ * seam of each hop read from version 2 lineage (the worst on the line).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "film.h"
 #include "fixtures.h"
 #include "harness.h"
 #include "internal.h"
@@ -492,6 +494,98 @@ TEST(film_retention_keeps_the_lowest_root_of_a_film)
     CHECK_OK(zc_store_flush(s));
     zc_store_close(s);
     CHECK(files_are(dir, "plain", (const uint64_t[]){3, 0}));
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+/* A lineage of version 2 continuing pgen with the seam object seam_json (or none for NULL). */
+static void lineage_v2(char *out, size_t cap, uint64_t pgen, const char *seam_json)
+{
+    char tail[ZC_DIGEST_TEXT_SIZE];
+    tail_text((uint32_t)pgen, 1, tail);
+    snprintf(out, cap,
+             "{\"adapter\":\"temporal_inpaint\",\"parent_generation\":%llu,\"parent_tag\":\"seams\","
+             "%s%s\"tail_digest\":\"%s\",\"tail_frames\":1,\"trim\":1,\"used_digest\":\"%s\","
+             "\"version\":2}",
+             (unsigned long long)pgen, seam_json ? "\"seam\":" : "", seam_json ? seam_json : "",
+             tail, tail);
+}
+
+/* Root 1; 2 green (with audio), 3 red, 4 version 1 without a seam, 5 a seam whose numbers are
+ * not finite or not numbers (its score absent: no seam). */
+static int build_seam_film(const char *dir)
+{
+    static const char *const seams[] = {
+        "{\"version\":1,\"frames\":[4,4],\"skip\":1,\"score\":1.25,\"mean_step\":1.1,\"std_step\":0.9,"
+        "\"rms_step\":1.25,\"correlation\":0.98,\"within_correlation\":0.99,\"audio\":{\"level_db\":-0.5,"
+        "\"rms_step\":1.02,\"correlation\":0.95,\"within_correlation\":0.96,\"skip\":4}},",
+        "{\"version\":1,\"score\":14.5,\"mean_step\":14.5,\"std_step\":2,\"rms_step\":3,"
+        "\"correlation\":-0.03,\"within_correlation\":0.99},",
+        NULL,
+        "{\"score\":\"high\",\"mean_step\":1e999},",
+    };
+    zc_store *s = open_keep(dir, 100);
+    if (s == NULL)
+        return 0;
+    int ok = put_shot(s, "seams", 1, 1, NULL, NULL) == ZC_OK;
+    for (uint64_t g = 2; ok && g <= 5; g++) {
+        char lin[1024];
+        if (g == 4)
+            lineage_of(lin, sizeof lin, "seams", 3, 3);
+        else
+            lineage_v2(lin, sizeof lin, g - 1, seams[g - 2]);
+        /* the seam text ends in ',': it precedes "tail_digest" */
+        ok = put_shot(s, "seams", g, (uint32_t)g, lin, NULL) == ZC_OK;
+    }
+    ok = ok && zc_store_flush(s) == ZC_OK;
+    zc_store_close(s);
+    return ok;
+}
+
+TEST(film_seams_are_read_from_version_2_lineage_and_the_worst_is_named)
+{
+    char *dir = zc_test_tmpdir("film-seams");
+    REQUIRE(dir != NULL);
+    REQUIRE(build_seam_film(dir));
+    char *json = describe(dir, "seams", ZC_FILM_VERIFY);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"ok\":true") != NULL); /* version 1 and 2 lineage side by side */
+    CHECK(shot_has(json, 1, "\"seam\":null"));  /* a root has none */
+    CHECK(shot_has(json, 2, "\"seam\":{\"score\":1.25,\"verdict\":\"green\",\"mean_step\":1.1,"
+                            "\"std_step\":0.9,\"rms_step\":1.25,\"correlation\":0.98,"
+                            "\"within_correlation\":0.99,\"audio\":{\"level_db\":-0.5,"
+                            "\"rms_step\":1.02,\"correlation\":0.95,\"within_correlation\":0.96}}"));
+    CHECK(shot_has(json, 3, "\"seam\":{\"score\":14.5,\"verdict\":\"red\""));
+    CHECK(shot_has(json, 3, "\"audio\":null}"));
+    CHECK(shot_has(json, 4, "\"seam\":null")); /* version 1: none recorded */
+    CHECK(shot_has(json, 5, "\"hop\":\"ok\""));
+    CHECK(shot_has(json, 5, "\"seam\":null")); /* a score that is no number: no seam */
+    CHECK(strstr(json, "\"seam_thresholds\":{\"green_below\":2,\"red_from\":4},\"worst_seam\":"
+                       "{\"score\":14.5,\"verdict\":\"red\",\"generation\":3,\"shot\":3}") != NULL);
+    zc_free(json);
+    /* The worst is over the chosen line only: pin another take of shot 3 (amber). */
+    zc_store *s = open_keep(dir, 100);
+    REQUIRE(s != NULL);
+    char lin[1024];
+    lineage_v2(lin, sizeof lin, 2, "{\"score\":3.5,\"mean_step\":3.5},");
+    CHECK_OK(put_shot(s, "seams", 6, 6, lin, NULL));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK_OK(zc_film_choose(dir, "seams", 6));
+    REQUIRE((json = describe(dir, "seams", 0)) != NULL);
+    CHECK(strstr(json, "\"line\":[1,2,6]") != NULL);
+    CHECK(strstr(json, "\"worst_seam\":{\"score\":3.5,\"verdict\":\"amber\",\"generation\":6,"
+                       "\"shot\":3}") != NULL);
+    CHECK(shot_has(json, 6, "\"std_step\":null"));
+    zc_free(json);
+    zc_film film;
+    CHECK_OK(zc__film_build(dir, "seams", 0, &film));
+    long w = zc__film_worst_seam(&film);
+    CHECK(w >= 0 && film.shots[w].generation == 6);
+    CHECK(strcmp(zc__film_seam_verdict(1.999), "green") == 0 &&
+          strcmp(zc__film_seam_verdict(2.0), "amber") == 0 &&
+          strcmp(zc__film_seam_verdict(4.0), "red") == 0);
+    zc__film_free(&film);
     zc_test_rmtree(dir);
     free(dir);
 }
