@@ -13,7 +13,8 @@ Developers, and platforms without a wheel, can build the engine from source into
 
     python install.py --build    # needs a C compiler (gcc or clang; mingw-w64 gcc on Windows)
 
-which uses `make` when present, else calls the compiler directly with the same flags.
+which uses `make` when present (with the Makefile of a git clone), else calls the compiler
+directly with the same flags: the Registry's zip carries only the engine's library sources.
 Warnings never fail that build (the project's own builds use -Werror).
 
 The pack's folder may have any name (custom_nodes/zerocopy-continuity from the Registry,
@@ -142,7 +143,9 @@ def up_to_date(library: Path, system: str) -> bool:
 def build(build_dir: Path, compiler: list[str], system: str, name: str) -> Path:
     library = build_dir / name
     build_dir.mkdir(parents=True, exist_ok=True)
-    if system != "Windows" and shutil.which("make") and build_dir.resolve() == (REPO / "build").resolve():
+    # The Makefile is a developer file: a git clone has it, the Registry's zip does not (.comfyignore).
+    if (system != "Windows" and shutil.which("make") and (REPO / "Makefile").is_file()
+            and build_dir.resolve() == (REPO / "build").resolve()):
         # the Makefile's lib target, without -Werror (a newer compiler's new warning must not fail users)
         command = ["make", "-C", str(REPO), "--no-print-directory", "lib", f"CC={shlex.join(compiler)}",
                    "WARN=-std=c11 -Wall -Wextra -Wno-unused-parameter"]
