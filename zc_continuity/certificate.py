@@ -21,6 +21,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from .seam import summary as seam_summary
+
 
 @dataclass
 class Certificate:
@@ -48,6 +50,8 @@ class Certificate:
     """The core node whose conditioning and LATENT the adapter reproduces (e.g. WanImageToVideo)."""
     core_differences: list[str] = field(default_factory=list)
     """Where the output differs from ``core_node``'s for the same request, one line each."""
+    seam: dict | None = None
+    """The seam of the hop that made the continued shot (its lineage's, zc_continuity.seam), or None."""
 
     @property
     def bridged(self) -> bool:
@@ -105,6 +109,8 @@ class Certificate:
                          "repeat the end of the previous one; drop them when joining the clips")
         else:
             lines.append("trim: nothing to trim")
+        if self.seam is not None:
+            lines.append(f"seam of the hop that made generation {self.generation}: {seam_summary(self.seam)}")
         lines += self.core_lines()
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)

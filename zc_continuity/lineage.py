@@ -114,3 +114,8 @@ def seam_of(value: dict | None) -> dict | None:
     """The seam a parsed lineage records (a version 2 one measured by the Store), else None."""
     seam = (value or {}).get(SEAM)
     return seam if isinstance(seam, dict) and isinstance(seam.get("score"), (int, float)) else None
+
+
+def seam_of_meta(meta) -> dict | None:
+    """The seam a stored shot's metadata records in its lineage, else None."""
+    return seam_of(parse((meta or {}).get(LINEAGE_KEY)))

@@ -342,6 +342,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             adjusted=prepared.adjusted, adjustment=prepared.adjustment,
             streams={"audio": prepared.audio_digests} if prepared.audio_digests else {},
             core_node=result.core_node or chosen.core_node, core_differences=result.differences,
+            seam=lineage.seam_of_meta(shot.meta),
             notes=fallback_notes
             + [f"stored latent {shot.info[bundle_layout.VIDEO_KEY].digest} verified against its "
                f"digest before use", f"family {spec.name}: from {family.source}",
@@ -399,6 +400,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             family=spec.name, tail_frames=1, bridge_decodes=decodes, bridge_encodes=encodes,
             overlap_pixel_frames=1 if spec.is_video else 0,
             core_node=result.core_node or chosen.core_node, core_differences=result.differences,
+            seam=lineage.seam_of_meta(shot.meta),
             notes=fallback_notes + notes + [f"family {spec.name}: from {family.source}",
                                             f"then adapter {chosen.name} ({why}) with the fresh "
                                             "one-frame latent"] + result.notes)

@@ -153,3 +153,20 @@ def test_lineage_records_the_seam_as_version_2_and_reads_version_1():
     assert lineage.parse(json.dumps(old))["parent_generation"] == 3  # a version 1 file still reads
     assert "seam" not in json.loads(lineage.record(dict(mark, seam={"score": 1})))  # never from a marker
     assert lineage.with_seam(plain, None) == plain
+
+
+def test_the_certificate_carries_the_seam_of_the_hop_that_made_the_continued_shot():
+    from zc_continuity.certificate import Certificate
+
+    s = seam.measure(walk(5), walk(5, seed=3))
+    cert = Certificate(tag="film", generation=3, stored_digest="xxh3:01", used_digest="xxh3:01",
+                       adapter="temporal_inpaint", family="wan21", tail_frames=1, seam=s)
+    assert f"seam of the hop that made generation 3: score {s['score']:.3g} (red)" in cert.to_text()
+    assert cert.to_dict()["seam"] == s
+    plain = Certificate(tag="film", generation=1, stored_digest=None, used_digest=None, adapter="a",
+                        family="wan21", tail_frames=1)
+    assert "seam of the hop" not in plain.to_text() and plain.to_dict()["seam"] is None
+    meta = {lineage.LINEAGE_KEY: lineage.with_seam(lineage.record(lineage.marker(
+        parent_tag="film", parent_generation=2, tail_frames=1, tail_digest="", used_digest="",
+        adapter="a", trim=1)), s)}
+    assert lineage.seam_of_meta(meta) == s and lineage.seam_of_meta({}) is None
