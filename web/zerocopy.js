@@ -505,6 +505,47 @@ function shotStatus(shot) {
   return ["not verified", ""];
 }
 
+// The seam of the hop that made a shot (docs/film.md): latent statistics the Store measured, its
+// score against the engine's thresholds (green under 2, amber under 4, red from 4).
+function seamNumber(v) {
+  return v == null ? "—" : String(Number(Number(v).toPrecision(3)));
+}
+
+function seamBadge(shot) {
+  if (shot.kind === "start_image" || !shot.adapter) return null; // a root: no hop, no seam
+  const seam = shot.seam;
+  if (!seam) {
+    return el("div", { class: "zc-card-line zc-seam zc-seam-none", dataset: { seam: "none" }, text: "seam —",
+      title: "no seam recorded (the film's first shot, or a shot stored before seams were measured)" });
+  }
+  return el("div", {
+    class: `zc-card-line zc-seam zc-seam-${seam.verdict}`,
+    dataset: { seam: seam.verdict },
+    text: `seam ${seamNumber(seam.score)} ${seam.verdict}`,
+    title: `the cut from its parent steps ${seamNumber(seam.score)}× the shots' own frame-to-frame steps `
+      + "(latent statistics, not a perceptual score); click for the numbers",
+  });
+}
+
+function seamLines(shot, doc) {
+  const seam = shot.seam;
+  if (!seam) return [];
+  const t = doc.seam_thresholds ?? { green_below: 2, red_from: 4 };
+  const lines = [
+    `seam ${seamNumber(seam.score)} (${seam.verdict}; green < ${t.green_below}, red ≥ ${t.red_from}): `
+      + `mean step ${seamNumber(seam.mean_step)} · std step ${seamNumber(seam.std_step)} · `
+      + `RMS step ${seamNumber(seam.rms_step)} · correlation ${seamNumber(seam.correlation)} `
+      + `(within ${seamNumber(seam.within_correlation)})`,
+  ];
+  if (seam.audio) {
+    lines.push(`audio seam: level ${seam.audio.level_db == null ? "—" : `${seam.audio.level_db > 0 ? "+" : ""}`
+      + `${seamNumber(seam.audio.level_db)} dB`} · RMS step ${seamNumber(seam.audio.rms_step)} · `
+      + `correlation ${seamNumber(seam.audio.correlation)} (within ${seamNumber(seam.audio.within_correlation)})`);
+  }
+  lines.push("seams are latent statistics, not perceptual scores (docs/film.md)");
+  return lines;
+}
+
 function storyboardCard(tag, shot, selected) {
   const [status, statusClass] = shotStatus(shot);
   const label = shot.kind === "start_image" ? "start image" : `shot ${shot.shot}`;
@@ -525,6 +566,7 @@ function storyboardCard(tag, shot, selected) {
     el("div", { class: "zc-card-line", text: `take ${shot.take}/${shot.takes}${shot.pinned ? " · chosen" : ""}` }),
     el("div", { class: "zc-card-line", text: `trim ${shot.trim ?? 0} · ${shot.frames ?? "?"} lat.`, title: `drops ${shot.trim ?? 0} pixel frames at its start when joined; ${shot.frames ?? "?"} latent frames` }),
     el("div", { class: `zc-card-line ${statusClass}`, text: status }),
+    seamBadge(shot),
     shot.state === "stale" ? el("div", { class: "zc-card-line zc-stale-mark", text: "stale" }) : null
   );
 }
@@ -540,6 +582,7 @@ function storyboardDetail(tag, doc, shot) {
     `shape ${shapeText(shot.shape)} · file ${shot.file} · hop ${shot.hop}`,
     `digest ${shot.digest ?? "—"}`,
     shot.tail_digest ? `tail used ${shot.tail_digest}` : null,
+    ...seamLines(shot, doc),
     shot.problem ? `problem: ${shot.problem}` : null,
   ].filter(Boolean);
   return el(
@@ -849,6 +892,11 @@ const STYLE = `
 .zc-card-title { font-weight: 700; }
 .zc-card-title, .zc-card-line { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .zc-stale-mark { color: #ffb454; font-weight: 700; text-transform: uppercase; }
+.zc-seam { font-weight: 700; }
+.zc-seam-green { color: #6fdc8c; }
+.zc-seam-amber { color: #ffb454; }
+.zc-seam-red { color: #ff8b84; }
+.zc-seam-none { opacity: .6; font-weight: 400; }
 .zc-film-detail { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; border-top: 1px dashed var(--border-color, #444); padding-top: 4px; word-break: break-all; }
 .zc-takes, .zc-continue-row { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin-top: 4px; }
 .zc-take.zc-on-line { border-color: #6fdc8c; }
