@@ -112,6 +112,11 @@ def parse_args(argv: list[str] | None):
     ap.add_argument("--quick", action="store_true", help="3 shots, a 1 GiB DiT, fewer repetitions (~2-3 min)")
     ap.add_argument("--only", nargs="+", choices=ORDER, metavar="RUN", help=f"just these runs ({', '.join(ORDER)})")
     ap.add_argument("--plan", action="store_true", help="print the runs and their commands; measure nothing")
+    ap.add_argument("--each-dir", type=Path, default=None,
+                    help="also write each run's record into this folder the moment it ends (gpu-N-RUN.json, one "
+                         "per run that has a result; tools/gpu/device_run.sh points it at $OUT)")
+    ap.add_argument("--tee", action="store_true",
+                    help="copy each child's output, line by line with its name, to this command's output too")
     opts = ap.parse_args(argv)
     if opts.budget_s < MIN_START_S:
         ap.error(f"--budget-s {opts.budget_s}: at least {MIN_START_S} s")
@@ -186,8 +191,10 @@ def describe_plan(children: list[ChildRun], budget_s: int) -> str:
 
 
 def run_children(children: list[ChildRun], deadline: float, log_dir: Path, *, clock=time.monotonic,
-                 say=print) -> dict[str, dict]:
-    """Each child in turn, within the deadline; a record per child: measured / not_measured / failed."""
+                 say=print, on_record=None, tee=None) -> dict[str, dict]:
+    """Each child in turn, within the deadline; a record per child: measured / not_measured / failed.
+    on_record(child, record), if given, is called as each child's record is complete; tee(line), if
+    given, gets each line a child prints (prefixed with its name) as it prints it."""
     log_dir.mkdir(parents=True, exist_ok=True)
     records: dict[str, dict] = {}
     for child in children:
@@ -201,28 +208,47 @@ def run_children(children: list[ChildRun], deadline: float, log_dir: Path, *, cl
         else:
             timeout = min(child.cap_s, int(left))
             say(f"run_all: {child.name}: {child.label} (up to {timeout} s)")
-            record.update(run_one(child, timeout, log_dir / f"{child.name}.log", clock))
+            record.update(run_one(child, timeout, log_dir / f"{child.name}.log", clock, tee=tee))
         say(f"run_all: {child.name}: {record['status']}" + (f" ({record['reason']})" if record.get("reason") else ""))
         records[child.name] = record
+        if on_record is not None:
+            on_record(child, record)
     return records
 
 
-def run_one(child: ChildRun, timeout: int, log: Path, clock=time.monotonic) -> dict:
+def _copy_lines(stream, log, prefix: str, tee) -> None:
+    for raw in iter(stream.readline, b""):
+        log.write(raw)
+        log.flush()
+        tee(f"[{prefix}] {raw.decode(errors='replace').rstrip()}")
+
+
+def run_one(child: ChildRun, timeout: int, log: Path, clock=time.monotonic, tee=None) -> dict:
     """One child in its own process group (ended with everything it started on timeout)."""
     if child.result is not None:
         child.result.parent.mkdir(parents=True, exist_ok=True)
         child.result.unlink(missing_ok=True)  # never read an earlier run's file
     started = clock()
-    with open(log, "w") as out:
-        proc = subprocess.Popen(child.argv, env=child.environment(dict(os.environ)), stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+    with open(log, "wb" if tee else "w") as out:
+        proc = subprocess.Popen(child.argv, env=child.environment(dict(os.environ)),
+                                stdout=subprocess.PIPE if tee else out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        copier = None
+        if tee:
+            import threading
+            copier = threading.Thread(target=_copy_lines, args=(proc.stdout, out, child.name, tee), daemon=True)
+            copier.start()
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            if copier is not None:
+                copier.join(timeout=5)
             return {"status": "not_measured", "seconds": round(clock() - started, 1), "log": str(log),
                     "reason": f"no result within {timeout} s (its process group was ended)"}
+        if copier is not None:
+            copier.join(timeout=5)
     record = {"seconds": round(clock() - started, 1), "exit": code, "log": str(log)}
     tail = " ".join(log.read_text(errors="replace").strip().splitlines()[-3:])[-400:]
     if child.result is None:
@@ -263,7 +289,15 @@ def comfyui_record(root: Path | None, run=subprocess.run) -> dict | None:
         commit = out.stdout.strip() if out.returncode == 0 else "unknown (not a git checkout)"
     except (OSError, subprocess.SubprocessError):
         commit = "unknown (git not available)"
-    return {"path": str(root), "version": version, "commit": commit}
+    record = {"path": str(root), "version": version, "commit": commit}
+    source = root / "ZC_SOURCE.json"  # a copy made by tools/gpu/prepare_device.sh: where it came from
+    if commit.startswith("unknown") and source.is_file():
+        try:
+            copied = json.loads(source.read_text())
+            record.update(commit=copied.get("commit", commit), copied_from=copied.get("source"))
+        except ValueError:
+            pass
+    return record
 
 
 def machine_record(torch, comfyui: Path | None, run=subprocess.run) -> dict:
@@ -286,6 +320,38 @@ def document(machine: dict, opts, runs: dict[str, dict], elapsed: float) -> dict
             "machine": machine, "runs": runs}
 
 
+class EachRun:
+    """Writes each run's record into a folder as soon as it ends (so a command cut short by its time
+    limit still returns what it measured): gpu-N-RUN.json, a GPU_FORMAT document with just that run
+    (and the records of runs without a result of their own, e.g. residency_prepare, that ended
+    before it). bench/sections/gpu.py merges a folder of them."""
+
+    def __init__(self, folder: Path, machine: dict, opts):
+        self.folder, self.machine, self.opts = folder, machine, opts
+        self.pending: dict[str, dict] = {}
+        self.count = 0
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, child: ChildRun, record: dict) -> None:
+        self.pending[child.name] = record
+        if child.result is not None:
+            self.flush(child.name)
+
+    def flush(self, name: str | None = None) -> None:
+        if not self.pending:
+            return
+        name = name or next(iter(self.pending))
+        self.count += 1
+        doc = document(self.machine, self.opts, self.pending, sum(r.get("seconds", 0) for r in self.pending.values()))
+        doc["part"] = name
+        path = self.folder / f"gpu-{self.count}-{name}.json"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+        os.replace(tmp, path)
+        print(f"run_all: wrote {path}", flush=True)
+        self.pending = {}
+
+
 def main(argv: list[str] | None = None) -> int:
     opts = parse_args(argv)
     children = plan(opts)
@@ -297,8 +363,12 @@ def main(argv: list[str] | None = None) -> int:
     machine = machine_record(torch, opts.comfyui)
     print(f"run_all: {', '.join(g['name'] for g in machine['gpus'])}; torch {machine['torch']}, CUDA "
           f"{machine['cuda']}; {opts.mode} mode, budget {opts.budget_s} s", flush=True)
+    each = EachRun(opts.each_dir, machine, opts) if opts.each_dir else None
     runs = run_children(children, started + opts.budget_s, opts.work_dir / "logs",
-                        say=lambda text: print(text, flush=True))
+                        say=lambda text: print(text, flush=True), on_record=each,
+                        tee=(lambda line: print(line, flush=True)) if opts.tee else None)
+    if each is not None:
+        each.flush()
     doc = document(machine, opts, runs, time.monotonic() - started)
     opts.out.parent.mkdir(parents=True, exist_ok=True)
     opts.out.write_text(json.dumps(doc, indent=1, default=str) + "\n")
