@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def _one(pattern: str, path: str) -> str:
-    found = re.findall(pattern, (REPO / path).read_text(), flags=re.M)
+    found = re.findall(pattern, (REPO / path).read_text(), flags=re.MULTILINE)
     if len(found) != 1:
         raise AssertionError(f"{path}: expected one match of {pattern!r}, found {found}")
     return found[0]
