@@ -19,7 +19,8 @@ Sections, in order (each also runs alone with --only):
   farm       a Wan 2.1 720p shot through Redis on loopback against the local path, and 4 workers'
              aggregate store throughput (a real redis-server; NOT MEASURED without one)
   gpu        every GPU row, from the JSON tools/gpu/run_all.py wrote (--gpu-json, default
-             DIR/gpu.json); NOT MEASURED, with the reason, where there is none
+             DIR/gpu.json, or the folder tools/gpu/device_run.sh returned; tools/gpu/import_results.py
+             does that and the README in one command); NOT MEASURED, with the reason, where there is none
 
 With COMFYUI_PATH set, ComfyUI is imported in-process (CPU) and the real nodes are measured;
 without it, the rows that need ComfyUI say so ("NOT MEASURED"), and the others use the engine
@@ -148,7 +149,8 @@ def parse_args(argv):
     ap.add_argument("--update", action="store_true",
                     help="with --only: keep the other sections of OUT/bench.json, replace these")
     ap.add_argument("--gpu-json", type=Path, default=None,
-                    help="the JSON tools/gpu/run_all.py wrote (default: OUT/gpu.json when it exists)")
+                    help="the JSON tools/gpu/run_all.py wrote, or the folder tools/gpu/device_run.sh returned "
+                         "(default: OUT/gpu.json when it exists)")
     args = ap.parse_args(argv)
     if args.vae is not None and not args.vae.is_file():
         ap.error(f"--vae {args.vae}: no such file; give the path of a VAE .safetensors file")
@@ -156,8 +158,9 @@ def parse_args(argv):
         ap.error("--update goes with --only: it replaces those sections and keeps the others")
     if args.update and not (args.out / "bench.json").is_file():
         ap.error(f"--update: there is no {args.out / 'bench.json'} to update; run the whole program first")
-    if args.gpu_json is not None and not args.gpu_json.is_file():
-        ap.error(f"--gpu-json {args.gpu_json}: no such file (tools/gpu/run_all.py writes it)")
+    if args.gpu_json is not None and not args.gpu_json.exists():
+        ap.error(f"--gpu-json {args.gpu_json}: no such file or folder (tools/gpu/run_all.py writes the file; "
+                 "a folder: what tools/gpu/device_run.sh returned)")
     return args
 
 
@@ -193,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx = Context(mode=mode, out_dir=args.out, tmp_dir=tmp,
                   comfyui_path=Path(comfyui_path) if comfyui_path else None,
                   vae_path=args.vae, cuda=torch.cuda.is_available(),
-                  gpu_json=gpu_json if gpu_json.is_file() else None)
+                  gpu_json=gpu_json if gpu_json.exists() else None)
     sections: list[Section] = []
     failures: list[str] = []
     names = args.only or SECTIONS

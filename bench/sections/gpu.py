@@ -78,6 +78,12 @@ def load(ctx: Context) -> tuple[dict | None, str]:
     """The GPU document, or None and why there is none."""
     if ctx.gpu_json is None:
         return None, NOT_RUN_HERE if ctx.cuda else NOT_RUN
+    if ctx.gpu_json.is_dir():  # what tools/gpu/device_run.sh returned: one file per run, and its log
+        from tools.gpu.import_results import merge_folder
+        try:
+            return merge_folder(ctx.gpu_json), ""
+        except (OSError, ValueError) as exc:
+            return None, str(exc)
     try:
         doc = json.loads(ctx.gpu_json.read_text())
     except (OSError, ValueError) as exc:
