@@ -62,9 +62,10 @@ def verdict(score: float | None) -> str | None:
 
 
 def _frames(x: torch.Tensor, axis: int) -> torch.Tensor:
-    """[frames, channels, rest] in float64 from a tensor with frames along ``axis`` and channels along
+    """[frames, channels, rest] in float32 (float64 for a float64 input) from a tensor with frames along ``axis`` and channels along
     axis 1 (axis 0 and 1 for a 4-D image batch: each image a frame, its channels)."""
-    x = x.detach().to(torch.float64).movedim(axis, 0)  # frames first
+    x = x.detach()
+    x = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32).movedim(axis, 0)  # frames first
     x = x.movedim(2 if axis > 1 else 1, 1)  # then the channels
     return x.reshape(x.shape[0], x.shape[1], -1)
 
@@ -75,28 +76,32 @@ def _ratio(num: float, den: float) -> float:
     return min(num / den, CAP)
 
 
-def _corr(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Correlation of two [channels, rest] frames, each channel centred on its own mean."""
-    a = a - a.mean(dim=1, keepdim=True)
-    b = b - b.mean(dim=1, keepdim=True)
-    den = float(a.norm() * b.norm())
-    return float((a * b).sum()) / den if den > 0.0 else 0.0
-
-
 def _rms(x: torch.Tensor) -> float:
-    return float(x.pow(2).mean().sqrt())
+    return float(torch.linalg.vector_norm(x)) / math.sqrt(max(1, x.numel()))
 
 
 class _Side:
-    """Per-frame statistics of the frames one side of the cut."""
+    """Per-frame statistics of the frames one side of the cut: one pass for means and stds."""
 
     def __init__(self, frames: torch.Tensor):
         self.frames = frames
-        self.mean = frames.mean(dim=2)  # [F, C]
-        self.std = frames.std(dim=2, unbiased=False) if frames.shape[2] > 1 else torch.zeros_like(self.mean)
+        if frames.shape[2] > 1:
+            self.std, self.mean = torch.std_mean(frames, dim=2, unbiased=False)  # [F, C] each
+        else:
+            self.mean = frames.mean(dim=2)
+            self.std = torch.zeros_like(self.mean)
 
     def steps(self):
         return range(self.frames.shape[0] - 1)
+
+
+def _corr(a: _Side, i: int, b: _Side, j: int) -> float:
+    """Correlation of frame i of a with frame j of b, each channel centred on its own mean (from the
+    sides' means and stds: one product of the two frames, no centred copies)."""
+    n = a.frames.shape[2]
+    cov = (a.frames[i] * b.frames[j]).sum(dim=1) - n * a.mean[i] * b.mean[j]
+    den = math.sqrt(float(n * a.std[i].pow(2).sum()) * float(n * b.std[j].pow(2).sum()))
+    return float(cov.sum()) / den if den > 0.0 else 0.0
 
 
 def _within(sides, value) -> float | None:
@@ -111,11 +116,14 @@ def _round(v: float) -> float:
 def _stream(parent: torch.Tensor, shot: torch.Tensor, axis: int, skip: int, window: int):
     """The two sides of the cut: the parent's last ``window`` frames, the shot's ``window`` after
     ``skip``; None when either side is empty or there is no within-shot step on either."""
-    p = _frames(parent, axis)
-    n = _frames(shot, axis)
-    if p.shape[1:] != n.shape[1:] or p.shape[0] < 1 or n.shape[0] <= skip:
+    if axis >= min(parent.dim(), shot.dim()) or parent.shape[axis] < 1 or shot.shape[axis] <= skip:
         return None
-    p, n = _Side(p[-window:]), _Side(n[skip: skip + window])
+    keep = min(window, parent.shape[axis])  # only the frames read are converted: a few, not the shot
+    p = _frames(parent.narrow(axis, parent.shape[axis] - keep, keep), axis)
+    n = _frames(shot.narrow(axis, skip, min(window, shot.shape[axis] - skip)), axis)
+    if p.shape[1:] != n.shape[1:]:
+        return None
+    p, n = _Side(p), _Side(n)
     if p.frames.shape[0] < 2 and n.frames.shape[0] < 2:
         return None
     return p, n
@@ -124,7 +132,7 @@ def _stream(parent: torch.Tensor, shot: torch.Tensor, axis: int, skip: int, wind
 def _video(p: _Side, n: _Side) -> dict:
     sides = (p, n)
     spread = float((p.std.mean(dim=0).norm() + n.std.mean(dim=0).norm()) / 2)
-    rms_spread = (_rms(p.frames - p.mean[..., None]) + _rms(n.frames - n.mean[..., None])) / 2
+    rms_spread = (_rms(p.std) + _rms(n.std)) / 2  # the RMS of the frames about their channel means
 
     def rel(cut: float, within: float, scale: float) -> float:
         return _ratio(cut, max(within, FLOOR * scale))
@@ -136,8 +144,8 @@ def _video(p: _Side, n: _Side) -> dict:
     rms_step = rel(_rms(n.frames[0] - p.frames[-1]),
                    _within(sides, lambda s, i: _rms(s.frames[i + 1] - s.frames[i])), rms_spread)
     return {"mean_step": mean_step, "std_step": std_step, "rms_step": rms_step,
-            "correlation": _corr(p.frames[-1], n.frames[0]),
-            "within_correlation": _within(sides, lambda s, i: _corr(s.frames[i], s.frames[i + 1]))}
+            "correlation": _corr(p, -1, n, 0),
+            "within_correlation": _within(sides, lambda s, i: _corr(s, i, s, i + 1))}
 
 
 def _audio(p: _Side, n: _Side) -> dict:
