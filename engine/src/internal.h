@@ -53,6 +53,16 @@ char *zc__strdup(const char *s);
 /* At most n bytes of s (stops at a NUL), always terminated. */
 char *zc__strndup(const char *s, size_t n);
 
+/* A growing list of copied strings (directory entries kept for later). */
+typedef struct {
+    char **names;
+    size_t count, cap;
+} zc_name_list;
+/* Append a copy of name: 0, or -1 when out of memory (the list is unchanged). */
+int zc__name_list_add(zc_name_list *l, const char *name);
+/* Free every name and the list's array; the list is empty afterwards. */
+void zc__name_list_free(zc_name_list *l);
+
 /* The value of a hex digit (0-9, a-f, A-F), or -1. */
 int zc__hex_digit(int c);
 

@@ -201,27 +201,6 @@ static int may_be_spill_file(const char *path, const char *tag, uint64_t generat
     return kind == ZC_OS_PATH_FILE && size >= smallest_spill_file(tag, generation) ? 0 : -1;
 }
 
-typedef struct {
-    char **names;
-    size_t count, cap;
-} reject_list;
-
-static int reject_list_add(reject_list *l, const char *name)
-{
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        char **n = realloc(l->names, sizeof *n * cap);
-        if (n == NULL)
-            return -1;
-        l->names = n;
-        l->cap = cap;
-    }
-    if ((l->names[l->count] = zc__strdup(name)) == NULL)
-        return -1;
-    l->count++;
-    return 0;
-}
-
 /* Rename aside, as zc__spill_reject does, the files index_directory found
  * named like spill files that cannot be ours: a generation out of range (0,
  * or above ZC_MAX_GENERATION: indexed, it would make the tag's next number
@@ -229,7 +208,7 @@ static int reject_list_add(reject_list *l, const char *name)
  * directory).  Each is counted in files_rejected.  The store is not running
  * yet; the folder lock is held, so no store opens meanwhile.  A change to
  * files another store might have indexed (an in-range name) is announced. */
-static void reject_found(zc_store *s, reject_list *l)
+static void reject_found(zc_store *s, zc_name_list *l)
 {
     char path[4096], aside[4200], tag[ZC_MAX_TAG_LEN + 1];
     uint64_t gen;
@@ -265,7 +244,7 @@ static int index_directory(zc_store *s, zc_owner_scan *scan)
     char tag[ZC_MAX_TAG_LEN + 1], path[4096];
     uint64_t gen;
     int rc = ZC_OK;
-    reject_list bad = {NULL, 0, 0};
+    zc_name_list bad = {NULL, 0, 0};
     while ((err = zc_os_dir_next(d, &name)) == 0 && name != NULL) {
         int noted = zc__owner_note(scan, name);
         if (noted < 0) {
@@ -277,7 +256,7 @@ static int index_directory(zc_store *s, zc_owner_scan *scan)
         int n = snprintf(path, sizeof path, "%s/%s", s->spill_dir, name);
         if (zc__spill_parse_name(name, tag, &gen) != 0 ||
             (n > 0 && (size_t)n < sizeof path && may_be_spill_file(path, tag, gen) != 0)) {
-            if (reject_list_add(&bad, name) != 0) {
+            if (zc__name_list_add(&bad, name) != 0) {
                 rc = zc__fail(ZC_E_NOMEM, "out of host memory indexing \"%s\"", s->spill_dir);
                 break;
             }
@@ -295,9 +274,7 @@ static int index_directory(zc_store *s, zc_owner_scan *scan)
                       ZC_OS_WHY(err));
     if (rc == ZC_OK)
         reject_found(s, &bad);
-    for (size_t i = 0; i < bad.count; i++)
-        free(bad.names[i]);
-    free(bad.names);
+    zc__name_list_free(&bad);
     return rc;
 }
 

@@ -29,39 +29,11 @@
 /* Stores of this process ever opened: numbers their owner files. */
 static atomic_ulong owner_counter;
 
-typedef struct {
-    char **names;
-    size_t count, cap;
-} name_list;
-
 struct zc_owner_scan {
     zc_os_file folder_lock; /* ZC_FOLDER_LOCK, exclusively locked; closed without locks */
-    name_list temps;        /* ZC_TMP_PREFIX files */
-    name_list owners;       /* ZC_OWNER_PREFIX files */
+    zc_name_list temps;        /* ZC_TMP_PREFIX files */
+    zc_name_list owners;       /* ZC_OWNER_PREFIX files */
 };
-
-static int list_add(name_list *l, const char *name)
-{
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        char **n = realloc(l->names, sizeof *n * cap);
-        if (n == NULL)
-            return -1;
-        l->names = n;
-        l->cap = cap;
-    }
-    if ((l->names[l->count] = zc__strdup(name)) == NULL)
-        return -1;
-    l->count++;
-    return 0;
-}
-
-static void list_free(name_list *l)
-{
-    for (size_t i = 0; i < l->count; i++)
-        free(l->names[i]);
-    free(l->names);
-}
 
 static int starts_with(const char *s, const char *prefix)
 {
@@ -168,10 +140,10 @@ int zc__owner_note(zc_owner_scan *scan, const char *name)
 {
     size_t len = strlen(name), slen = strlen(ZC_OWNER_SUFFIX);
     if (starts_with(name, ZC_TMP_PREFIX))
-        return list_add(&scan->temps, name) == 0 ? 1 : -1;
+        return zc__name_list_add(&scan->temps, name) == 0 ? 1 : -1;
     if (starts_with(name, ZC_OWNER_PREFIX) && len > slen &&
         strcmp(name + len - slen, ZC_OWNER_SUFFIX) == 0)
-        return list_add(&scan->owners, name) == 0 ? 1 : -1;
+        return zc__name_list_add(&scan->owners, name) == 0 ? 1 : -1;
     return starts_with(name, ZC_GEN_PREFIX) || strcmp(name, ZC_FOLDER_LOCK) == 0;
 }
 
@@ -283,8 +255,8 @@ int zc__owner_end(zc_store *s, zc_owner_scan *scan, int *alone)
         zc_os_file_close(&scan->folder_lock);
     }
     zc_os_mutex_unlock(zc__shared_folder_mutex());
-    list_free(&scan->temps);
-    list_free(&scan->owners);
+    zc__name_list_free(&scan->temps);
+    zc__name_list_free(&scan->owners);
     free(scan);
     return rc;
 }

@@ -1,5 +1,5 @@
 /* str.c — string copies (POSIX and C23 have strdup/strndup; C11 and the
- * Windows C runtime do not) and hex digits. */
+ * Windows C runtime do not), lists of copied strings, and hex digits. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +20,30 @@ char *zc__strndup(const char *s, size_t n)
 char *zc__strdup(const char *s)
 {
     return zc__strndup(s, strlen(s));
+}
+
+int zc__name_list_add(zc_name_list *l, const char *name)
+{
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        char **n = realloc(l->names, sizeof *n * cap);
+        if (n == NULL)
+            return -1;
+        l->names = n;
+        l->cap = cap;
+    }
+    if ((l->names[l->count] = zc__strdup(name)) == NULL)
+        return -1;
+    l->count++;
+    return 0;
+}
+
+void zc__name_list_free(zc_name_list *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        free(l->names[i]);
+    free(l->names);
+    *l = (zc_name_list){NULL, 0, 0};
 }
 
 int zc__hex_digit(int c)
