@@ -129,7 +129,7 @@ class ZeroCopyLatentStore(io.ComfyNode):
             if parent.meta.get("kind") == "start_image":
                 return None  # the first shot: its parent is the encoded image, not a cut of the film
             return seam.for_hop(parent.tensors, shot.tensors, marker, spec=shot.spec)
-        except Exception as exc:  # a seam is a report; never a reason to lose the shot
+        except Exception as exc:  # noqa: BLE001 - a seam is a report; never a reason to lose the shot
             log.info("no seam measured for the hop from %r generation %s: %s", marker.get("parent_tag"),
                      marker.get("parent_generation"), exc)
             return None

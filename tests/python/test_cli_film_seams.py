@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from test_cli import ZC, digest, run, save_zc  # noqa: F401  (ZC: the skip below)
+from test_cli import ZC, digest, run, save_zc
 
 torch = pytest.importorskip("torch")
-from zc_continuity import lineage, seam  # noqa: E402
+from zc_continuity import lineage, seam
 
 pytestmark = pytest.mark.skipif(not ZC.is_file(), reason=f"zc binary not found at {ZC}")
 

@@ -8,10 +8,10 @@ import torch
 
 pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's web server)")
 
-from test_web_api_film import TAG, Harness  # noqa: E402
+from test_web_api_film import TAG, Harness
 
-from zc_continuity import lineage, seam  # noqa: E402
-from zc_engine import digest_tensor  # noqa: E402
+from zc_continuity import lineage, seam
+from zc_engine import digest_tensor
 
 
 def put(api, latent, parent=None):
