@@ -80,7 +80,11 @@ echo "device_run: torch $2, CUDA $3; $(sed -n 's/^device_run: installed //p' "$L
 timeout 20 nvidia-smi || echo "device_run: nvidia-smi failed or is missing"
 "$PYTHON" - <<'EOF'
 import torch
-print(f"device_run: torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {torch.backends.cudnn.version()}, "
+try:
+    cudnn = torch.backends.cudnn.version()
+except Exception as exc:
+    cudnn = f"unknown ({type(exc).__name__})"
+print(f"device_run: torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN {cudnn}, "
       f"{torch.cuda.device_count()} device(s): "
       + "; ".join(f"cuda:{i} {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count())))
 EOF

@@ -308,7 +308,10 @@ def machine_record(torch, comfyui: Path | None, run=subprocess.run) -> dict:
         props = torch.cuda.get_device_properties(index)
         gpus.append({"index": index, "name": props.name, "memory_bytes": int(props.total_memory),
                      "capability": f"{props.major}.{props.minor}"})
-    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    try:
+        cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    except Exception as exc:  # noqa: BLE001 - the record says so; the runs go on
+        cudnn = f"unknown ({type(exc).__name__}: {exc})"
     return {"gpus": gpus, "driver": nvidia_driver(run), "torch": torch.__version__, "cuda": torch.version.cuda,
             "cudnn": cudnn, **host(), "git": git_commit(), "comfyui": comfyui_record(comfyui, run)}
 
