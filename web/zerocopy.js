@@ -777,7 +777,13 @@ const panel = {
     const spill = memoryOnly.length
       ? el("div", { class: "zc-panel-error zc-memory-only", text: `NOT ON DISK (memory only, retried after each prompt): ${memoryOnly.join(", ")}. ${state.spillProblem ?? ""}` })
       : null;
-    root.replaceChildren(...[header, engine, error, farmError, spill, farm, empty, el("div", { class: "zc-rows" }, ...rows)].filter(Boolean));
+    // The startup self-check (GET /zerocopy/engine's self_check): one line per part turned off.
+    const offParts = (state.engine?.self_check?.parts ?? []).filter((p) => p.state === "off");
+    const selfCheck = offParts.length
+      ? el("div", { class: "zc-panel-error zc-self-check", "data-testid": "zerocopy-self-check" },
+          ...offParts.map((p) => el("div", { text: `OFF: ${p.label}: ${p.detail}` })))
+      : null;
+    root.replaceChildren(...[header, engine, selfCheck, error, farmError, spill, farm, empty, el("div", { class: "zc-rows" }, ...rows)].filter(Boolean));
   },
 
   row(b) {

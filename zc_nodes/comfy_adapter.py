@@ -156,10 +156,28 @@ def is_nested(samples) -> bool:
 
 
 def unbind_streams(samples) -> list[torch.Tensor]:
-    """The streams of a LATENT's samples, video first: [samples] for a plain tensor."""
+    """The streams of a LATENT's samples, video first: [samples] for a plain tensor.
+
+    The one place a LATENT's samples are opened: every ``.dim()``/``.shape`` in the pack runs on
+    the streams this returns, never on the samples object (an audio-video NestedTensor has
+    neither ``dim`` nor a torch ``shape``)."""
     if is_nested(samples):
-        return list(samples.unbind())
+        unbind = getattr(samples, "unbind", None)
+        if not callable(unbind):
+            raise TypeError(f"the latent's samples are a nested {type(samples).__name__} without unbind(); "
+                            f"{_nested_off() or 'this audio-video latent cannot be opened here'}")
+        streams = list(unbind())
+        if not streams or not all(isinstance(t, torch.Tensor) and not getattr(t, "is_nested", False)
+                                  for t in streams):
+            raise TypeError(f"the latent's nested samples unbind to {[type(t).__name__ for t in streams]}, "
+                            "not plain tensors (video first, then audio)")
+        return streams
     return [samples]
+
+
+def _nested_off() -> str:
+    from . import self_check
+    return self_check.refusal("nested_tensor")
 
 
 def nested(streams):
@@ -167,6 +185,9 @@ def nested(streams):
     streams = list(streams)
     if len(streams) == 1:
         return streams[0]
+    off = _nested_off()
+    if off:  # the startup self-check: ComfyUI's NestedTensor does not meet the contract here
+        raise ValueError(off)
     import comfy.nested_tensor
     return comfy.nested_tensor.NestedTensor(streams)
 

@@ -13,12 +13,13 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from comfy_api.latest import ComfyExtension, io
+from .api_version import ComfyExtension, io
 
 from . import log
 
 PACK_ROOT = Path(__file__).resolve().parent.parent  # whatever custom_nodes/ calls the folder
 ENGINE_ROUTE = "/zerocopy/engine"
+STATUS_ROUTE = "/zerocopy/status"  # the engine's state and the startup self-check (self_check.py)
 _status: dict | None = None
 
 
@@ -75,15 +76,30 @@ def register_engine_route() -> bool:
         return False
     from aiohttp import web
 
+    def _self_check() -> dict:
+        from . import self_check
+        return self_check.result().as_dict()
+
     @routes.get(ENGINE_ROUTE)
     async def engine(request: web.Request) -> web.Response:
-        return web.json_response({"version": 1, **engine_status()}, headers={"Cache-Control": "no-store"})
+        return web.json_response({"version": 1, **engine_status(), "self_check": _self_check()},
+                                 headers={"Cache-Control": "no-store"})
+
+    @routes.get(STATUS_ROUTE)
+    async def status(request: web.Request) -> web.Response:
+        return web.json_response({"version": 1, "engine": engine_status(), "self_check": _self_check()},
+                                 headers={"Cache-Control": "no-store"})
 
     return True
 
 
 class ZeroCopyContinuityExtension(ComfyExtension):
     async def get_node_list(self) -> list[type[io.ComfyNode]]:
+        from . import self_check
+
+        check = self_check.result()  # at load: one line per part whose ComfyUI contract is not met
+        if not check.enabled("v3_nodes"):
+            return []
         from .vram_pin_node import ZeroCopyVRAMPin
 
         return [ZeroCopyVRAMPin, *continuity_nodes()]

@@ -23,10 +23,22 @@ def spec_for_latent_format(latent_format):
     return ModelFacts(name, "", generic_geometry=geometry).family()
 
 
+def _broken_format(latent_format) -> str:
+    """The startup self-check's reason, when it turned this latent format's family off."""
+    from . import self_check
+    name = type(latent_format).__name__ if latent_format is not None else None
+    problem = self_check.result().broken_formats.get(name) if name else None
+    return (f"latent format {name} is off (ZeroCopy startup self-check: {problem}); this ComfyUI's "
+            "class does not meet what the pack reads from it, so its family cannot be handed off") if problem else ""
+
+
 def spec_for_model(model):
     if model is None:
         return None
     latent_format = comfy_adapter.latent_format_of_model(model)
+    broken = _broken_format(latent_format)
+    if broken:
+        raise ContinuityError(broken)
     spec = spec_for_latent_format(latent_format)
     if latent_format is not None and spec is None:
         raise ContinuityError(

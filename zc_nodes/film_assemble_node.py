@@ -16,7 +16,7 @@ from Redis when it still holds them (farm_link.complete_film).
 
 from __future__ import annotations
 
-from comfy_api.latest import io
+from .api_version import io
 
 from . import comfy_adapter, farm_link, film_view, log, runtime
 from .handoff_node import store_state

@@ -16,7 +16,7 @@ import contextlib
 import math
 
 import torch
-from comfy_api.latest import io
+from .api_version import io
 
 from . import (adapters, comfy_adapter, cpu_threads, family_resolution, handoff_tail, log,
                pixel_bridge, prepared_latents, prompt_cache, runtime, ui_events)

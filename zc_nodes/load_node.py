@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from comfy_api.latest import io
+from .api_version import io
 
 from . import comfy_adapter, family_resolution, farm_link, film_view, load_lineage, log, runtime
 from .handoff_node import store_state

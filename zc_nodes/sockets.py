@@ -1,6 +1,6 @@
 """The custom socket type that links a Store to a Handoff in one graph."""
 
-from comfy_api.latest import io
+from .api_version import io
 
 # A link from ZeroCopyLatentStore to ZeroCopyLatentHandoff orders execution
 # (the Handoff runs after the Store) and makes the Handoff's cache key depend

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from comfy_api.latest import io
+from .api_version import io
 
 from . import (color_anchor, comfy_adapter, durability, farm_link, load_lineage, log, prompt_graph, runtime,
                ui_events)

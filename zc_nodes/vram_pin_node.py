@@ -4,12 +4,12 @@ memory manager, report the CUDA allocator, and show per-run reload evidence
 
 from __future__ import annotations
 
-from comfy_api.latest import io
+from .api_version import io
 
-from . import log, ui_events
+from . import log, self_check, ui_events
 from .residency import get_service
 from .residency.allocator import inspect_and_tune
-from .residency.comfy_memory import dynamic_vram_enabled
+from .residency.comfy_memory import dynamic_vram_enabled, is_dynamic_patcher
 from .residency.policy import DEFAULT_POLICY, POLICY_NAMES, parse_policy
 from .residency.report import lock_state, node_report
 from .residency.service import DISABLED, LockOutcome
@@ -96,7 +96,13 @@ class ZeroCopyVRAMPin(io.ComfyNode):
         owner = f"{OWNER_PREFIX}{cls.hidden.unique_id if cls.hidden is not None else 'unknown'}"
         residency = get_service()
         outcome = None
-        if enable_pinning:
+        off = self_check.refusal("residency_lock") or (
+            self_check.refusal("residency_dynamic") if is_dynamic_patcher(model) else "")
+        if enable_pinning and off:  # the startup self-check found the wrapped internals changed
+            released = residency.release_owner(owner, off)
+            outcome = LockOutcome(False, message=f"not locked: {off}",
+                                  released=[(released.label, off)] if released else [])
+        elif enable_pinning:
             outcome = residency.lock(model, owner, policy=policy, headroom_bytes=int(vram_headroom_gb * GIB))
         else:
             released = residency.release_owner(owner, DISABLED)
