@@ -18,3 +18,19 @@ ComfyExtension = getattr(_api, "ComfyExtension", None)
 def comfy_api():
     """The comfy_api package the nodes use (its io, ui, ComfyExtension)."""
     return _api
+
+
+def _inputs_take_advanced() -> bool:
+    """Whether this ComfyUI's V3 inputs take ``advanced=`` (folded away as expert inputs; v0.33.0
+    and later: ``comfy_api/latest/_io.py`` Input.__init__), read from the signature."""
+    import inspect
+
+    init = getattr(getattr(io, "Input", None), "__init__", None)
+    try:
+        return init is not None and "advanced" in inspect.signature(init).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+# Keyword arguments for an expert input: folded where ComfyUI supports it, shown elsewhere.
+FOLDED: dict = {"advanced": True} if _inputs_take_advanced() else {}

@@ -16,7 +16,7 @@ import contextlib
 import math
 
 import torch
-from .api_version import io
+from .api_version import FOLDED, io
 
 from . import (adapters, comfy_adapter, cpu_threads, family_resolution, handoff_tail, log,
                pixel_bridge, prepared_latents, prompt_cache, runtime, ui_events)
@@ -82,6 +82,9 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 "(gray_padding/), so later hops and restarts make no VAE call. With no stored "
                 "latent for the tag (the first shot) it starts from fallback_first_frame. The info "
                 "output is the certificate: digests and whether the tail used is bit-identical."),
+            # The spec's ten inputs first (clip ... blend_ratio); then negative, model and continuity,
+            # sockets every example links; the expert rest is folded (FOLDED: advanced=True where this
+            # ComfyUI supports it). Names and order never change: saved workflows keep their values.
             inputs=[
                 io.Clip.Input("clip",
                               tooltip="Text encoder used to encode the prompt (each prompt is encoded "
@@ -117,7 +120,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 io.Float.Input("blend_ratio", default=0.0, min=0.0, max=1.0, step=0.01,
                                tooltip="blend_with_fallback only: share of the fallback frame "
                                        "(0 = stored tail unchanged, 1 = fallback only)."),
-                io.String.Input("negative_prompt", multiline=True, default="", optional=True,
+                io.String.Input("negative_prompt", multiline=True, default="", optional=True, **FOLDED,
                                 tooltip="Negative prompt, encoded with clip when 'negative' is not connected."),
                 io.Conditioning.Input("negative", optional=True,
                                       tooltip="Negative conditioning; overrides negative_prompt."),
@@ -126,11 +129,11 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                        "adapter (adapter auto). Without it the family the Store recorded "
                                        "is used, else what the latent's shape, the VAE and the text "
                                        "encoder tell together."),
-                io.Int.Input("tail_frames", default=1, min=1, max=64, optional=True,
+                io.Int.Input("tail_frames", default=1, min=1, max=64, optional=True, **FOLDED,
                              tooltip="Latent frames taken from the end of the stored shot (Wan: each "
                                      "after the first stands for 4 pixel frames). MiniMax H3 rounds up "
                                      "to whole VAE chunks (2, 7, 12, ... latents)."),
-                io.Combo.Input("adapter", options=ADAPTERS, default="auto", optional=True,
+                io.Combo.Input("adapter", options=ADAPTERS, default="auto", optional=True, **FOLDED,
                                tooltip="Where the tail goes. auto: the family's own insertion point. "
                                        "temporal_inpaint: first latent frames + noise_mask (any video "
                                        "family, both streams of AV latents). wan_i2v: Wan I2V concat keys. "
@@ -138,20 +141,20 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                        "LTX keyframe guides. minimax_h3_keyframe: H3 keyframe + held "
                                        "streams. flux_kontext_reference: Kontext reference_latents. "
                                        "pixel_bridge: opt-in decode + encode of one frame (lossy)."),
-                io.Int.Input("generation", default=0, min=0, max=2**62, optional=True,
+                io.Int.Input("generation", default=0, min=0, max=2**62, optional=True, **FOLDED,
                              tooltip="Which stored generation of the tag to use; 0 = the newest that "
                                      "verifies (a corrupt newest spill file is skipped and said so)."),
                 ContinuityToken.Input("continuity", optional=True,
                                       tooltip="Link from ZeroCopyLatentStore in the same graph: runs this "
                                               "node after it and uses exactly its shot."),
-                io.Boolean.Input("color_anchor", default=False, optional=True,
+                io.Boolean.Input("color_anchor", default=False, optional=True, **FOLDED,
                                  tooltip="Match the handed-off tail's per-channel statistics to the "
                                          "first shot stored under the tag: a guard against colour drift "
                                          "over many hops. Changes the tail (not bit-identical)."),
-                io.Vae.Input("bridge_vae", optional=True,
+                io.Vae.Input("bridge_vae", optional=True, **FOLDED,
                              tooltip="pixel_bridge only: the VAE of the stored shot's family, to decode "
                                      "it (defaults to vae)."),
-                io.Conditioning.Input("positive", optional=True,
+                io.Conditioning.Input("positive", optional=True, **FOLDED,
                                       tooltip="Positive conditioning (e.g. from CLIPTextEncode, which "
                                               "ComfyUI caches); overrides clip and prompt, as "
                                               "'negative' overrides negative_prompt."),
