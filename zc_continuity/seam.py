@@ -20,7 +20,16 @@ colour or freezes more than the shots do themselves, not how a viewer will judge
   ``rms_step``, ``correlation`` and ``within_correlation`` as for video along the audio's time axis.
   In the score a level step counts as ``1 + |level_db| / DB_PER_STEP``.
 
-Pure: torch only. ``measure`` takes the tensors; ``video_skip`` and ``audio_skip`` say how many
+Cheap enough for the Store's hot path: only the ``WINDOW`` frames each side are read, and of each
+frame only a strided grid of its latent pixels (every ``s``-th one each way, ``s`` the smallest that
+keeps a frame, all channels, within ``MAX_VALUES`` values: a Wan 480p latent's 60x104 is read as
+12x21, 720p's 90x160 as 12x20, LTX-2's 16x24 as 4x6, a FLUX 1024² image's 128x128 as 16x16). Only
+those samples are converted to float and brought to the host; the shot is never converted or
+copied. The statistics are therefore those of a spatially subsampled latent: means, stds and RMS
+steps are estimates of the full frame's (a colour shift, a contrast step, a freeze and a jump read
+the same), a change confined to a few latent pixels between the grid's points can be missed.
+
+Pure: torch and numpy only. ``measure`` takes the tensors; ``video_skip`` and ``audio_skip`` say how many
 leading frames of the new shot repeat the parent.
 """
 
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from .bundle_layout import VIDEO_KEY, stream_key
@@ -51,6 +61,10 @@ DB_PER_STEP = 3.0
 """An audio level step of this many dB adds one to its score: amber from 3 dB (twice the power),
 red from 9 dB."""
 
+MAX_VALUES = 4096
+"""Values read of each video frame (all channels together; the batch counts as positions). Audio
+steps, a few hundred values, are read whole."""
+
 VERSION = 1
 
 
@@ -61,13 +75,28 @@ def verdict(score: float | None) -> str | None:
     return "green" if score < GREEN_BELOW else "amber" if score < RED_FROM else "red"
 
 
-def _frames(x: torch.Tensor, axis: int) -> torch.Tensor:
-    """[frames, channels, rest] in float32 (float64 for a float64 input) from a tensor with frames along ``axis`` and channels along
-    axis 1 (axis 0 and 1 for a 4-D image batch: each image a frame, its channels)."""
-    x = x.detach()
-    x = x.to(torch.float64 if x.dtype == torch.float64 else torch.float32).movedim(axis, 0)  # frames first
-    x = x.movedim(2 if axis > 1 else 1, 1)  # then the channels
-    return x.reshape(x.shape[0], x.shape[1], -1)
+def _frames(x: torch.Tensor, axis: int, start: int, count: int, max_values: int | None) -> np.ndarray:
+    """Frames ``start .. start + count - 1`` along ``axis`` of ``x`` as a [frames, channels, rest]
+    float32 array (float64 for a float64 input), channels along axis 1 (axis 0 and 1 for a 4-D image
+    batch: each image a frame, its channels). With ``max_values``, each frame is read on a strided
+    grid: one stride for every axis other than the frames', the channels' and the batch's, the
+    smallest that keeps a frame (all its channels) within ``max_values`` values. One indexing and
+    one conversion of the samples read: the rest of the shot is neither read nor copied."""
+    index = [slice(None)] * x.dim()
+    index[axis] = slice(start, start + count)
+    if max_values is not None:
+        dims = [d for d in range(x.dim()) if d not in (axis, 1) and not (d == 0 and axis != 0)]
+        sizes = [x.shape[d] for d in dims]
+        budget = max(1, max_values // max(1, x.shape[1]))  # positions per channel
+        stride = 1
+        while math.prod(-(-n // stride) for n in sizes) > budget:
+            stride += 1
+        for d in dims:
+            index[d] = slice(None, None, stride)
+    t = x.detach()[tuple(index)]
+    t = t.to(torch.float64 if t.dtype == torch.float64 else torch.float32).cpu()
+    a = np.moveaxis(t.numpy(), (axis, 1), (0, 1))  # frames, then channels
+    return a.reshape(a.shape[0], a.shape[1], -1)
 
 
 def _ratio(num: float, den: float) -> float:
@@ -76,84 +105,81 @@ def _ratio(num: float, den: float) -> float:
     return min(num / den, CAP)
 
 
-def _rms(x: torch.Tensor) -> float:
-    return float(torch.linalg.vector_norm(x)) / math.sqrt(max(1, x.numel()))
+class _Cut:
+    """Per-frame statistics of the frames both sides of the cut: frames ``0 .. parent - 1`` are the
+    parent's, the step ``parent - 1 -> parent`` is the cut, every other neighbouring pair a step
+    inside a shot. The few thousand samples are on the host by now; numpy works them out in a
+    dozen vectorised operations without torch's per-operation dispatch or its thread pool (whose
+    wake-up after the sampler's idle time cost more than the numbers)."""
+
+    def __init__(self, p: np.ndarray, n: np.ndarray):
+        x = np.concatenate([p, n])  # [F, C, N]
+        mean = x.mean(axis=2)  # [F, C]; two passes, no one-pass variance
+        xc = x - mean[:, :, None]
+        square = xc * xc
+        std = np.sqrt(square.mean(axis=2))  # [F, C]
+        d = x[1:] - x[:-1]
+        cov = (xc[1:] * xc[:-1]).sum(axis=(1, 2))  # each channel centred on its own mean
+        power = square.sum(axis=(1, 2))  # [F]: each frame's centred sum of squares
+        den = np.sqrt(power[1:] * power[:-1])
+        corr = np.divide(cov, den, out=np.zeros_like(den), where=den > 0)
+        cut = p.shape[0]
+        self.mean_steps = np.linalg.norm(mean[1:] - mean[:-1], axis=1).tolist()  # [F-1] each
+        self.std_steps = np.linalg.norm(std[1:] - std[:-1], axis=1).tolist()
+        self.rms_steps = np.sqrt((d * d).mean(axis=(1, 2))).tolist()
+        self.corrs = corr.tolist()
+        side_std = (std[:cut], std[cut:])
+        self.spread = float(sum(np.linalg.norm(s.mean(axis=0)) for s in side_std) / 2)
+        self.rms_spread = float(sum(np.sqrt((s * s).mean()) for s in side_std) / 2)
+        self.tail_level = float(np.sqrt((x[:cut] * x[:cut]).mean()))
+        self.head_level = float(np.sqrt((x[cut:] * x[cut:]).mean()))
+        self.cut = cut - 1
+        self.frames = (int(p.shape[0]), int(n.shape[0]))
+
+    def split(self, values: list) -> tuple[float, float | None]:
+        """(the value at the cut, the mean of the values inside the shots; None when none)."""
+        inside = values[:self.cut] + values[self.cut + 1:]
+        return values[self.cut], (sum(inside) / len(inside) if inside else None)
 
 
-class _Side:
-    """Per-frame statistics of the frames one side of the cut: one pass for means and stds."""
+def _video(c: _Cut) -> dict:
+    def rel(values: list, scale: float) -> float:
+        cut, within = c.split(values)
+        return _ratio(cut, max(within, FLOOR * scale))
 
-    def __init__(self, frames: torch.Tensor):
-        self.frames = frames
-        if frames.shape[2] > 1:
-            self.std, self.mean = torch.std_mean(frames, dim=2, unbiased=False)  # [F, C] each
-        else:
-            self.mean = frames.mean(dim=2)
-            self.std = torch.zeros_like(self.mean)
-
-    def steps(self):
-        return range(self.frames.shape[0] - 1)
+    correlation, within_correlation = c.split(c.corrs)
+    return {"mean_step": rel(c.mean_steps, c.spread), "std_step": rel(c.std_steps, c.spread),
+            "rms_step": rel(c.rms_steps, c.rms_spread), "correlation": correlation,
+            "within_correlation": within_correlation}
 
 
-def _corr(a: _Side, i: int, b: _Side, j: int) -> float:
-    """Correlation of frame i of a with frame j of b, each channel centred on its own mean (from the
-    sides' means and stds: one product of the two frames, no centred copies)."""
-    n = a.frames.shape[2]
-    cov = (a.frames[i] * b.frames[j]).sum(dim=1) - n * a.mean[i] * b.mean[j]
-    den = math.sqrt(float(n * a.std[i].pow(2).sum()) * float(n * b.std[j].pow(2).sum()))
-    return float(cov.sum()) / den if den > 0.0 else 0.0
-
-
-def _within(sides, value) -> float | None:
-    vals = [value(s, i) for s in sides for i in s.steps()]
-    return sum(vals) / len(vals) if vals else None
+def _audio(c: _Cut) -> dict:
+    head, tail = c.head_level, c.tail_level
+    level_db = 20.0 * math.log10(head / tail) if head > 0.0 and tail > 0.0 else 0.0
+    out = _video(c)
+    return {"level_db": max(-120.0, min(120.0, level_db)), "rms_step": out["rms_step"],
+            "correlation": out["correlation"], "within_correlation": out["within_correlation"]}
 
 
 def _round(v: float) -> float:
     return float(f"{v:.4g}")
 
 
-def _stream(parent: torch.Tensor, shot: torch.Tensor, axis: int, skip: int, window: int):
+def _stream(parent: torch.Tensor, shot: torch.Tensor, axis: int, skip: int, window: int,
+            max_values: int | None = MAX_VALUES):
     """The two sides of the cut: the parent's last ``window`` frames, the shot's ``window`` after
-    ``skip``; None when either side is empty or there is no within-shot step on either."""
+    ``skip``, each frame thinned to ``max_values`` values (None: read whole); None when either
+    side is empty or there is no within-shot step on either."""
     if axis >= min(parent.dim(), shot.dim()) or parent.shape[axis] < 1 or shot.shape[axis] <= skip:
         return None
+    if parent.shape[:axis] + parent.shape[axis + 1:] != shot.shape[:axis] + shot.shape[axis + 1:]:
+        return None
     keep = min(window, parent.shape[axis])  # only the frames read are converted: a few, not the shot
-    p = _frames(parent.narrow(axis, parent.shape[axis] - keep, keep), axis)
-    n = _frames(shot.narrow(axis, skip, min(window, shot.shape[axis] - skip)), axis)
-    if p.shape[1:] != n.shape[1:]:
+    p = _frames(parent, axis, parent.shape[axis] - keep, keep, max_values)
+    n = _frames(shot, axis, skip, min(window, shot.shape[axis] - skip), max_values)
+    if p.shape[0] < 2 and n.shape[0] < 2:
         return None
-    p, n = _Side(p), _Side(n)
-    if p.frames.shape[0] < 2 and n.frames.shape[0] < 2:
-        return None
-    return p, n
-
-
-def _video(p: _Side, n: _Side) -> dict:
-    sides = (p, n)
-    spread = float((p.std.mean(dim=0).norm() + n.std.mean(dim=0).norm()) / 2)
-    rms_spread = (_rms(p.std) + _rms(n.std)) / 2  # the RMS of the frames about their channel means
-
-    def rel(cut: float, within: float, scale: float) -> float:
-        return _ratio(cut, max(within, FLOOR * scale))
-
-    mean_step = rel(float((n.mean[0] - p.mean[-1]).norm()),
-                    _within(sides, lambda s, i: float((s.mean[i + 1] - s.mean[i]).norm())), spread)
-    std_step = rel(float((n.std[0] - p.std[-1]).norm()),
-                   _within(sides, lambda s, i: float((s.std[i + 1] - s.std[i]).norm())), spread)
-    rms_step = rel(_rms(n.frames[0] - p.frames[-1]),
-                   _within(sides, lambda s, i: _rms(s.frames[i + 1] - s.frames[i])), rms_spread)
-    return {"mean_step": mean_step, "std_step": std_step, "rms_step": rms_step,
-            "correlation": _corr(p, -1, n, 0),
-            "within_correlation": _within(sides, lambda s, i: _corr(s, i, s, i + 1))}
-
-
-def _audio(p: _Side, n: _Side) -> dict:
-    head, tail = _rms(n.frames), _rms(p.frames)
-    level_db = 20.0 * math.log10(head / tail) if head > 0.0 and tail > 0.0 else 0.0
-    out = _video(p, n)
-    return {"level_db": max(-120.0, min(120.0, level_db)), "rms_step": out["rms_step"],
-            "correlation": out["correlation"], "within_correlation": out["within_correlation"]}
+    return _Cut(p, n)
 
 
 def _severity(rms_step: float) -> float:
@@ -163,23 +189,24 @@ def _severity(rms_step: float) -> float:
 def measure(parent_video: torch.Tensor, shot_video: torch.Tensor, *, video_skip: int = 0,
             parent_audio: torch.Tensor | None = None, shot_audio: torch.Tensor | None = None,
             audio_axis: int | None = None, audio_skip: int = 0, window: int = WINDOW,
-            audio_window: int = AUDIO_WINDOW) -> dict | None:
+            audio_window: int = AUDIO_WINDOW, max_values: int | None = MAX_VALUES) -> dict | None:
     """The seam of the cut from ``parent_video`` to ``shot_video`` (5-D [B, C, T, H, W]: frames on
     axis 2; 4-D: a batch of images, each a frame), ``video_skip`` leading frames of the new shot
     dropped as repeats; with both audio streams, their seam along ``audio_axis`` too (``audio_skip``
     leading steps dropped). None when the shapes differ or no side has two frames to compare the
-    cut with (a still image: nothing moves inside it). Numbers rounded to 4 significant digits."""
+    cut with (a still image: nothing moves inside it). Each video frame is read on a strided grid
+    of at most ``max_values`` values (None: every position). Numbers rounded to 4 significant
+    digits."""
     axis = 2 if shot_video.dim() == 5 else 0
-    sides = _stream(parent_video, shot_video, axis, max(0, int(video_skip)), window)
-    if sides is None:
+    cut = _stream(parent_video, shot_video, axis, max(0, int(video_skip)), window, max_values)
+    if cut is None:
         return None
-    out = {"version": VERSION, "frames": [int(sides[0].frames.shape[0]), int(sides[1].frames.shape[0])],
-           "skip": int(video_skip), **_video(*sides)}
+    out = {"version": VERSION, "frames": list(cut.frames), "skip": int(video_skip), **_video(cut)}
     score = max(out["mean_step"], out["std_step"], _severity(out["rms_step"]))
     if parent_audio is not None and shot_audio is not None and audio_axis is not None:
-        a_sides = _stream(parent_audio, shot_audio, int(audio_axis), max(0, int(audio_skip)), audio_window)
-        if a_sides is not None:
-            audio = _audio(*a_sides)
+        a_cut = _stream(parent_audio, shot_audio, int(audio_axis), max(0, int(audio_skip)), audio_window, None)
+        if a_cut is not None:
+            audio = _audio(a_cut)
             audio["skip"] = int(audio_skip)
             out["audio"] = {k: v if isinstance(v, int) else _round(v) for k, v in audio.items()}
             score = max(score, 1.0 + abs(audio["level_db"]) / DB_PER_STEP, _severity(audio["rms_step"]))

@@ -55,6 +55,11 @@ OURS_VS_VAE_GOAL = 1 / 100
 OURS_VS_FILE_GOAL = 1 / 10
 # The hot path's goals (issue 13): (shape key, the side ours is compared with, ours ≤ goal × that side)
 HOT_PATH_GOALS = (("wan21_720p", "file", 0.2), ("wan21_720p", "memcpy", 1.5), ("flux_1024", "file", 0.5))
+# The seam the Store measures at put time (issue 27) may cost at most this fraction of a put of the
+# same shot ("a few percent"): shape keys measured, and their families (the length rule for the trim)
+SEAM_COST_GOAL = 0.05
+SEAM_COST_SHAPES = (("wan21_480p", "wan21"), ("wan21_720p", "wan21"), ("ltx2", "ltx2"),
+                    ("minimax_h3", "minimax_h3"))
 WARMUP_CALLS = 6
 IDLE_S = 0.3  # before every timed call: reproduces the idle gap between shots (torch's thread pool asleep)
 
@@ -263,6 +268,71 @@ class EngineRoutes:
 
     def cleanup(self, tag: str) -> None:
         self.store.drop(tag, disk=True)
+
+
+# --------------------------------------------------------------------------- seam cost
+
+
+def seam_cost(ctx: Context, reps: int) -> list[dict]:
+    """The Store's seam at put time (ZeroCopyLatentStore.hop_seam: the parent served by the store,
+    zc_continuity.seam.for_hop against the new shot, one latent frame trimmed) against a put of the
+    same shot (spill on, as the Store puts), interleaved, an idle gap before each call. CPU, float32
+    latents as ComfyUI's samplers return them."""
+    from zc_continuity import families
+    from zc_engine import LatentStore
+
+    store = LatentStore(spill_dir=str(ctx.tmp_dir / "seam_cost_spill"))
+    by_key = {s.key: s for s in SHAPES}
+    try:
+        return [seam_cost_of(store, by_key[key], families.family_by_name(family), reps)
+                for key, family in SEAM_COST_SHAPES[:ctx.pick(4, 4, 1)]]
+    finally:
+        store.close()
+
+
+def seam_cost_of(store, shape: Shape, spec, reps: int) -> dict:
+    from zc_continuity import seam
+
+    names = ("latent_tensor", "latent_tensor_1")
+    tag = f"seam_cost_{shape.key}"
+    store.put(tag, dict(zip(names, shape.tensors(1))), {"source": "bench"}, spill=True)
+    generation = store.generations(tag)[0]
+    marker = {"parent_tag": tag, "parent_generation": generation, "trim": 1, "tail_frames": 1}
+    shot_tensors = dict(zip(names, shape.tensors(2)))
+
+    def hop_seam():
+        return seam.for_hop(store.get(tag, generation).tensors, shot_tensors, marker, spec=spec)
+
+    def put():
+        store.put(f"{tag}_put", shot_tensors, {"source": "bench"}, spill=True)
+
+    def after(name, value):
+        if name == "put":
+            store.flush()
+            store.drop(f"{tag}_put", disk=True)
+
+    for _ in range(2):  # warm: first-touch of the store's slots, torch's kernels
+        hop_seam()
+        put()
+        after("put", None)
+    times = interleaved({"seam": hop_seam, "put": put}, reps, after, idle=IDLE_S)
+    score = hop_seam()["score"]
+    store.drop(tag, disk=True)
+    return {"key": shape.key, "label": shape.label, "bytes": shape.nbytes, "reps": reps, "idle_s": IDLE_S,
+            "seam": times["seam"], "put": times["put"], "ratio": pairwise_ratio(times["seam"], times["put"]),
+            "score": score}
+
+
+def seam_cost_rows(results: list[dict]) -> list[Row]:
+    """S1: the seam at put time against the put, one row for every shape measured."""
+    goal = f"seam ≤ {SEAM_COST_GOAL:g} × put (a few percent)"
+    parts = [f"{r['label']}: {r['ratio']:.3f} × (seam {fmt_time(median(r['seam']))}, put "
+             f"{fmt_time(median(r['put']))})" for r in results]
+    ok = all(r["ratio"] <= SEAM_COST_GOAL for r in results)
+    return [Row("S1", "hot path: the seam the Store measures at put time vs a put of the same shot "
+                "(CPU, float32, idle gap before each call)", goal,
+                "; ".join(parts) + f"; medians of per-repetition ratios, {results[0]['reps']} reps",
+                PASS if ok else FAIL)]
 
 
 # --------------------------------------------------------------------------- VAE roundtrip
@@ -506,8 +576,10 @@ def run(ctx: Context) -> Section:
     section.data = {"route_ours": "ComfyUI nodes" if via_nodes else "engine (no ComfyUI)",
                     "route_file": "SaveLatent -> LoadLatent" if via_nodes else "safetensors save+fsync+load",
                     "idle_s": IDLE_S, "shapes": results}
-    section.rows = rows_for(results, via_nodes) + hot_path_rows(results, via_nodes)
-    section.details = details_for(results, via_nodes)
+    seams = seam_cost(ctx, ctx.pick(15, 7, 2))
+    section.data["seam_cost"] = seams
+    section.rows = rows_for(results, via_nodes) + hot_path_rows(results, via_nodes) + seam_cost_rows(seams)
+    section.details = details_for(results, via_nodes) + seam_cost_details(seams)
     section.plots = [plot(ctx, results)]
     section.seconds = time.perf_counter() - t_start
     return section
@@ -599,6 +671,19 @@ def hot_path_rows(results: list[dict], via_nodes: bool) -> list[Row]:
                             f"medians of {c['reps']}, {c['idle_s']:g} s idle before each call)",
                             PASS if c["ratio"] <= c["goal"] else FAIL))
     return rows
+
+
+def seam_cost_details(results: list[dict]) -> str:
+    from zc_continuity.seam import MAX_VALUES
+    rows = [[r["label"], fmt_bytes(r["bytes"]), fmt_time(median(r["seam"])), fmt_time(median(r["put"])),
+             f"{r['ratio']:.3f}"] for r in results]
+    return ("\n\n### The seam at put time (S1)\n\nThe Store measures the seam of every hop when it keeps "
+            "the shot (zc_continuity.seam): the parent's last 4 latent frames and the new shot's first 4 "
+            f"after the trim, each read on a strided grid of at most {MAX_VALUES} values (all "
+            "channels; a spatially subsampled latent; audio read whole). Timed here as the Store calls it "
+            "(the parent served by the store, then seam.for_hop) against a put of the same shot, "
+            "interleaved, an idle gap before each call.\n\n"
+            + md_table(["shot", "size", "seam", "put", "seam / put"], rows))
 
 
 def details_for(results: list[dict], via_nodes: bool) -> str:

@@ -170,3 +170,133 @@ def test_the_certificate_carries_the_seam_of_the_hop_that_made_the_continued_sho
         parent_tag="film", parent_generation=2, tail_frames=1, tail_digest="", used_digest="",
         adapter="a", trim=1)), s)}
     assert lineage.seam_of_meta(meta) == s and lineage.seam_of_meta({}) is None
+
+
+# --------------------------------------------------------------------------- per family layout
+
+
+def walk_along(shape: tuple, axis: int, *, seed: int, step: float = 0.1, start=None) -> torch.Tensor:
+    """A smooth random walk of ``shape`` along ``axis`` (each step the last plus a small random one)."""
+    g = torch.Generator().manual_seed(seed)
+    frame = list(shape)
+    frame[axis] = 1
+    x = [start if start is not None else torch.randn(frame, generator=g)]
+    for _ in range(shape[axis] - 1):
+        x.append(x[-1] + step * torch.randn(frame, generator=g))
+    return torch.cat(x, axis)
+
+
+AV_LAYOUTS = {  # family: (video shape, audio shape, audio time axis), as bundle_layout stores them
+    "ltx2": ((1, 128, 6, 16, 24), (1, 8, 24, 16), 2),  # audio [B, C, T, F]
+    "minimax_h3": ((1, 24, 6, 24, 40), (1, 32, 2, 24), 3),  # audio [B, 32, 2, T]
+}
+
+
+def av_hop(family: str, *, seed: int, video=None, audio=None):
+    """A parent and a continued shot of an audio-video family, as the Handoff builds the shot: its
+    first video latent and first 4 audio steps repeat the parent's end (trim 1, audio_count 4), then
+    a continuation (smooth unless ``video``/``audio`` rewrite it: fn(parent stream, new stream))."""
+    vshape, ashape, axis = AV_LAYOUTS[family]
+    v = walk_along((vshape[0], vshape[1], 2 * vshape[2]) + vshape[3:], 2, seed=seed)
+    a = walk_along(ashape[:axis] + (2 * ashape[axis],) + ashape[axis + 1:], axis, seed=seed + 1)
+    pv, nv = v[:, :, :vshape[2]], v[:, :, vshape[2]:]
+    pa, na = a.narrow(axis, 0, ashape[axis]), a.narrow(axis, ashape[axis], ashape[axis])
+    if video is not None:
+        nv = video(pv, nv)
+    if audio is not None:
+        na = audio(pa, na)
+    shot = {"latent_tensor": torch.cat([pv[:, :, -1:], nv], 2),
+            "latent_tensor_1": torch.cat([pa.narrow(axis, pa.shape[axis] - 4, 4), na], axis)}
+    marker = {"trim": 1, "tail_frames": 1, "audio_count": 4}
+    return seam.for_hop({"latent_tensor": pv, "latent_tensor_1": pa}, shot, marker,
+                        spec=families.family_by_name(family))
+
+
+def colour_shift(k: float):
+    """Every new frame offset per channel by ``k`` times the parent's own mean step (a colour jump)."""
+    def fn(parent, new):
+        d = (parent[:, :, 1:] - parent[:, :, :-1]).mean(dim=(2, 3, 4)).abs().mean() + 0.02
+        sign = torch.where(torch.arange(new.shape[1]) % 2 == 0, 1.0, -1.0).view(1, -1, 1, 1, 1)
+        return new + k * d * sign
+    return fn
+
+
+def freeze(parent, new):
+    new = new.clone()
+    new[:, :, 0] = parent[:, :, -1]
+    return new
+
+
+@pytest.mark.parametrize("family", sorted(AV_LAYOUTS))
+def test_av_families_rank_and_flag_each_kind_of_cut(family):
+    """LTX-2 AV and MiniMax H3 AV bundles (video + audio with the family's audio time axis) through
+    for_hop: the smooth hop is green on both streams, a hard cut, a colour shift, a freeze and an
+    audio level step are red, each on the number the docs name for it, and every one out-scores
+    the smooth hop."""
+    _, _, axis = AV_LAYOUTS[family]
+    smooth = av_hop(family, seed=20)
+    assert seam.verdict(smooth["score"]) == "green", smooth
+    assert smooth["skip"] == 1 and smooth["audio"]["skip"] == 4
+    assert abs(smooth["audio"]["level_db"]) < 1 and 0.5 < smooth["audio"]["rms_step"] < 2
+    assert smooth["correlation"] > 0.9 and smooth["audio"]["correlation"] > 0.9
+
+    cut = av_hop(family, seed=20, video=lambda p, n: walk_along(n.shape, 2, seed=99),
+                 audio=lambda p, n: walk_along(n.shape, axis, seed=98))
+    assert cut["rms_step"] > seam.RED_FROM and abs(cut["correlation"]) < 0.3
+    assert cut["audio"]["rms_step"] > seam.RED_FROM and abs(cut["audio"]["correlation"]) < 0.3
+
+    shifted = av_hop(family, seed=20, video=colour_shift(40.0))
+    assert shifted["mean_step"] > seam.RED_FROM and shifted["mean_step"] == max(
+        shifted["mean_step"], shifted["std_step"])
+    frozen = av_hop(family, seed=20, video=freeze)
+    assert frozen["rms_step"] == 0.0 and frozen["score"] == seam.CAP
+    loud = av_hop(family, seed=20, audio=lambda p, n: n * 4)
+    assert loud["audio"]["level_db"] == pytest.approx(20 * math.log10(4), abs=0.5)
+    assert loud["mean_step"] == smooth["mean_step"]  # the picture did not change
+
+    for s in (cut, shifted, frozen, loud):
+        assert seam.verdict(s["score"]) == "red" and s["score"] > smooth["score"], s
+    small = av_hop(family, seed=20, video=colour_shift(2.0))
+    assert smooth["score"] < small["score"] < shifted["score"]  # a larger shift scores higher
+
+
+def test_the_grid_read_of_a_large_frame_gives_the_full_frame_numbers():
+    """Frames beyond MAX_VALUES are read on a strided grid: the seam of a large shot is close to the
+    one of every position, the known drift exact, and a freeze still a freeze."""
+    parent = walk(6, seed=30, size=64)  # 16 x 64 x 64 values a frame: read on a 16 x 16 grid
+    shot = continuation(parent, seed=31)
+    grid, full = seam.measure(parent, shot), seam.measure(parent, shot, max_values=None)
+    for key in ("mean_step", "std_step", "rms_step", "correlation", "score"):
+        assert grid[key] == pytest.approx(full[key], rel=0.25, abs=0.05), key
+    base = torch.randn(1, 16, 64, 64, generator=torch.Generator().manual_seed(32), dtype=torch.float64)
+    d = torch.linspace(-0.3, 0.3, 16, dtype=torch.float64)
+    drifted = seam.measure(ramp(5, 0, d, base), ramp(5, 5, d, base, extra=(2 * d).view(1, -1, 1, 1, 1)))
+    assert drifted["mean_step"] == pytest.approx(3.0) and drifted["rms_step"] == pytest.approx(3.0)
+    frozen = freeze(parent, shot)
+    assert seam.measure(parent, frozen)["score"] == seam.CAP
+
+
+def stills(count: int, *, seed: int, start=None, step: float = 0.1) -> torch.Tensor:
+    """FLUX latents [N, 16, H, W]: a batch of stills, each a small step from the last."""
+    return walk_along((count, 16, 32, 32), 0, seed=seed, step=step, start=start)
+
+
+def test_flux_stills_measure_the_step_from_the_reference_still():
+    """FLUX (4-D, each image a frame): the seam is the step from the reference still (the parent's
+    image) to the first new one, against the steps between the new stills. One still each side has
+    nothing to compare the step with: no seam."""
+    reference = stills(1, seed=40)
+    g = torch.Generator().manual_seed(41)
+    near = stills(4, seed=42, start=reference + 0.1 * torch.randn(reference.shape, generator=g))
+    flux = families.family_by_name("flux")
+    smooth = seam.for_hop({"latent_tensor": reference}, {"latent_tensor": near}, {"trim": 0}, spec=flux)
+    assert seam.verdict(smooth["score"]) == "green" and smooth["frames"] == [1, 4], smooth
+    unrelated = seam.measure(reference, stills(4, seed=43))
+    assert unrelated["rms_step"] > seam.RED_FROM and seam.verdict(unrelated["score"]) == "red"
+    tint = torch.where(torch.arange(16) % 2 == 0, 1.0, -1.0).view(1, -1, 1, 1)
+    tinted = seam.measure(reference, near + 0.5 * tint)
+    assert tinted["mean_step"] > seam.RED_FROM and seam.verdict(tinted["score"]) == "red"
+    same = torch.cat([reference, near[1:]])  # the first new still is the reference unchanged
+    assert seam.measure(reference, same)["score"] == seam.CAP
+    assert smooth["score"] < min(unrelated["score"], tinted["score"])
+    assert seam.for_hop({"latent_tensor": reference}, {"latent_tensor": near[:1]}, {"trim": 0}, spec=flux) is None
