@@ -595,10 +595,13 @@ function storyboardDetail(tag, doc, shot) {
       el("span", { class: "zc-label", text: "takes" }),
       ...siblings.map((s) =>
         el("button", {
-          class: `zc-button zc-take ${s.state === "line" ? "zc-on-line" : ""}`,
-          dataset: { generation: String(s.generation) },
-          text: `take ${s.take} (gen ${s.generation})${s.state === "line" ? " ✓" : ""}`,
-          title: s.state === "line" ? "on the chosen line" : "choose this take: the film follows it",
+          // each take's seam beside it, so the choice can use it (seam — when none was measured)
+          class: `zc-button zc-take ${s.state === "line" ? "zc-on-line" : ""} zc-seam-${s.seam?.verdict ?? "none"}`,
+          dataset: { generation: String(s.generation), seam: s.seam?.verdict ?? "none" },
+          text: `take ${s.take} (gen ${s.generation}) · seam ${s.seam ? `${seamNumber(s.seam.score)} ${s.seam.verdict}` : "—"}`
+            + `${s.state === "line" ? " ✓" : ""}`,
+          title: `${s.state === "line" ? "on the chosen line" : "choose this take: the film follows it"}`
+            + (s.seam ? `; its seam: ${seamLines(s, doc)[0]}` : "; no seam recorded"),
           onclick: (event) => {
             event.stopPropagation();
             chooseTake(tag, s.generation);
