@@ -1,0 +1,141 @@
+"""A whole film in one prompt with a native loop (ComfyUI v0.36+), run on trees without loops
+through the exact prompt the loop's expansion produces (loop_emulation.expand_loop) and the
+stand-ins for the loop's internal nodes (zc_loop_test_nodes).
+
+The wiring (docs/compatibility.md, "Loops"): StartLoop(List: one prompt per shot) ->
+list_item -> Handoff.prompt, current_iteration_value -> Handoff.continuity; Handoff -> KSampler
+(seed <- iteration_index) -> Store; Store.continuity -> EndLoop.next_iteration_value. The loader,
+text encoder and VAE sit outside the loop and run once."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import Graph
+from loop_emulation import expand_loop, loop_body
+from test_families_support import pack, pack_module, shared_store  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+ZC = Path(os.environ.get("ZC_TOOL") or REPO / "build" / "zc")  # the zc tool (make build/zc)
+WAN = dict(width=64, height=64, length=9)
+PROMPTS = [f"shot {i + 1}: the lighthouse, hour {i + 1}" for i in range(6)]
+
+
+@pytest.fixture(scope="module")
+def loop_nodes(comfy, zc_test_nodes):
+    import nodes
+
+    if "ZCTestLoopIteration" not in nodes.NODE_CLASS_MAPPINGS:
+        comfy.load_custom_node(HERE / "zc_loop_test_nodes")
+
+
+def loop_film(unet, vae_name, tag, *, cache_iterations=False):
+    """The user's prompt (StartLoop/EndLoop) and the ids of its nodes."""
+    g = Graph()
+    ids = {"model": g.add("UNETLoader", unet_name=unet, weight_dtype="default"),
+           "clip": g.add("ZCTestClip", tokens=8), "vae": g.add("VAELoader", vae_name=vae_name),
+           "image": g.add("ZCTestNoiseImage", seed=3, width=64, height=64, frames=1)}
+    ids["start"] = g.add("StartLoop", mode={"mode": "List", "list": PROMPTS}, cache_iterations=cache_iterations)
+    ids["hand"] = g.add("ZeroCopyLatentHandoff", clip=g.out(ids["clip"]), vae=g.out(ids["vae"]),
+                        prompt=g.out(ids["start"], 3), **WAN, fallback_first_frame=g.out(ids["image"]),
+                        buffer_tag=tag, continuity_mode="zero_copy_latent_only", blend_ratio=0.0,
+                        model=g.out(ids["model"]), continuity=g.out(ids["start"], 4))
+    ids["sampler"] = g.add("KSampler", model=g.out(ids["model"]), seed=g.out(ids["start"], 0), steps=2, cfg=1.0,
+                           sampler_name="euler", scheduler="simple", positive=g.out(ids["hand"], 0),
+                           negative=g.out(ids["hand"], 2), latent_image=g.out(ids["hand"], 1), denoise=1.0)
+    ids["store"] = g.add("ZeroCopyLatentStore", samples=g.out(ids["sampler"]), buffer_tag=tag,
+                         model=g.out(ids["model"]))
+    ids["end"] = g.add("EndLoop", next_iteration_value=g.out(ids["store"], 1), accumulate=False)
+    return g.prompt, ids
+
+
+def expanded(prompt, ids, *, cache_iterations):
+    return expand_loop(prompt, ids["start"], ids["end"], list_items=PROMPTS, cache_iterations=cache_iterations)
+
+
+def test_the_expansion_matches_core_ids_links_and_fingerprints(tiny_wan21_t2v):
+    prompt, ids = loop_film("m.safetensors", "v.safetensors", "t")
+    assert loop_body(prompt, ids["start"], ids["end"]) == {ids["hand"], ids["sampler"], ids["store"]}
+    out = expanded(prompt, ids, cache_iterations=False)
+    prefix = f"{ids['start']}.0.0."
+    for p in range(6):
+        hand, store = out[f"{prefix}{p}_{ids['hand']}"], out[f"{prefix}{p}_{ids['store']}"]
+        iteration = out[f"{prefix}iteration_{p}"]["inputs"]
+        assert hand["inputs"]["continuity"] == [f"{prefix}iteration_{p}", 4]
+        assert hand["inputs"]["prompt"] == [f"{prefix}iteration_{p}", 3] and iteration["list_item"] == PROMPTS[p]
+        assert hand["inputs"]["clip"] == [ids["clip"], 0]  # outside the loop: one node for all
+        assert store["inputs"]["samples"] == [f"{prefix}{p}_{ids['sampler']}", 0]
+        carried = iteration.get("current_iteration_value")
+        assert carried == (None if p == 0 else [f"{prefix}{p - 1}_{ids['store']}", 1])
+        assert iteration["reuse_cache"] is False and iteration["is_first"] is False  # is_first unused
+    assert ids["start"] not in out and ids["end"] not in out and ids["hand"] not in out
+    assert out[f"{prefix}result"]["inputs"]["dependency0"] == [f"{prefix}5_{ids['store']}", 1]
+    sys.path.insert(0, str(HERE))
+    import zc_loop_test_nodes as stand_ins
+    assert math.isnan(stand_ins.ZCTestLoopIteration.fingerprint_inputs(reuse_cache=False))
+    assert stand_ins.ZCTestLoopIteration.fingerprint_inputs(reuse_cache=True) is None
+
+
+def film_doc(comfy, pack, tag):
+    film_view = pack_module(pack, "zc_nodes.film_view")
+    return film_view.describe(tag, verify=True)
+
+
+@pytest.mark.parametrize("cache_iterations", [False, True], ids=["every_iteration_runs", "cache_iterations"])
+def test_a_six_shot_film_in_one_prompt(comfy, captures, pack, loop_nodes, tiny_wan21_t2v, wan21_vae,  # noqa: F811
+                                       cache_iterations):
+    from zc_engine import digest_tensor
+
+    tag = f"loop_film_{int(cache_iterations)}"
+    store = shared_store(pack)
+    prompt, ids = loop_film(tiny_wan21_t2v.name, wan21_vae.name, tag, cache_iterations=cache_iterations)
+    run_prompt = expanded(prompt, ids, cache_iterations=cache_iterations)
+    store.set_depth(tag, 16)  # keep every shot readable here (the default ring keeps 4)
+    run = comfy.run(run_prompt)
+    prefix = f"{ids['start']}.0.0."
+    entry = store.describe_tag(tag)
+    assert entry["last_generation"] == 7, entry  # the encoded start image (1) + 6 shots, none twice
+    start = store.get(tag, 1)
+    assert start.meta["kind"] == "start_image"
+    previous = start
+    for p in range(6):
+        shot = store.get(tag, p + 2)
+        hop = json.loads(shot.meta["lineage"])
+        assert (hop["parent_tag"], hop["parent_generation"], hop["prompt"]) == (tag, p + 1, PROMPTS[p])
+        # KSampler.seed <- iteration_index: a linked seed is not in the prompt's constants, so the
+        # lineage has none (prompt_graph.sampler_seed reads constants only)
+        assert hop.get("seed") in (None, p)
+        tail = previous.tensors["latent_tensor"][:, :, -1:]
+        assert hop["tail_digest"] == digest_tensor(tail) == hop["used_digest"]  # bit-identical hop
+        info = comfy.output(run, f"{prefix}{p}_{ids['hand']}", 3)
+        if p:  # the Handoff of iteration p used iteration p-1's shot, not its own (stored after it)
+            assert "bit-identical: yes" in info and f"generation {p + 1}" in info, info
+        previous = shot
+    store.flush()  # every spill file written: `zc film` reads the folder as a restart would
+    done = zc_film(store.spill_dir, tag)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "7 shots on the line, all hops verified" in done.stdout, done.stdout  # start image + 6 shots
+    # queued again: with cache_iterations the first Handoff still sees a new newest shot, so the
+    # whole loop runs again and continues the film (6 more shots, none skipped, none twice)
+    comfy.run(run_prompt)
+    assert store.describe_tag(tag)["last_generation"] == 13
+    again = json.loads(store.get(tag, 8).meta["lineage"])
+    assert again["parent_generation"] == 7
+    spill = store.spill_dir
+    pack_module(pack, "zc_nodes.runtime").reset()  # a restart: spills flushed
+    done = zc_film(spill, tag)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "13 shots on the line, all hops verified" in done.stdout, done.stdout
+
+
+def zc_film(spill, tag):
+    if not ZC.exists():
+        pytest.skip(f"no zc tool at {ZC} (make build/zc)")
+    return subprocess.run([str(ZC), "film", str(spill), tag], capture_output=True, text=True, timeout=60)
