@@ -13,10 +13,12 @@ stands in for PyPI, holding redis and, where the engine is published, the engine
 
 - With the engine in the folder: cm-cli post-install installs redis and the engine, install.py
   says the engine loads, and a ComfyUI started with that Python registers all five nodes.
-- Without it (PyPI as it is before the first release): the Manager's step fails (the function
-  returns False, cm-cli prints "install script failed"), install.py is skipped, redis is
-  installed all the same, and a ComfyUI started with that Python registers ZeroCopyVRAMPin and
-  serves the one exact message of install.py's engine_report.
+- Without it (PyPI as it is before the first release): redis is installed, the engine's line fails
+  and install.py is skipped (res = res and ...). cm-cli post-install ends with an error status
+  (the legacy core's run_script is subprocess.check_call, so the failure is a CalledProcessError);
+  the UI's fix task (the server's run_script returns the exit status) prints "install script
+  failed", the step returns False, yet unified_fix reports success. A ComfyUI started with that
+  Python registers ZeroCopyVRAMPin and serves the one exact message of install.py's engine_report.
 
 cm-cli needs a ComfyUI tree (COMFYUI_PATH; the folder's conftest skips everything without it).
 ComfyUI's folder_paths is pointed at a temporary base directory (--base-directory) before cm-cli
@@ -233,7 +235,6 @@ class Comfy:
     """ComfyUI's main.py --cpu run by the fresh environment's Python on the temporary base."""
 
     def __init__(self, setting: dict, log: Path):
-        self.url = None
         self.log_path = log
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
