@@ -62,7 +62,7 @@ DB_PER_STEP = 3.0
 red from 9 dB."""
 
 MAX_VALUES = 4096
-"""Values read of each video frame (all channels together; the batch counts as positions). Audio
+"""Values read of each video frame (all channels together, per batch entry: the batch is read whole). Audio
 steps, a few hundred values, are read whole."""
 
 VERSION = 1
