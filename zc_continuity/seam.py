@@ -204,7 +204,8 @@ def measure(parent_video: torch.Tensor, shot_video: torch.Tensor, *, video_skip:
     out = {"version": VERSION, "frames": list(cut.frames), "skip": int(video_skip), **_video(cut)}
     score = max(out["mean_step"], out["std_step"], _severity(out["rms_step"]))
     if parent_audio is not None and shot_audio is not None and audio_axis is not None:
-        a_cut = _stream(parent_audio, shot_audio, int(audio_axis), max(0, int(audio_skip)), audio_window, None)
+        a_cut = _stream(parent_audio, shot_audio, int(audio_axis), max(0, int(audio_skip)), audio_window,
+                        None)  # audio read whole
         if a_cut is not None:
             audio = _audio(a_cut)
             audio["skip"] = int(audio_skip)
