@@ -327,13 +327,13 @@ def seam_cost_of(store, shape: Shape, spec, reps: int) -> dict:
 
 
 def seam_cost_rows(results: list[dict], judged: bool = True) -> list[Row]:
-    """S1: the seam at put time against the put, every shape measured in one row (INFO when not
+    """M1: the seam at put time against the put, every shape measured in one row (INFO when not
     ``judged``: smoke mode, where no figure counts)."""
     goal = f"seam ≤ {SEAM_COST_GOAL:g} × put (a few percent)"
     parts = [f"{r['label']}: {r['ratio']:.3f} × (seam {fmt_time(median(r['seam']))}, put "
              f"{fmt_time(median(r['put']))})" for r in results]
     ok = all(r["ratio"] <= SEAM_COST_GOAL for r in results)
-    return [Row("S1", "hot path: the seam the Store measures at put time vs a put of the same shot "
+    return [Row("M1", "hot path: the seam the Store measures at put time vs a put of the same shot "
                 "(CPU, float32, idle gap before each call)", goal,
                 "; ".join(parts) + f"; medians of per-repetition ratios, {results[0]['reps']} reps",
                 (PASS if ok else FAIL) if judged else INFO)]
@@ -682,7 +682,7 @@ def seam_cost_details(results: list[dict]) -> str:
     rows = [[r["label"], fmt_bytes(r["bytes"]), fmt_time(median(r["seam"])), fmt_time(median(r["put"])),
              f"{r['ratio']:.3f}", fmt_time(median(r["warm_seam"])), fmt_time(median(r["warm_put"])),
              f"{r['warm_ratio']:.3f}"] for r in results]
-    return ("\n\n### The seam at put time (S1)\n\nThe Store measures the seam of every hop when it keeps "
+    return ("\n\n### The seam at put time (M1)\n\nThe Store measures the seam of every hop when it keeps "
             "the shot (zc_continuity.seam): the parent's last 4 latent frames and the new shot's first 4 "
             f"after the trim, each read on a strided grid of at most {MAX_VALUES} values (all "
             "channels; a spatially subsampled latent; audio read whole). Timed here as the Store calls it "
