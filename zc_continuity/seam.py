@@ -29,7 +29,7 @@ copied. The statistics are therefore those of a spatially subsampled latent: mea
 steps are estimates of the full frame's (a colour shift, a contrast step, a freeze and a jump read
 the same), a change confined to a few latent pixels between the grid's points can be missed.
 
-Pure: torch and numpy only. ``measure`` takes the tensors; ``video_skip`` and ``audio_skip`` say how many
+Pure: torch only. ``measure`` takes the tensors; ``video_skip`` and ``audio_skip`` say how many
 leading frames of the new shot repeat the parent.
 """
 
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 
 from .bundle_layout import VIDEO_KEY, stream_key
@@ -75,7 +74,7 @@ def verdict(score: float | None) -> str | None:
     return "green" if score < GREEN_BELOW else "amber" if score < RED_FROM else "red"
 
 
-def _frames(x: torch.Tensor, axis: int, start: int, count: int, max_values: int | None) -> np.ndarray:
+def _frames(x: torch.Tensor, axis: int, start: int, count: int, max_values: int | None) -> torch.Tensor:
     """Frames ``start .. start + count - 1`` along ``axis`` of ``x`` as a [frames, channels, rest]
     float32 array (float64 for a float64 input), channels along axis 1 (axis 0 and 1 for a 4-D image
     batch: each image a frame, its channels). With ``max_values``, each frame is read on a strided
@@ -95,7 +94,7 @@ def _frames(x: torch.Tensor, axis: int, start: int, count: int, max_values: int 
             index[d] = slice(None, None, stride)
     t = x.detach()[tuple(index)]
     t = t.to(torch.float64 if t.dtype == torch.float64 else torch.float32).cpu()
-    a = np.moveaxis(t.numpy(), (axis, 1), (0, 1))  # frames, then channels
+    a = torch.movedim(t, (axis, 1), (0, 1))  # frames, then channels
     return a.reshape(a.shape[0], a.shape[1], -1)
 
 
@@ -108,31 +107,31 @@ def _ratio(num: float, den: float) -> float:
 class _Cut:
     """Per-frame statistics of the frames both sides of the cut: frames ``0 .. parent - 1`` are the
     parent's, the step ``parent - 1 -> parent`` is the cut, every other neighbouring pair a step
-    inside a shot. The few thousand samples are on the host by now; numpy works them out in a
-    dozen vectorised operations without torch's per-operation dispatch or its thread pool (whose
-    wake-up after the sampler's idle time cost more than the numbers)."""
+    inside a shot. The few thousand samples are on the host by now and small enough that each
+    operation below runs on one thread (below torch's intra-op grain size)."""
 
-    def __init__(self, p: np.ndarray, n: np.ndarray):
-        x = np.concatenate([p, n])  # [F, C, N]
-        mean = x.mean(axis=2)  # [F, C]; two passes, no one-pass variance
+    def __init__(self, p: torch.Tensor, n: torch.Tensor):
+        x = torch.cat([p, n])  # [F, C, N]
+        mean = x.mean(dim=2)  # [F, C]; two passes, no one-pass variance
         xc = x - mean[:, :, None]
         square = xc * xc
-        std = np.sqrt(square.mean(axis=2))  # [F, C]
+        std = square.mean(dim=2).sqrt()  # [F, C]
         d = x[1:] - x[:-1]
-        cov = (xc[1:] * xc[:-1]).sum(axis=(1, 2))  # each channel centred on its own mean
-        power = square.sum(axis=(1, 2))  # [F]: each frame's centred sum of squares
-        den = np.sqrt(power[1:] * power[:-1])
-        corr = np.divide(cov, den, out=np.zeros_like(den), where=den > 0)
+        cov = (xc[1:] * xc[:-1]).sum(dim=(1, 2))  # each channel centred on its own mean
+        power = square.sum(dim=(1, 2))  # [F]: each frame's centred sum of squares
+        den = (power[1:] * power[:-1]).sqrt()
+        corr = torch.where(den > 0, cov / torch.where(den > 0, den, torch.ones_like(den)),
+                           torch.zeros_like(den))
         cut = p.shape[0]
-        self.mean_steps = np.linalg.norm(mean[1:] - mean[:-1], axis=1).tolist()  # [F-1] each
-        self.std_steps = np.linalg.norm(std[1:] - std[:-1], axis=1).tolist()
-        self.rms_steps = np.sqrt((d * d).mean(axis=(1, 2))).tolist()
+        self.mean_steps = torch.linalg.vector_norm(mean[1:] - mean[:-1], dim=1).tolist()  # [F-1] each
+        self.std_steps = torch.linalg.vector_norm(std[1:] - std[:-1], dim=1).tolist()
+        self.rms_steps = (d * d).mean(dim=(1, 2)).sqrt().tolist()
         self.corrs = corr.tolist()
         side_std = (std[:cut], std[cut:])
-        self.spread = float(sum(np.linalg.norm(s.mean(axis=0)) for s in side_std) / 2)
-        self.rms_spread = float(sum(np.sqrt((s * s).mean()) for s in side_std) / 2)
-        self.tail_level = float(np.sqrt((x[:cut] * x[:cut]).mean()))
-        self.head_level = float(np.sqrt((x[cut:] * x[cut:]).mean()))
+        self.spread = float(sum(float(torch.linalg.vector_norm(s.mean(dim=0))) for s in side_std) / 2)
+        self.rms_spread = float(sum(float((s * s).mean().sqrt()) for s in side_std) / 2)
+        self.tail_level = float((x[:cut] * x[:cut]).mean().sqrt())
+        self.head_level = float((x[cut:] * x[cut:]).mean().sqrt())
         self.cut = cut - 1
         self.frames = (int(p.shape[0]), int(n.shape[0]))
 
