@@ -33,16 +33,20 @@ def get(url: str, timeout: float = 5.0):
 
 
 class Server:
-    def __init__(self, base: Path, log: Path, *, spill: Path | None = None, env: dict | None = None):
+    """``python`` runs main.py (default: this interpreter); its environment is ``base_env``
+    (default: this process's) with ``env`` on top and the spill folder set."""
+
+    def __init__(self, base: Path, log: Path, *, spill: Path | None = None, env: dict | None = None,
+                 python: str | Path = sys.executable, base_env: dict | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log
-        env = {**os.environ, "ZEROCOPY_SPILL_DIR": str(spill or base / "spill"), "PYTHONUNBUFFERED": "1",
-               **(env or {})}
-        self.log = open(log, "w")
+        env = {**(os.environ if base_env is None else base_env),
+               "ZEROCOPY_SPILL_DIR": str(spill or base / "spill"), "PYTHONUNBUFFERED": "1", **(env or {})}
+        self.log = open(log, "w")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
             [
-                sys.executable,
+                str(python),
                 str(Path(COMFYUI_PATH) / "main.py"),
                 "--cpu",
                 "--listen",
@@ -63,29 +67,32 @@ class Server:
             stderr=subprocess.STDOUT,
         )
 
-    def wait_ready(self):
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    def wait_ready(self, path: str = "/api/zerocopy/buffers", timeout_s: float = STARTUP_TIMEOUT_S):
+        """Until ``path`` answers 200; the log's tail in the error when the server exits or is
+        silent for ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:  # bounded start-up wait, 0.25 s apart
             if self.process.poll() is not None:
                 raise AssertionError(f"ComfyUI exited with {self.process.returncode}:\n{self.tail()}")
             try:
-                status, _, _ = get(self.url + "/api/zerocopy/buffers", 2)
+                status, _, _ = get(self.url + path, 2)
                 if status == 200:
                     return
             except OSError:
                 pass
             time.sleep(0.25)
-        raise AssertionError(f"ComfyUI did not answer within {STARTUP_TIMEOUT_S} s:\n{self.tail()}")
+        raise AssertionError(f"ComfyUI did not answer within {timeout_s} s:\n{self.tail()}")
 
     def tail(self, lines=60) -> str:
         self.log.flush()
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=15)
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=15)
         self.log.close()

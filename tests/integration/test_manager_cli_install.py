@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 import pytest
-from comfy_server import free_port, get
+from comfy_server import Server, get
 from conftest import COMFYUI_PATH
 
 REPO = Path(__file__).resolve().parents[2]
@@ -231,38 +231,16 @@ def fresh_and_bare(setting: dict) -> None:
     assert [c for c in ("cc", "gcc", "clang", "c99") if shutil.which(c, path=path)] == []
 
 
-class Comfy:
+class Comfy(Server):
     """ComfyUI's main.py --cpu run by the fresh environment's Python on the temporary base."""
 
     def __init__(self, setting: dict, log: Path):
-        self.log_path = log
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
         env = {k: v for k, v in setting["env"].items() if not k.startswith("PIP_")}
-        env["ZEROCOPY_SPILL_DIR"] = str(setting["root"] / "spill")
-        self.log = open(log, "w")  # noqa: SIM115 - closed in stop()
-        self.process = subprocess.Popen(
-            [str(setting["python"]), str(Path(COMFYUI_PATH) / "main.py"), "--cpu", "--listen", "127.0.0.1",
-             "--port", str(port), "--base-directory", str(setting["base"]), "--disable-auto-launch",
-             "--database-url", "sqlite:///:memory:", "--preview-method", "none"],
-            cwd=str(setting["base"]), env=env, stdout=self.log, stderr=subprocess.STDOUT)
-
-    def tail(self, lines=60) -> str:
-        self.log.flush()
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        super().__init__(setting["base"], log, spill=setting["root"] / "spill", python=setting["python"],
+                         base_env=env)
 
     def wait(self) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:  # bounded start-up wait, 0.25 s apart
-            if self.process.poll() is not None:
-                raise AssertionError(f"ComfyUI exited with {self.process.returncode}:\n{self.tail()}")
-            try:
-                if get(self.url + "/api/zerocopy/engine", 2)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.25)
-        raise AssertionError(f"ComfyUI did not answer within {WAIT_S} s:\n{self.tail()}")
+        self.wait_ready("/api/zerocopy/engine", WAIT_S)
 
     def zerocopy_nodes(self) -> set[str]:
         status, _, body = get(self.url + "/object_info", 60)
@@ -273,16 +251,6 @@ class Comfy:
         status, _, body = get(self.url + "/api/zerocopy/engine", 10)
         assert status == 200
         return json.loads(body)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=15)
-        self.log.close()
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -36,18 +35,12 @@ def _start(tmp_path: Path, env: dict) -> Server:
     (base / "custom_nodes").mkdir(parents=True)
     os.symlink(REPO, base / "custom_nodes" / "zerocopy-continuity")
     srv = Server(base, tmp_path / "server.log", env=env)
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:  # bounded start-up wait, 0.25 s apart
-        if srv.process.poll() is not None:
-            raise AssertionError(f"ComfyUI exited with {srv.process.returncode}:\n{srv.tail()}")
-        try:
-            if get(srv.url + "/api/zerocopy/engine", 2)[0] == 200:
-                return srv
-        except OSError:
-            pass
-        time.sleep(0.25)
-    srv.stop()
-    raise AssertionError(f"ComfyUI did not answer within {WAIT_S} s:\n{srv.tail()}")
+    try:
+        srv.wait_ready("/api/zerocopy/engine", WAIT_S)
+    except AssertionError:
+        srv.stop()
+        raise
+    return srv
 
 
 def _zerocopy_nodes(srv: Server) -> set[str]:
