@@ -4,13 +4,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "internal.h"
 #include "platform/platform.h"
-
-typedef struct {
-    char **names;
-    size_t count;
-    size_t cap;
-} name_list;
 
 static int ends_with(const char *s, const char *suffix)
 {
@@ -53,39 +48,13 @@ static int is_regular_file(const char *dir, const char *name)
     return ok;
 }
 
-static int list_add(name_list *list, const char *name)
-{
-    if (list->count == list->cap) {
-        size_t cap = list->cap ? list->cap * 2 : 32;
-        char **grown = realloc(list->names, cap * sizeof *grown);
-        if (grown == NULL)
-            return -1;
-        list->names = grown;
-        list->cap = cap;
-    }
-    size_t len = strlen(name);
-    char *copy = malloc(len + 1);
-    if (copy == NULL)
-        return -1;
-    memcpy(copy, name, len + 1);
-    list->names[list->count++] = copy;
-    return 0;
-}
-
-static void list_free(name_list *list)
-{
-    for (size_t i = 0; i < list->count; i++)
-        free(list->names[i]);
-    free(list->names);
-}
-
 static int compare_names(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 /* Collect the listed file names of dir, sorted.  @return 0 or -1 (printed). */
-static int collect(const char *dir, name_list *list)
+static int collect(const char *dir, zc_name_list *list)
 {
     zc_os_dir *d = NULL;
     int err = zc_os_dir_open(dir, &d);
@@ -96,7 +65,7 @@ static int collect(const char *dir, name_list *list)
     int rc = 0;
     const char *name;
     while (rc == 0 && (err = zc_os_dir_next(d, &name)) == 0 && name != NULL) {
-        if (file_kind(name) != NULL && is_regular_file(dir, name) && list_add(list, name) != 0) {
+        if (file_kind(name) != NULL && is_regular_file(dir, name) && zc__name_list_add(list, name) != 0) {
             cli_error("out of memory listing '%s'", dir);
             rc = -1;
         }
@@ -198,7 +167,7 @@ int cli_cmd_ls(int argc, char **argv)
         cli_args_free(&args);
         return cli_usage_error("ls", "expected one directory, got %d arguments", args.count);
     }
-    name_list list = {0};
+    zc_name_list list = {0};
     const char *dir = args.operands[0];
     if (collect(dir, &list) == 0) {
         for (size_t i = 0; i < list.count; i++)
@@ -206,7 +175,7 @@ int cli_cmd_ls(int argc, char **argv)
     } else {
         rc = CLI_EXIT_USAGE;
     }
-    list_free(&list);
+    zc__name_list_free(&list);
     cli_args_free(&args);
     return rc;
 }
