@@ -766,15 +766,19 @@ const panel = {
       )
     );
     const rows = buffers.map((b) => this.row(b));
-    const empty = buffers.length ? null : el("div", { class: "zc-panel-empty", text: state.listedAt ? "No buffers yet. Queue a workflow with a ZeroCopy Latent Store." : "Loading…" });
     const engineDown = state.engine?.ok === false;
+    // Without the engine there is no listing to wait for: say why instead of "Loading…" forever.
+    const emptyText = engineDown ? "No buffers: the store needs the C engine (the fix is above)."
+      : state.listedAt ? "No buffers yet. Queue a workflow with a ZeroCopy Latent Store." : "Loading…";
+    const empty = buffers.length ? null : el("div", { class: "zc-panel-empty", text: emptyText });
     const engine = engineDown
       ? el("div", { class: "zc-panel-error zc-engine-missing", text: state.engine.message ?? "" },
           state.engine.command ? el("input", { class: "zc-continue zc-engine-command", readonly: "readonly", value: state.engine.command, title: "the command to run, then restart ComfyUI" }) : null)
       : null;
     // Without the engine the listing's own error says the same thing: the engine line says it once.
     const error = state.error && !engineDown ? el("div", { class: "zc-panel-error", text: state.error }) : null;
-    const farmError = state.farmError ? el("div", { class: "zc-panel-error", text: `Farm setting: ${state.farmError}` }) : null;
+    // The farm runs on the store: without the engine its error is the engine's, said once above.
+    const farmError = state.farmError && !engineDown ? el("div", { class: "zc-panel-error", text: `Farm setting: ${state.farmError}` }) : null;
     const farm = el("div", { class: "zc-farm-lines" }, ...farmLines());
     const memoryOnly = buffers.flatMap((b) => (b.memory_only ?? []).map((g) => `${b.tag} gen ${g}`));
     const spill = memoryOnly.length

@@ -1,0 +1,73 @@
+"""Headless Debian Chromium driven by Selenium for the browser tests: what each needs installed
+(skips naming the fix when something is missing), a driver that may reach 127.0.0.1 only, and
+a bounded wait on a script that reports the page's state when it times out."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _which(*names):
+    return next((shutil.which(n) for n in names if shutil.which(n)), None)
+
+
+def requirements() -> tuple[str, str]:
+    """(chromium, chromedriver), or a skip that names the command that installs what is missing."""
+    chromium = _which("chromium", "chromium-browser")
+    driver = _which("chromedriver")
+    if not chromium or not driver:
+        pytest.skip("skipped: Chromium or chromedriver not installed (apt-get install chromium chromium-driver)")
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        pytest.skip("skipped: selenium not installed (pip install -r requirements-comfyui.txt)")
+    try:
+        import comfyui_frontend_package  # noqa: F401
+    except ImportError:
+        pytest.skip("skipped: comfyui-frontend-package not installed (pip install -r requirements-comfyui.txt)")
+    return chromium, driver
+
+
+@contextlib.contextmanager
+def chromium(window: str = "1680,1050"):
+    """A headless Chromium that resolves 127.0.0.1 only: the tests send no traffic anywhere else."""
+    binary, driver_path = requirements()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for arg in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+        f"--window-size={window}", "--no-first-run", "--no-default-browser-check",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--disable-extensions", "--disable-features=Translate,OptimizationHints,MediaRouter",
+        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1", "--proxy-server=direct://",
+    ):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_script_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def wait_for(driver, script: str, timeout: float, what: str, state_script: str = "return document.title"):
+    """The script's first truthy value within ``timeout`` s (polled every 0.2 s); on time-out an
+    AssertionError naming ``what`` and the page's state (``state_script``'s value)."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: d.execute_script(script))
+    except TimeoutException:
+        state = driver.execute_script(state_script)
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}; state: {state}") from None
