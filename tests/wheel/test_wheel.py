@@ -22,18 +22,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from engine_tree import copy_tracked_engine, run
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_WHEEL_BYTES = 2 * 1024 * 1024
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="skipped: the manylinux check is Linux's")
-
-
-def run(*command, **kwargs) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=600,
-                            **kwargs)
-    assert result.returncode == 0, f"{command}: {result.stdout}\n{result.stderr}"
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +37,7 @@ def work(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def clean_tree(work) -> Path:
-    """engine/ as git tracks it (the working tree's contents of tracked files)."""
-    files = run("git", "ls-files", "-z", "engine", cwd=REPO).stdout.split("\0")
-    tree = work / "tree"
-    for name in filter(None, files):
-        target = tree / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / name, target)
-    return tree / "engine"
+    return copy_tracked_engine(work / "tree")
 
 
 @pytest.fixture(scope="module")
