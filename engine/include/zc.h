@@ -875,7 +875,9 @@ ZC_API void zc_view_release(zc_view *view);
  * object in a new string (free it with zc_free):
  *   {version: 1, tag, verified, ok, line: [generations in film order],
  *    newest, end (last of line), anchor (lowest-generation root, 0 if none),
- *    pins: [..], problems: [sentences],
+ *    pins: [..], seam_thresholds, worst_seam, drift (null, or the tails'
+ *    per-channel mean_delta and std_ratio from the line's first shot, read
+ *    from the files' seam summaries: docs/film.md), problems: [sentences],
  *    shots: [{generation, shot (position along the line; a start image is
  *      0), depth, kind ("shot" | "start_image"), parent (generation or 0),
  *      continues ("tag@gen" when the parent is in another tag, else null),
