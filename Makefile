@@ -48,13 +48,13 @@ lib: $(BUILD)/libzc.so
 cli: $(BUILD)/zc
 
 $(BUILD)/libzc.so: $(SRCS) $(HDRS) | $(BUILD)
-	$(CC) $(WARN) $(DEFS) $(INC) $(OPT) -DZC_BUILDING_LIBRARY -shared -o $@ $(SRCS)
+	$(CC) $(WARN) $(DEFS) $(INC) $(OPT) -DZC_BUILDING_LIBRARY -shared -o $@ $(SRCS) -lm
 
 $(BUILD)/zc: $(CLI_SRCS) $(SRCS) $(HDRS) | $(BUILD)
 	$(CC) $(WARN) $(DEFS) $(INC) -O2 -g -pthread -o $@ $(CLI_SRCS) $(SRCS) $(PLAT)/posix_args.c -lm
 
 $(BUILD)/libzc-asan.so: $(SRCS) $(HDRS) | $(BUILD)
-	$(CC) $(WARN) $(DEFS) $(INC) $(SAN) -fPIC -shared -o $@ $(SRCS)
+	$(CC) $(WARN) $(DEFS) $(INC) $(SAN) -fPIC -shared -o $@ $(SRCS) -lm
 asan-lib: $(BUILD)/libzc-asan.so
 
 # The engine compiled once under ASan+UBSan for the sanitized test programs.

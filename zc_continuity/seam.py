@@ -31,6 +31,11 @@ the same), a change confined to a few latent pixels between the grid's points ca
 
 Pure: torch only. ``measure`` takes the tensors; ``video_skip`` and ``audio_skip`` say how many
 leading frames of the new shot repeat the parent.
+
+This module is the reference definition. At put time the C engine computes the same numbers from
+small summaries it keeps with each shot (``hop_layouts`` says what to summarise, ``from_engine``
+makes the record of the engine's statistics; zc.h "HowTo: measure the seam of a hop"), so the
+Store reads no tensor in Python; tests/python/test_seam_engine.py holds the two together.
 """
 
 from __future__ import annotations
@@ -152,11 +157,14 @@ def _video(c: _Cut) -> dict:
             "within_correlation": within_correlation}
 
 
-def _audio(c: _Cut) -> dict:
-    head, tail = c.head_level, c.tail_level
+def _level_db(head: float, tail: float) -> float:
     level_db = 20.0 * math.log10(head / tail) if head > 0.0 and tail > 0.0 else 0.0
+    return max(-120.0, min(120.0, level_db))
+
+
+def _audio(c: _Cut) -> dict:
     out = _video(c)
-    return {"level_db": max(-120.0, min(120.0, level_db)), "rms_step": out["rms_step"],
+    return {"level_db": _level_db(c.head_level, c.tail_level), "rms_step": out["rms_step"],
             "correlation": out["correlation"], "within_correlation": out["within_correlation"]}
 
 
@@ -200,18 +208,44 @@ def measure(parent_video: torch.Tensor, shot_video: torch.Tensor, *, video_skip:
     cut = _stream(parent_video, shot_video, axis, max(0, int(video_skip)), window, max_values)
     if cut is None:
         return None
-    out = {"version": VERSION, "frames": list(cut.frames), "skip": int(video_skip), **_video(cut)}
-    score = max(out["mean_step"], out["std_step"], _severity(out["rms_step"]))
+    audio = None
     if parent_audio is not None and shot_audio is not None and audio_axis is not None:
         a_cut = _stream(parent_audio, shot_audio, int(audio_axis), max(0, int(audio_skip)), audio_window,
                         None)  # audio read whole
-        if a_cut is not None:
-            audio = _audio(a_cut)
-            audio["skip"] = int(audio_skip)
-            out["audio"] = {k: v if isinstance(v, int) else _round(v) for k, v in audio.items()}
-            score = max(score, 1.0 + abs(audio["level_db"]) / DB_PER_STEP, _severity(audio["rms_step"]))
+        audio = _audio(a_cut) if a_cut is not None else None
+    return _assemble(list(cut.frames), int(video_skip), _video(cut), audio, int(audio_skip))
+
+
+def _assemble(frames: list, skip: int, video: dict, audio: dict | None, a_skip: int) -> dict:
+    """The seam record from the video numbers (``_video``'s) and the audio ones (``_audio``'s, or
+    None): the score, and every number rounded to 4 significant digits."""
+    out = {"version": VERSION, "frames": frames, "skip": skip, **video}
+    score = max(out["mean_step"], out["std_step"], _severity(out["rms_step"]))
+    if audio is not None:
+        audio = dict(audio, skip=a_skip)
+        out["audio"] = {k: v if isinstance(v, int) else _round(v) for k, v in audio.items()}
+        score = max(score, 1.0 + abs(audio["level_db"]) / DB_PER_STEP, _severity(audio["rms_step"]))
     out["score"] = score
     return {k: _round(v) if isinstance(v, float) else v for k, v in out.items()}
+
+
+def from_engine(video: dict | None, audio: dict | None, layouts: dict) -> dict | None:
+    """The seam record from the engine's statistics of the cut (``zc_store_seam``, as
+    zc_engine.LatentStore hands them: ``measured``, ``parent_frames``, ``shot_frames``, the five
+    ratios, ``parent_level``/``shot_level``) for the video stream and, optionally, the audio one;
+    ``layouts`` is what ``hop_layouts`` asked the engine to summarise (for the skips). The same
+    record ``measure`` makes from the tensors (this module stays the reference definition)."""
+    if not video or not video.get("measured"):
+        return None
+    keys = ("mean_step", "std_step", "rms_step", "correlation", "within_correlation")
+    a = None
+    if audio and audio.get("measured"):
+        a = {"level_db": _level_db(audio["shot_level"], audio["parent_level"]),
+             "rms_step": audio["rms_step"], "correlation": audio["correlation"],
+             "within_correlation": audio["within_correlation"]}
+    return _assemble([int(video["parent_frames"]), int(video["shot_frames"])], int(layouts[VIDEO_KEY][1]),
+                     {k: float(video[k]) for k in keys}, a,
+                     int(layouts[stream_key(1)][1]) if a is not None else 0)
 
 
 def video_skip(trim: int, tail_frames: int, length_rule=None) -> int:
@@ -257,6 +291,38 @@ def _num(v) -> str:
     return "-" if v is None else f"{v:.3g}"
 
 
+def hop_layouts(shot_tensors, marker: dict | None, *, spec=None) -> dict:
+    """What the engine summarises of a shot at put time (``zc_bundle_seam_summarize``): for the
+    video stream and, when its time axis is known, the audio one, ``(time_axis, head_skip, window,
+    max_values)`` by tensor name (max_values 0: read whole). ``head_skip`` is the repeated head
+    the ``marker`` (None for a root: 0) says to drop, as ``for_hop`` drops it. Empty for a shot
+    without a floating-point video stream of rank 4 or 5."""
+    video = shot_tensors.get(VIDEO_KEY)
+    if video is None or video.dim() not in (4, 5) or not video.is_floating_point():
+        return {}
+    marker = marker or {}
+    rule = getattr(spec, "length_rule", None) if video.dim() == 5 else None
+    trim = int(marker.get("trim") or 0)
+    skip = video_skip(trim, int(marker.get("tail_frames") or 0), rule)
+    out = {VIDEO_KEY: (2 if video.dim() == 5 else 0, skip, WINDOW, MAX_VALUES)}
+    audio = shot_tensors.get(stream_key(1))
+    axis = _audio_axis(marker, spec, audio)
+    if audio is not None and axis is not None and video.dim() == 5 and audio.is_floating_point() \
+            and 1 < int(axis) < audio.dim():
+        a_skip = audio_skip(trim, marker.get("audio_count"), skip, video.shape[2], audio.shape[int(axis)])
+        out[stream_key(1)] = (int(axis), a_skip, AUDIO_WINDOW, 0)
+    return out
+
+
+def _audio_axis(marker: dict, spec, audio) -> int | None:
+    axis = marker.get("audio_axis")
+    if axis is None and getattr(spec, "audio", None) is not None:
+        axis = spec.audio.time_axis
+    if axis is None and audio is not None and audio.dim() >= 3:
+        axis = 2
+    return axis
+
+
 def for_hop(parent_tensors, shot_tensors, marker: dict, *, spec=None) -> dict | None:
     """The seam of the hop a lineage ``marker`` describes: the parent's streams (``latent_tensor``,
     ``latent_tensor_1`` for audio) against the new shot's, the repeated head dropped as the marker's
@@ -269,11 +335,7 @@ def for_hop(parent_tensors, shot_tensors, marker: dict, *, spec=None) -> dict | 
     trim = int(marker.get("trim") or 0)
     skip = video_skip(trim, int(marker.get("tail_frames") or 0), rule)
     parent_audio, audio = parent_tensors.get(stream_key(1)), shot_tensors.get(stream_key(1))
-    axis = marker.get("audio_axis")
-    if axis is None and getattr(spec, "audio", None) is not None:
-        axis = spec.audio.time_axis
-    if axis is None and audio is not None and audio.dim() >= 3:
-        axis = 2
+    axis = _audio_axis(marker, spec, audio)
     a_skip = 0
     if audio is not None and axis is not None and video.dim() == 5:
         a_skip = audio_skip(trim, marker.get("audio_count"), skip, video.shape[2], audio.shape[int(axis)])

@@ -116,6 +116,33 @@ class VerifyReport(ctypes.Structure):
     ]
 
 
+class SeamLayout(ctypes.Structure):
+    """zc_seam_layout: what zc_bundle_seam_summarize reads of a tensor."""
+    _fields_ = [
+        ("time_axis", ctypes.c_int32),
+        ("head_skip", c_uint32),
+        ("window", c_uint32),
+        ("max_values", c_uint32),
+    ]
+
+
+class SeamStats(ctypes.Structure):
+    """zc_seam_stats: the statistics of one cut (zc_store_seam)."""
+    _fields_ = [
+        ("measured", c_int),
+        ("parent_start_image", c_int),
+        ("parent_frames", c_uint32),
+        ("shot_frames", c_uint32),
+        ("mean_step", ctypes.c_double),
+        ("std_step", ctypes.c_double),
+        ("rms_step", ctypes.c_double),
+        ("correlation", ctypes.c_double),
+        ("within_correlation", ctypes.c_double),
+        ("parent_level", ctypes.c_double),
+        ("shot_level", ctypes.c_double),
+    ]
+
+
 _PROTOTYPES = {
     # name: (restype, argtypes)
     "zc_version": (c_char_p, []),
@@ -187,6 +214,9 @@ _OPTIONAL_PROTOTYPES = {
     "zc_film_choose": (c_int, [c_char_p, c_char_p, c_uint64]),
     "zc_film_has_choices": (c_int, [c_char_p, c_char_p]),
     "zc_free": (None, [c_void_p]),
+    "zc_bundle_seam_summarize": (c_int, [c_void_p, c_uint32, POINTER(SeamLayout)]),
+    "zc_bundle_seam_plan": (c_int, [c_void_p, c_char_p, POINTER(SeamLayout)]),
+    "zc_store_seam": (c_int, [c_void_p, c_char_p, c_uint64, c_void_p, c_char_p, POINTER(SeamStats)]),
 }
 
 

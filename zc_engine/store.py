@@ -22,13 +22,14 @@ import struct
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 import torch
 
 from . import device, dlpack
 from .errors import CorruptFile, NotFound
-from ._library import StoreConfig, StoreStats, TensorInfo, VerifyReport, call_growing, check, encode, lib
+from ._library import (SeamLayout, SeamStats, StoreConfig, StoreStats, TensorInfo, VerifyReport, call_growing,
+                       check, encode, has, lib)
 
 DEFAULT_DEPTH = 4
 PUT_SPILL = 1
@@ -169,6 +170,29 @@ class StoredBundle:
         return self.info[name].digest
 
 
+SEAM_STAT_FIELDS = tuple(name for name, _ in SeamStats._fields_)
+
+
+@dataclass(frozen=True)
+class SeamRequest:
+    """What ``put`` asks the engine for the seam of a hop, while it builds the bundle: summaries of
+    both ends of the tensors ``layouts`` names (``zc_bundle_seam_summarize``: name -> (time_axis,
+    head_skip, window, max_values), max_values 0 reading every value), kept with the slot and its
+    spill file; with ``parent`` (tag, generation), the statistics of the cut from the parent's
+    stored tail to this shot's head (``zc_store_seam``), by tensor name (None where either side
+    has no summary: an older parent file), handed to ``finish``, which returns metadata entries
+    to add before the put (the lineage with its seam). No tensor is read in Python."""
+
+    layouts: Mapping[str, tuple[int, int, int, int]]
+    parent: tuple[str, int] | None = None
+    finish: Callable[[dict[str, dict | None]], Mapping[str, str]] | None = None
+
+
+def engine_has_seams() -> bool:
+    """Whether the loaded engine computes seam summaries at put time (an older wheel does not)."""
+    return has("zc_bundle_seam_plan") and has("zc_store_seam")
+
+
 @dataclass(frozen=True)
 class SkippedGeneration:
     """A generation ``get_newest_verified`` passed over, and why."""
@@ -245,7 +269,7 @@ class LatentStore:
     def put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None = None,
             *, spill: bool = False, host_copy: bool | None = None, defensive_clone: bool = True,
             may_evict_newest: bool = False, generation: int | None = None,
-            digests: dict | None = None) -> int:
+            digests: dict | None = None, seam: SeamRequest | None = None) -> int:
         """Store tensors under tag as its next generation; returns the generation.
 
         Host tensors are copied. Tensors on other devices are held by reference to a private
@@ -261,18 +285,23 @@ class LatentStore:
 
         ``digests``, a dict, receives each stored tensor's digest text by name (the ones that
         have one), read from the bundle: no view of the new shot needed to report it.
+
+        ``seam`` (a SeamRequest) has the engine summarise both ends of the named tensors while
+        it builds the bundle, and measure the cut from a parent's stored tail (``SeamRequest``);
+        an engine without seams (``engine_has_seams``) gives ``finish`` no statistics.
         """
         if (type(tensors) is not dict and not isinstance(tensors, Mapping)) or not tensors:
             raise TypeError("tensors must be a non-empty mapping of name -> torch.Tensor")
         keep_host = spill if host_copy is None else host_copy
         flags = (PUT_SPILL if spill else 0) | (PUT_MAY_EVICT_NEWEST if may_evict_newest else 0)
-        if len(tensors) == 1 and not meta and generation is None and digests is None:
+        if len(tensors) == 1 and not meta and generation is None and digests is None and seam is None:
             stored = self._put_one_host_tensor(tag, tensors, flags)
             if stored is not None:
                 return stored
         return self._put(tag, tensors, meta, flags,
                          lambda bundle, name, tensor: self._add(bundle, name, tensor, keep_host,
-                                                                defensive_clone), generation, digests)
+                                                                defensive_clone), generation, digests,
+                         seam)
 
     def _put_one_host_tensor(self, tag: str, tensors: Mapping[str, torch.Tensor], flags: int) -> int | None:
         """The commonest put, one CPU tensor of an engine dtype and no metadata, in one engine
@@ -287,15 +316,21 @@ class LatentStore:
         return generation.value
 
     def _put(self, tag: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, str] | None,
-             flags: int, add, chosen: int | None = None, digests: dict | None = None) -> int:
+             flags: int, add, chosen: int | None = None, digests: dict | None = None,
+             seam: SeamRequest | None = None) -> int:
         """Build a bundle with add(bundle, name, tensor) for each tensor, then store it (the
         engine checks the tag when it stores; a bad one frees the bundle, nothing stored)."""
         tag_b = encode(tag, "tag")
         bundle = ctypes.c_void_p()
         check(lib.zc_store_bundle_create(self.handle, ctypes.byref(bundle)))
         try:
+            planned = seam is not None and self._plan_seam(bundle.value, seam)
             for name, tensor in tensors.items():
                 add(bundle.value, name, tensor)
+            if seam is not None:
+                extra = self._seam(bundle.value, seam, planned)
+                if extra:
+                    meta = dict(meta or {}, **extra)
             if meta:  # one engine call for every entry
                 packed = b"".join(encode(key, "metadata key") + b"\0" + encode(str(value), f"metadata {key!r}")
                                   + b"\0" for key, value in meta.items())
@@ -315,6 +350,32 @@ class LatentStore:
         finally:
             if bundle is not None:
                 lib.zc_bundle_free(bundle.value)
+
+    @staticmethod
+    def _plan_seam(bundle: int, request: SeamRequest) -> bool:
+        """Ask the engine for the requested summaries before the tensors are added, so it takes
+        each head right after its copy (``zc_bundle_seam_plan``); False on an engine without."""
+        if not engine_has_seams():
+            return False
+        for name, (axis, skip, window, max_values) in request.layouts.items():
+            lay = SeamLayout(int(axis), max(0, int(skip)), int(window), int(max_values))
+            if lib.zc_bundle_seam_plan(bundle, encode(name, "tensor name"), ctypes.byref(lay)) != 0:
+                return False  # a seam is a report: a layout the engine refuses means none
+        return True
+
+    def _seam(self, bundle: int, request: SeamRequest, planned: bool) -> Mapping[str, str]:
+        """The cut from the parent for each summarised tensor of a bundle being built (None where
+        either side has no summary: a tensor the engine cannot summarise, a parent of an older
+        engine), and ``request.finish``'s metadata entries."""
+        stats: dict[str, dict | None] = dict.fromkeys(request.layouts)
+        if planned and request.parent is not None:
+            parent_tag, parent_generation = request.parent
+            tag_b, out = encode(parent_tag, "tag"), SeamStats()
+            for name in request.layouts:
+                if lib.zc_store_seam(self.handle, tag_b, int(parent_generation), bundle,
+                                     encode(name, "tensor name"), ctypes.byref(out)) == 0:
+                    stats[name] = {field: getattr(out, field) for field in SEAM_STAT_FIELDS}
+        return request.finish(stats) if request.finish is not None else {}
 
     @staticmethod
     def _bundle_digests(bundle: int, tensors: Mapping[str, torch.Tensor]) -> dict[str, str]:

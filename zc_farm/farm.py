@@ -177,10 +177,11 @@ class Farm:
                   "(appendonly yes) so that this cannot happen", url=self.config.redacted_url)
 
     def put(self, tag: str, tensors, meta: dict | None = None, *, spill: bool = True,
-            digests: dict | None = None) -> int:
+            digests: dict | None = None, seam=None) -> int:
         """Store a new shot of tag under a generation Redis allocates (locally numbered when Redis
         is unreachable), then publish it in the background. Returns the generation; ``digests``
-        receives the stored tensors' digests (LatentStore.put)."""
+        receives the stored tensors' digests and ``seam`` (a SeamRequest) is measured as the
+        put builds the shot (LatentStore.put)."""
         meta = dict(meta or {})
         meta[identity.WORKER_KEY] = self.config.worker_id
         for _ in range(MAX_PUT_ATTEMPTS):
@@ -188,14 +189,15 @@ class Farm:
                 generation = self.allocate(tag, self.local_last(tag))
             except FarmUnavailable:
                 meta[identity.NUMBERED_KEY] = identity.NUMBERED_LOCAL
-                generation = self.store.put(tag, tensors, meta, spill=spill, digests=digests)
+                generation = self.store.put(tag, tensors, meta, spill=spill, digests=digests, seam=seam)
                 self.count("numbered_locally")
                 self.publisher.enqueue_shot(tag, generation, CLAIM)
                 self.touch(tag)  # after the shot's own task: a catch-up leaves queued shots alone
                 return generation
             meta[identity.NUMBERED_KEY] = identity.NUMBERED_FARM
             try:
-                self.store.put(tag, tensors, meta, spill=spill, generation=generation, digests=digests)
+                self.store.put(tag, tensors, meta, spill=spill, generation=generation, digests=digests,
+                               seam=seam)
             except GenerationExists:  # another process of this spill folder stored it meanwhile
                 continue
             self.count("allocated")

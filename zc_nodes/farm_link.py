@@ -109,13 +109,14 @@ def listing() -> list[dict]:
     return farm.listing() if farm is not None else []
 
 
-def put(store, tag: str, tensors, meta: dict, digests: dict | None = None) -> int:
+def put(store, tag: str, tensors, meta: dict, digests: dict | None = None, seam=None) -> int:
     """Store a new shot (spilled): numbered by the farm and published when one is configured.
-    ``digests`` receives the stored tensors' digests by name (LatentStore.put)."""
+    ``digests`` receives the stored tensors' digests by name; ``seam`` (a SeamRequest) is measured
+    as the put builds the shot (LatentStore.put)."""
     farm = active()
     if farm is None:
-        return store.put(tag, tensors, meta, spill=True, digests=digests)
-    return farm.put(tag, tensors, meta, spill=True, digests=digests)
+        return store.put(tag, tensors, meta, spill=True, digests=digests, seam=seam)
+    return farm.put(tag, tensors, meta, spill=True, digests=digests, seam=seam)
 
 
 def pull(tag: str, generation: int = 0) -> None:

@@ -21,7 +21,9 @@ def describe(tag: str, *, verify: bool = False) -> dict:
     """The film under ``tag`` (the engine's JSON, see docs/film.md), spills flushed first."""
     store = runtime.store()
     store.flush()
-    return engine_film.describe_film(store.spill_dir, tag, verify=verify)
+    doc = engine_film.describe_film(store.spill_dir, tag, verify=verify)
+    doc.setdefault("drift", None)  # an engine older than the drift: none known
+    return doc
 
 
 def has_choices(tag: str) -> bool:

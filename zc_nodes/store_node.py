@@ -20,9 +20,10 @@ from . import (color_anchor, comfy_adapter, durability, farm_link, load_lineage,
                ui_events)
 from .sockets import ContinuityToken
 from ..zc_continuity import lineage, ltx, seam, shot as shot_description
-from ..zc_continuity.bundle_layout import VIDEO_KEY
+from ..zc_continuity.bundle_layout import VIDEO_KEY, stream_key
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import InvalidInput
+from ..zc_engine.store import SeamRequest
 from ..zc_engine._library import check, encode, lib
 
 DEFAULT_TAG = "default_continuity"
@@ -117,11 +118,38 @@ class ZeroCopyLatentStore(io.ComfyNode):
             return samples[lineage.MARKER]
         return load_lineage.parent_marker(getattr(cls.hidden, "prompt", None), node_id(cls))
 
+    @classmethod
+    def seam_request(cls, store, shot, marker, meta: dict) -> SeamRequest | None:
+        """What the put asks the engine for the seam (zc_engine.SeamRequest): summaries of both
+        ends of the shot's streams (kept with the shot, for its children's seams and the film's
+        drift) and, for a shot with a parent, the cut from the parent's stored tail. ``finish``
+        adds the seam to the lineage; a parent without a summary (a file of an older engine) is
+        measured from its tensors by the torch reference instead (``hop_seam``)."""
+        layouts = seam.hop_layouts(shot.tensors, marker, spec=shot.spec)
+        if not layouts:
+            return None
+        if marker is None:
+            return SeamRequest(layouts)
+
+        def finish(stats: dict) -> dict:
+            video = stats.get(VIDEO_KEY)
+            if video is None:
+                hop = cls.hop_seam(store, shot, marker)
+            elif video["parent_start_image"]:
+                hop = None  # the first shot: its parent is the encoded image, not a cut of the film
+            else:
+                hop = seam.from_engine(video, stats.get(stream_key(1)), layouts)
+            return {lineage.LINEAGE_KEY: lineage.with_seam(meta[lineage.LINEAGE_KEY], hop)} if hop else {}
+
+        return SeamRequest(layouts, parent=(marker["parent_tag"], int(marker["parent_generation"])),
+                           finish=finish)
+
     @staticmethod
     def hop_seam(store, shot, marker) -> dict | None:
         """The seam of the hop that made this shot (zc_continuity.seam), read against the parent's
         last frames in the store (memory, else its spill file); None for a root, a start image's
-        child, or a parent the store cannot serve (said in the log: the shot is stored anyway)."""
+        child, or a parent the store cannot serve (said in the log: the shot is stored anyway).
+        The fallback of ``seam_request`` for a parent without a seam summary."""
         if marker is None:
             return None
         try:
@@ -150,11 +178,10 @@ class ZeroCopyLatentStore(io.ComfyNode):
             raise ValueError(f"ZeroCopyLatentStore: {exc}") from None
         store = runtime.store()
         meta = dict(shot.meta, **color_anchor.anchor_for_new_shot(store, buffer_tag, shot.video))
-        hop_seam = cls.hop_seam(store, shot, marker if lineage.LINEAGE_KEY in meta else None)
-        if hop_seam:
-            meta[lineage.LINEAGE_KEY] = lineage.with_seam(meta[lineage.LINEAGE_KEY], hop_seam)
+        request = cls.seam_request(store, shot, marker if lineage.LINEAGE_KEY in meta else None, meta)
         digests: dict[str, str] = {}
-        generation = farm_link.put(store, buffer_tag, shot.tensors, meta, digests)  # farm-numbered when configured
+        generation = farm_link.put(store, buffer_tag, shot.tensors, meta, digests,  # farm-numbered when configured
+                                   seam=request)
         digest = digests.get(VIDEO_KEY)
         runtime.remember_store(node_id(cls), buffer_tag)
         durability.note_stored(buffer_tag, generation, node_id(cls))  # on disk before the prompt ends

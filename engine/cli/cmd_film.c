@@ -115,6 +115,36 @@ static void print_seams(const zc_film *film)
     }
 }
 
+/* The drift of each shot's tail from the line's first shot: per shot, the channel whose mean moved
+ * most (in the first shot's standard deviations) and the one whose spread changed most. */
+static void print_drift(const zc_film *film)
+{
+    zc_film_drift d;
+    if (zc__film_drift(film, &d) != ZC_OK || d.count == 0) {
+        if (film->line_count)
+            fputs("drift: none (a shot on the line has no tail summary: stored by an older engine)\n",
+                  stdout);
+        zc__film_drift_free(&d);
+        return;
+    }
+    printf("drift of the tails from shot %u (generation %" PRIu64 "), %u channels:\n",
+           film->shots[d.shots[0].shot].shot, film->shots[d.shots[0].shot].generation, d.channels);
+    for (size_t k = 0; k < d.count; k++) {
+        uint32_t cm = 0, cs = 0;
+        for (uint32_t c = 1; c < d.channels; c++) {
+            if (fabs(d.shots[k].mean_delta[c]) > fabs(d.shots[k].mean_delta[cm]))
+                cm = c;
+            if (fabs(log(d.shots[k].std_ratio[c] > 0 ? d.shots[k].std_ratio[c] : 1e-300)) >
+                fabs(log(d.shots[k].std_ratio[cs] > 0 ? d.shots[k].std_ratio[cs] : 1e-300)))
+                cs = c;
+        }
+        printf("  drift %zu gen %" PRIu64 ": mean_delta %+.3g (channel %u)  std_ratio %.3g (channel %u)\n", k,
+               film->shots[d.shots[k].shot].generation, d.shots[k].mean_delta[cm], cm,
+               d.shots[k].std_ratio[cs], cs);
+    }
+    zc__film_drift_free(&d);
+}
+
 /* --seams-fail-above: 1 when the worst seam on the line scores above limit (said on stderr). */
 static int seams_fail(const zc_film *film, double limit)
 {
@@ -160,6 +190,7 @@ static int print_text(const zc_film *film)
         fputc('\n', stdout);
     }
     print_seams(film);
+    print_drift(film);
     fputs("film ", stdout);
     cli_put_text(stdout, film->tag);
     printf(": %zu shot%s on the line", film->line_count, cli_plural(film->line_count));

@@ -603,6 +603,109 @@ ZC_API int zc_store_describe_tag_json(zc_store *store, const char *tag, char *bu
                                       size_t *needed);
 
 /* ------------------------------------------------------------------------ */
+/* HowTo: measure the seam of a hop at put time (zc_continuity/seam.py is the */
+/* reference definition; docs/film.md says what the numbers mean)             */
+/*                                                                            */
+/* A seam compares the parent shot's last frames with the new shot's first    */
+/* ones after those that repeat the parent.  The engine keeps, per tensor, a  */
+/* small summary of both ends, taken from its host bytes while the put is     */
+/* being built: each frame of a window read on a strided grid of at most      */
+/* max_values values (all channels), its per-channel mean and standard        */
+/* deviation, the frame-to-frame RMS steps and covariances inside the window, */
+/* and the grid samples of the frame at the cut.  The caller says what the    */
+/* engine cannot know: which axis is time (channels are axis 1; a batch on    */
+/* axis 0 is read whole unless it is the time axis) and how many leading      */
+/* frames repeat the parent (head_skip).                                      */
+/*                                                                            */
+/*   zc_bundle *b; zc_store_bundle_create(s, &b);                             */
+/*   zc_seam_layout lay = {.time_axis = 2, .head_skip = 1, .window = 4,       */
+/*                         .max_values = 4096};                               */
+/*   zc_bundle_seam_plan(b, "latent_tensor", &lay);                           */
+/*   zc_bundle_add_copy(b, "latent_tensor", &host_dltensor);  (head taken)    */
+/*   zc_seam_stats st; zc_store_seam(s, "film", parent_gen, b,                */
+/*                                   "latent_tensor", &st);                   */
+/*   ... record st in the shot's metadata ...; zc_store_put(s, "film", b, ..) */
+/*                                                                            */
+/* The tail summary lives with the slot (made by the spill writer, off the   */
+/* put's path) and is written into its spill file                             */
+/* (metadata "zc.seam.<tensor name>", see ZC_FILE_META_SEAM_PREFIX), so the   */
+/* seam of a later hop, and the film's drift (zc_film_describe), need no      */
+/* tensor read.  Files without it (older engines) simply have no summary.    */
+/* ------------------------------------------------------------------------ */
+
+#define ZC_FILE_META_SEAM_PREFIX "zc.seam." /* + tensor name: the tail summary (JSON) */
+#define ZC_SEAM_MAX_WINDOW 64                /* frames of a summary window */
+
+typedef struct {
+    int32_t time_axis;    /* the frames' axis: 0 (a batch of images) or 2 and up; never 1 */
+    uint32_t head_skip;   /* leading frames that repeat the parent: the head window starts here */
+    uint32_t window;      /* frames read at each end, 1..ZC_SEAM_MAX_WINDOW */
+    uint32_t max_values;  /* values read of each frame, all channels (per batch entry); 0: all */
+} zc_seam_layout;
+
+/* Ask for the seam summaries of the tensor called name, to be taken as it
+ * is added to the bundle (zc_bundle_add_copy, zc_bundle_add_host_copy, or
+ * zc_bundle_add_reference with a host copy): the head right after its copy,
+ * from the source the copy just read (in cache; a copy as large as a video
+ * latent is written past the cache), the tail later, off the put's path:
+ * by the spill writer before it writes the file, or by the first
+ * zc_store_seam that needs it, whichever comes first.  This is the put's
+ * path; zc_bundle_seam_summarize is the same at once, for a tensor already
+ * added.  A planned tensor that cannot be summarised (rank, dtype, a
+ * reference without a host copy) is added all the same, without summaries:
+ * a seam is a report, never a reason to refuse a shot.  Planning a name
+ * again replaces its layout.
+ * @return ZC_OK; ZC_E_INVALID (NULL, bad name, window or time_axis out of
+ * range); ZC_E_LIMIT (ZC_MAX_TENSORS names planned). */
+ZC_API int zc_bundle_seam_plan(zc_bundle *bundle, const char *name, const zc_seam_layout *layout);
+
+/* Summarise both ends of tensor index of a bundle being built: the last
+ * window frames (the tail, which the store keeps with the slot and its spill
+ * file) and the window frames from head_skip on (the head, used by
+ * zc_store_seam before the put).  Reads only the grid samples of those
+ * frames from the tensor's host bytes (a host-tier copy, or a reference's
+ * host copy); the grid stride is the smallest that keeps a frame, all its
+ * channels, within max_values values per batch entry.  Calling it again
+ * replaces the summaries.
+ * @return ZC_OK; ZC_E_INVALID (NULL, index, time_axis 1 or out of range,
+ * window, rank below 2); ZC_E_UNSUPPORTED (a dtype other than F32, F16,
+ * BF16, F64, or a device tensor without a host copy); ZC_E_NOMEM. */
+ZC_API int zc_bundle_seam_summarize(zc_bundle *bundle, uint32_t index, const zc_seam_layout *layout);
+
+/* The statistics of one cut, as zc_continuity/seam.py defines them (the
+ * score, the rounding and the audio level in dB are the caller's). */
+typedef struct {
+    int measured;              /* 0: the shapes differ off the time axis, or neither side has
+                                  two frames; the numbers below are then 0 */
+    int parent_start_image;    /* the parent's metadata kind is "start_image" */
+    uint32_t parent_frames;    /* frames read each side of the cut */
+    uint32_t shot_frames;
+    double mean_step;          /* the cut's step of the per-channel means over the mean step
+                                  inside the shots */
+    double std_step;           /* the same for the per-channel standard deviations */
+    double rms_step;           /* the cut's RMS frame difference over the within-shot one */
+    double correlation;        /* of the frames at the cut, each channel centred */
+    double within_correlation; /* the mean of the same for neighbouring frames inside */
+    double parent_level;       /* RMS of the parent's tail window (uncentred) */
+    double shot_level;         /* RMS of the shot's head window */
+} zc_seam_stats;
+
+/* The seam of the cut from parent_tag@parent_generation to the bundle
+ * (before it is put): the parent's tail summary of the tensor called name
+ * (from its slot in memory, else the header of its spill file: no tensor is
+ * read) against the bundle's head summary of the tensor of the same name.
+ * Microseconds: a few thousand multiply-adds.  The parent's file may be
+ * hostile; a summary that does not parse counts as none.
+ * @return ZC_OK and *out; ZC_E_INVALID (NULL, bad tag, generation 0; the
+ * two summaries were taken on different grids of the same shape);
+ * ZC_E_NOT_FOUND (the bundle has no such tensor or no summary of it: call
+ * zc_bundle_seam_summarize first; the parent is not in memory nor on disk;
+ * or it has no summary, e.g. a file of an older engine: measure from the
+ * tensors instead). */
+ZC_API int zc_store_seam(zc_store *store, const char *parent_tag, uint64_t parent_generation,
+                         const zc_bundle *bundle, const char *name, zc_seam_stats *out);
+
+/* ------------------------------------------------------------------------ */
 /* HowTo: share a spill folder between processes                              */
 /*                                                                            */
 /* Open a store on the same spill_dir in each process (one per GPU, say) and  */
@@ -772,7 +875,9 @@ ZC_API void zc_view_release(zc_view *view);
  * object in a new string (free it with zc_free):
  *   {version: 1, tag, verified, ok, line: [generations in film order],
  *    newest, end (last of line), anchor (lowest-generation root, 0 if none),
- *    pins: [..], problems: [sentences],
+ *    pins: [..], seam_thresholds, worst_seam, drift (null, or the tails'
+ *    per-channel mean_delta and std_ratio from the line's first shot, read
+ *    from the files' seam summaries: docs/film.md), problems: [sentences],
  *    shots: [{generation, shot (position along the line; a start image is
  *      0), depth, kind ("shot" | "start_image"), parent (generation or 0),
  *      continues ("tag@gen" when the parent is in another tag, else null),

@@ -42,6 +42,10 @@ void zc__tensor_release(zc_tensor *t)
     t->host = NULL;
     zc__managed_delete(t->ref, t->ref_versioned);
     t->ref = NULL;
+    zc__seam_side_free(t->seam_head);
+    zc__seam_side_free(atomic_load(&t->seam_tail));
+    t->seam_head = NULL;
+    atomic_store(&t->seam_tail, NULL);
 }
 
 void zc_bundle_free(zc_bundle *b)
@@ -219,12 +223,22 @@ int zc_bundle_add_copy(zc_bundle *b, const char *name, const zc_dl_tensor *src)
         return rc;
     zc_tensor t;
     memset(&t, 0, sizeof t);
-    if ((rc = zc__tensor_describe(&t, name, src)) != ZC_OK ||
-        (rc = copy_in(&t, name, src, NULL, b->pool)) != ZC_OK)
+    if ((rc = zc__tensor_describe(&t, name, src)) != ZC_OK)
         return rc;
+    snprintf(t.name, sizeof t.name, "%s", name);
+    /* A planned seam head is read from a dense source just before the copy reads it all. */
+    int head_first = zc__seam_planned(b, name) && zc__is_host_device(src->device.device_type) &&
+                     src->data != NULL && zc__seam_contiguous(&t, t.byte_strides);
+    if (head_first)
+        zc__seam_on_add(b, &t, (const uint8_t *)src->data + src->byte_offset);
+    if ((rc = copy_in(&t, name, src, NULL, b->pool)) != ZC_OK) {
+        zc__tensor_release(&t);
+        return rc;
+    }
+    if (!head_first)
+        zc__seam_on_add(b, &t, t.host);
     t.pool = b->pool;
     zc__bufpool_ref(t.pool);
-    snprintf(t.name, sizeof t.name, "%s", name);
     t.tier = ZC_TIER_HOST;
     t.device_type = ZC_DL_CPU;
     t.device_id = 0;
@@ -301,6 +315,8 @@ int zc_bundle_add_reference(zc_bundle *b, const char *name, void *managed, int v
         t.digest = shadow.digest;
         t.has_digest = 1;
         t.digest_algo = shadow.digest_algo;
+        snprintf(t.name, sizeof t.name, "%s", name);
+        zc__seam_on_add(b, &t, t.host); /* from the host copy (a reference's: small, or rare) */
     }
     snprintf(t.name, sizeof t.name, "%s", name);
     t.tier = ZC_TIER_DEVICE;

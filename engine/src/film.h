@@ -56,6 +56,10 @@ typedef struct {
     int has_audio_span;
     uint64_t audio_axis, audio_start, audio_count;
     zc_film_seam seam;
+    /* the tail of its video stream (the file's "zc.seam.latent_tensor" summary): per-channel mean
+     * and standard deviation of every sample of the last frames (NULL when the file has none) */
+    uint32_t tail_channels;
+    double *tail_mean, *tail_std;
     /* the latent tensor as the file describes it */
     int has_latent;
     int32_t ndim;
@@ -110,6 +114,23 @@ void zc__film_seam_json(zc_jsonbuf *jb, const zc_film_seam *seam);
 const char *zc__film_seam_verdict(double score);
 /* The index of the shot on the chosen line whose seam scores highest, or -1 when none has one. */
 long zc__film_worst_seam(const zc_film *film);
+
+/* film_drift.c: the drift of the chosen line's tails from its first shot's, as the "drift"
+ * member of the film JSON (null when a shot on the line has no tail summary). */
+typedef struct {
+    long shot;                /* index in film->shots */
+    double *mean_delta;       /* [channels] */
+    double *std_ratio;        /* [channels] */
+} zc_film_drift_shot;
+typedef struct {
+    uint32_t channels;
+    size_t count;             /* shots on the line (a start image left out); 0: no drift */
+    zc_film_drift_shot *shots;
+} zc_film_drift;
+/* The drift of film's chosen line: *d filled (count 0 when any shot lacks the data). */
+int zc__film_drift(const zc_film *film, zc_film_drift *d);
+void zc__film_drift_free(zc_film_drift *d);
+void zc__film_drift_json(zc_jsonbuf *jb, const zc_film *film);
 
 /* film_verify.c: check every file's digests and every hop's tail. */
 int zc__film_verify(zc_film *film);

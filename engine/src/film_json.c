@@ -98,6 +98,8 @@ void zc__film_json(zc_jsonbuf *jb, const zc_film *film)
     } else {
         zc__jb_raw(jb, "null");
     }
+    zc__jb_raw(jb, ",\"drift\":");
+    zc__film_drift_json(jb, film);
     zc__jb_raw(jb, ",\"problems\":[");
     int first = 1;
     for (size_t i = 0; i < film->count; i++) {

@@ -56,6 +56,7 @@ static void shot_free(zc_film_shot *s)
     free(s->prompt);
     free(s->audio_tail_digest);
     free(s->problem);
+    free(s->tail_mean); /* tail_std shares its block */
 }
 
 void zc__film_free(zc_film *f)
@@ -176,6 +177,16 @@ static void read_shot(zc_film *film, zc_film_shot *s)
         if (ft.has_digest)
             zc__digest_text(ft.digest_algo, ft.recorded_digest, s->digest);
     }
+    zc_seam_side *tail = zc__seam_side_parse(zc_file_meta(f, ZC_FILE_META_SEAM_PREFIX ZC_LATENT_TENSOR));
+    if (tail != NULL && tail->frames > 0 && tail->channels > 0) {
+        s->tail_mean = malloc(2 * (size_t)tail->channels * sizeof(double));
+        if (s->tail_mean != NULL) {
+            s->tail_std = s->tail_mean + tail->channels;
+            s->tail_channels = tail->channels;
+            (void)zc__seam_side_moments(tail, s->tail_mean, s->tail_std);
+        }
+    }
+    zc__seam_side_free(tail);
     const char *lineage = zc_file_meta(f, "lineage");
     if (lineage != NULL) {
         char why[400];

@@ -105,6 +105,8 @@ uint64_t zc__bufpool_trim(zc_bufpool *pool, uint64_t want);
 
 /* ---- bundles (bundle.c) ---- */
 
+typedef struct zc_seam_side zc_seam_side; /* seam.c */
+
 typedef struct zc_tensor {
     char name[ZC_MAX_NAME_LEN + 1];
     int dtype;
@@ -123,6 +125,13 @@ typedef struct zc_tensor {
     int has_digest;
     int digest_algo;     /* zc_digest_algo of digest; ZC_DIGEST_NONE without one */
     zc_bufpool *pool;    /* where host goes back when released (a reference), or NULL */
+    /* Seam summaries (seam.c): the head is taken as the tensor is added (or by
+     * zc_bundle_seam_summarize); the tail, published once, later: by the spill writer or the
+     * first zc_store_seam that needs it (zc__seam_tail), or read back from a spill file. */
+    int seam_planned;                  /* seam_layout holds what to summarise */
+    zc_seam_layout seam_layout;
+    zc_seam_side *seam_head;
+    _Atomic(zc_seam_side *) seam_tail;
 } zc_tensor;
 
 typedef struct zc_meta_entry {
@@ -134,6 +143,11 @@ struct zc_bundle {
     zc_bufpool *pool;    /* host buffers come from here (a reference), or NULL */
     uint32_t count;
     zc_tensor tensors[ZC_MAX_TENSORS];
+    uint32_t seam_plan_count; /* zc_bundle_seam_plan: summaries to take as tensors are added */
+    struct {
+        char name[ZC_MAX_NAME_LEN + 1];
+        zc_seam_layout layout;
+    } seam_plans[ZC_MAX_TENSORS];
     uint32_t meta_count;
     zc_meta_entry meta[ZC_MAX_META];
 };
@@ -264,5 +278,52 @@ typedef struct {
  * to dst and hashed from there right after, while still in cache. */
 void zc__strided_walk(const zc_strided *st, const uint8_t *src, uint8_t *dst,
                       const zc_walk_sink *sink);
+
+/* ---- seam summaries (seam.c) ---- */
+
+/* A summary of the frames at one end of a tensor: what the seam of a cut
+ * needs from that side (zc_bundle_seam_summarize). */
+struct zc_seam_side {
+    int32_t ndim, axis;
+    int64_t shape[ZC_MAX_RANK]; /* of the tensor: shape[axis] is its frame count */
+    uint32_t stride;            /* of the grid */
+    uint32_t frames;            /* F: frames summarised (0 when none is left) */
+    uint32_t channels;          /* C */
+    uint64_t values;            /* N: grid samples of one channel of one frame */
+    double *mean, *std;         /* [F][C] */
+    double *power, *sumsq;      /* [F]: centred and plain sums of squares over C*N */
+    double *rms, *cov;          /* [F-1]: RMS step and centred covariance of frames f, f+1 */
+    float *edge;                /* [C][N]: the samples of the frame at the cut (the last of a
+                                   tail, the first of a head); NULL when F is 0 */
+};
+
+void zc__seam_side_free(zc_seam_side *side);
+/* The tail summary as the text of a spill file's "zc.seam.<name>": a new
+ * string (free), or NULL when out of memory or over ZC_MAX_META_VALUE_LEN. */
+char *zc__seam_side_text(const zc_seam_side *side);
+/* Parse such a text (untrusted): a new summary, or NULL when it is not one. */
+zc_seam_side *zc__seam_side_parse(const char *text);
+/* The metadata entries "zc.seam.<name>" of every tensor of b with a tail
+ * summary (made now where only planned), into extra (cap entries), keys and
+ * values newly allocated (free with zc__seam_entries_free).  @return how many. */
+uint32_t zc__seam_entries(zc_bundle *b, zc_meta_entry *extra, uint32_t cap);
+/* Take the head summary b's plan asks for of tensor t (named, described)
+ * from bytes, its contiguous data: the source of a copy just before the copy
+ * reads it (those lines the copy then finds in cache), or the copy.  A
+ * summary is a report: nothing fails here.  zc__seam_planned says whether
+ * b plans name; zc__seam_contiguous whether byte strides are t's dense ones. */
+void zc__seam_on_add(const zc_bundle *b, zc_tensor *t, const uint8_t *bytes);
+int zc__seam_planned(const zc_bundle *b, const char *name);
+int zc__seam_contiguous(const zc_tensor *t, const int64_t *strides);
+/* t's tail summary, made from its host bytes and published now if it is
+ * planned and not made yet; NULL when it has none.  Thread-safe. */
+const zc_seam_side *zc__seam_tail(zc_tensor *t);
+void zc__seam_entries_free(zc_meta_entry *extra, uint32_t count);
+/* Attach the tail summaries a file records to the tensors of b (restore). */
+void zc__seam_attach_from_file(zc_bundle *b, const zc_file *f);
+/* Per-channel mean and standard deviation of every sample of a summary's
+ * frames (each channel pooled over its F frames); mean and std hold
+ * side->channels values.  @return 0, or -1 when it has no frames. */
+int zc__seam_side_moments(const zc_seam_side *side, double *mean, double *std);
 
 #endif /* ZC_INTERNAL_H */

@@ -17,9 +17,11 @@ int zc_view_serialize(const zc_view *v, void *buf, size_t cap, size_t *needed)
         return zc__fail(ZC_E_INVALID, "zc_view_serialize: view is NULL, or buf is NULL with cap %zu",
                         cap);
     char gen[32];
-    zc_meta_entry extra[3];
+    zc_meta_entry extra[3 + ZC_MAX_TENSORS];
     zc__spill_identity(v->slot->tag, v->slot->generation, gen, extra);
-    int rc = zc__safetensors_serialize(v->slot->bundle, extra, 3, buf, cap, needed);
+    uint32_t nseam = zc__seam_entries(v->slot->bundle, extra + 3, ZC_MAX_TENSORS); /* as a spill */
+    int rc = zc__safetensors_serialize(v->slot->bundle, extra, 3 + nseam, buf, cap, needed);
+    zc__seam_entries_free(extra + 3, nseam);
     if (rc != ZC_OK && rc != ZC_E_LIMIT)
         zc__fail_context("serializing tag \"%s\" generation %llu", v->slot->tag,
                          (unsigned long long)v->slot->generation);

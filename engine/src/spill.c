@@ -450,8 +450,8 @@ int zc__spill_dir_recreate(zc_store *s)
  * protected ancestors, pins or anchor), then write once more.  Lock NOT
  * held.  @return the retry's result, or the first failure (its message
  * kept) when nothing could be healed. */
-static int heal_and_retry(zc_store *s, zc_slot *slot, const char *path, zc_meta_entry extra[3],
-                          const zc_disk_file *lineage)
+static int heal_and_retry(zc_store *s, zc_slot *slot, const char *path, const zc_meta_entry *extra,
+                          uint32_t extra_count, const zc_disk_file *lineage)
 {
     char first[1024];
     snprintf(first, sizeof first, "%s", zc_last_error());
@@ -490,7 +490,7 @@ static int heal_and_retry(zc_store *s, zc_slot *slot, const char *path, zc_meta_
     }
     if (!healed)
         return zc__fail(ZC_E_IO, "%s", first);
-    rc = zc__safetensors_write_new(path, slot->bundle, extra, 3);
+    rc = zc__safetensors_write_new(path, slot->bundle, extra, extra_count);
     if (rc != ZC_OK)
         return zc__fail(rc, "%s (written again after %s; it failed again)", zc_last_error(),
                         zc_os_error_is(zc_os_stat(s->spill_dir, &kind, NULL), ZC_OS_NOT_FOUND)
@@ -527,16 +527,19 @@ static void writer_main(void *arg)
         char path[4096];
         path[0] = '\0';
         char gen[32];
-        zc_meta_entry extra[3];
+        zc_meta_entry extra[3 + ZC_MAX_TENSORS];
         zc__spill_identity(slot->tag, slot->generation, gen, extra);
+        /* the tail summaries of the seam (seam.c), each "zc.seam.<name>" */
+        uint32_t nseam = zc__seam_entries(slot->bundle, extra + 3, ZC_MAX_TENSORS);
         zc_disk_file lineage = {.generation = slot->generation}; /* parsed before the lock */
         zc__lineage_read(&lineage, slot->tag, zc__bundle_meta(slot->bundle, "lineage"),
                          zc__bundle_meta(slot->bundle, "kind"));
         int rc = zc__spill_path(s, slot->tag, slot->generation, path, sizeof path);
         if (rc == ZC_OK)
-            rc = zc__safetensors_write_new(path, slot->bundle, extra, 3);
+            rc = zc__safetensors_write_new(path, slot->bundle, extra, 3 + nseam);
         if (rc != ZC_OK && path[0] && !slot->files_dropped)
-            rc = heal_and_retry(s, slot, path, extra, &lineage);
+            rc = heal_and_retry(s, slot, path, extra, 3 + nseam, &lineage);
+        zc__seam_entries_free(extra + 3, nseam);
         const char *err = rc == ZC_OK ? NULL : zc_last_error();
 
         uint64_t prune[64];
@@ -734,6 +737,8 @@ int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot
         rc = check_restore_budget(s, f, path);
     if (rc == ZC_OK)
         rc = zc_file_load_bundle(f, &b);
+    if (rc == ZC_OK)
+        zc__seam_attach_from_file(b, f); /* files of older engines have none */
     zc_file_close(f);
     if (rc != ZC_OK) {
         if (rc == ZC_E_CORRUPT) {

@@ -77,3 +77,54 @@ def test_a_drifted_hop_is_red_and_a_smooth_one_green(comfy, captures, pack, wan2
     done = subprocess.run([str(ZC), "film", "--seams-fail-above", "1000", str(spill), tag], capture_output=True,
                           text=True, timeout=60, check=False)
     assert done.returncode == 0, done
+
+
+def continued(g, latent, seed):
+    return g.add("ZCTestContinueLatent", samples=latent, seed=seed, step=0.1)
+
+
+def hop(vae_name, tag, seed, *, blend=False):
+    """Handoff (zero-copy, or blend_with_fallback at ratio 0.5 with a noise image) -> a seeded
+    continuation of the frame it placed -> Store."""
+    g = Graph()
+    clip = g.add("ZCTestClip", tokens=8)
+    vae = g.add("VAELoader", vae_name=vae_name)
+    extra = {"continuity_mode": "zero_copy_latent_only", "blend_ratio": 0.0}
+    if blend:
+        image = g.add("ZCTestNoiseImage", seed=9, width=64, height=64, frames=1)
+        extra = {"continuity_mode": "blend_with_fallback", "blend_ratio": 0.5, "fallback_first_frame": g.out(image)}
+    hand = g.add("ZeroCopyLatentHandoff", clip=g.out(clip), vae=g.out(vae), prompt=f"seed {seed}", width=64,
+                 height=64, length=17, buffer_tag=tag, **extra)
+    g.add("ZeroCopyLatentStore", samples=g.out(continued(g, g.out(hand, 1), seed)), buffer_tag=tag)
+    return g
+
+
+def test_a_blended_third_hop_is_flagged_and_the_film_has_its_drift(comfy, captures, pack, wan21_vae):
+    """A 4-shot film, each shot a smooth continuation of the frame its Handoff placed: the first two
+    hops hand the tail over unchanged (green), the third blends it half-way with a fallback image
+    (blend_with_fallback), so the continuation starts elsewhere: its seam is flagged (amber or red,
+    the documented thresholds) and the others are not; the film JSON has the drift of 4 shots."""
+    tag = "film_blend_seams"
+    store = shared_store(pack)
+    g = Graph()
+    g.add("ZeroCopyLatentStore", samples=g.out(continued(g, g.out(seeded(g, 11, 0.0)), 11)), buffer_tag=tag)
+    comfy.run(g.prompt)  # generation 1: a root
+    for seed, blend in ((12, False), (13, False), (14, True)):
+        comfy.run(hop(wan21_vae.name, tag, seed, blend=blend).prompt)
+    film_view = pack_module(pack, "zc_nodes.film_view")
+    seam_module = pack_module(pack, "zc_continuity.seam")
+    doc = film_view.describe(tag)
+    assert doc["line"] == [1, 2, 3, 4], doc["line"]
+    shots = {s["generation"]: s for s in doc["shots"]}
+    assert shots[1]["seam"] is None
+    for generation in (2, 3):
+        assert shots[generation]["seam"]["verdict"] == "green", shots[generation]["seam"]
+    blended = shots[4]["seam"]
+    assert blended["verdict"] in ("amber", "red") and blended["score"] >= seam_module.GREEN_BELOW, blended
+    assert doc["worst_seam"]["generation"] == 4
+    lineage = json.loads(store.get(tag, 4).meta["lineage"])
+    assert lineage["seam"]["score"] == pytest.approx(blended["score"], rel=1e-3)
+    drift = doc["drift"]
+    assert drift is not None and drift["stream"] == "video" and drift["channels"] == 16, drift
+    assert [s["generation"] for s in drift["shots"]] == [1, 2, 3, 4] and drift["reference_generation"] == 1
+    assert drift["shots"][0]["mean_delta"] == [0.0] * 16 and drift["shots"][0]["std_ratio"] == [1.0] * 16

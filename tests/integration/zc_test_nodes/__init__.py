@@ -576,6 +576,37 @@ NODES = [ZCTestHold, ZCTestConditioning, ZCTestClip, ZCTestRaisingVAE, ZCTestNoi
          ZCTestCaptureAny, ZCTestDecodingVAEs]
 
 
+class ZCTestContinueLatent(io.ComfyNode):
+    """A stand-in for a sampler that continues its first latent frame: what a real one does with
+    the frame a Handoff placed, without a model."""
+
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestContinueLatent",
+            display_name="ZC TEST continue a video LATENT from its first frame",
+            category=CATEGORY,
+            description="TEST ONLY. The LATENT with frames 1.. replaced by a seeded random walk from "
+                        "frame 0 (each step `step` times frame 0's standard deviation); its other "
+                        "keys (a Handoff's lineage marker, noise_mask) pass through.",
+            inputs=[io.Latent.Input("samples"),
+                    io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
+                    io.Float.Input("step", default=0.1, min=0.0, max=10.0, step=0.001)],
+            outputs=[io.Latent.Output()],
+        )
+
+    @classmethod
+    def execute(cls, samples, seed, step) -> io.NodeOutput:
+        x = samples["samples"].clone()
+        scale = step * float(x[:, :, 0].std())
+        noise = _seeded_randn(seed, *x[:, :, 1:].shape) * scale
+        x[:, :, 1:] = x[:, :, :1] + noise.cumsum(dim=2)
+        return io.NodeOutput({**samples, "samples": x})
+
+
+NODES.append(ZCTestContinueLatent)
+
+
 class ZCTestNodesExtension(ComfyExtension):
     async def get_node_list(self) -> list[type[io.ComfyNode]]:
         return list(NODES)
