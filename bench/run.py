@@ -16,6 +16,10 @@ Sections, in order (each also runs alone with --only):
   residency  per-shot model reloads over 10 shots with and without ZeroCopyVRAMPin (CPU)
   scale      store cost against latent size (1 MiB -> 1 GiB) and number of tags (1 -> 10,000),
              resident memory over a soak
+  padding    Wan I2V's gray padding as core builds it: the one-time VAE encode at 832x480, 81
+             frames (the real Wan 2.1 VAE architecture, CPU; minutes on a small CPU), then the
+             cached hop from memory and from the disk cache against the hot path's memcpy goal;
+             the GPU encode where CUDA is present (else NOT MEASURED)
   farm       a Wan 2.1 720p shot through Redis on loopback against the local path, and 4 workers'
              aggregate store throughput (a real redis-server; NOT MEASURED without one)
   gpu        every GPU row, from the JSON tools/gpu/run_all.py wrote (--gpu-json, default
@@ -51,7 +55,7 @@ if str(REPO) not in sys.path:
 
 from bench.common import FAIL, PASS, Context, Row, Section, cpu_load, git_commit, host, md_table  # noqa: E402
 
-SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "farm", "gpu")
+SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "padding", "farm", "gpu")
 TIME_GOAL = {"full": 600, "quick": 120, "smoke": None}
 
 
@@ -201,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     names = args.only or SECTIONS
     try:
-        if ctx.comfyui_path and any(n in ("overhead", "drift", "residency") for n in names):
+        if ctx.comfyui_path and any(n in ("overhead", "drift", "residency", "padding") for n in names):
             start_comfyui(ctx)
         info = machine(ctx)
         ctx.log(f"mode {mode}; {info['device']}; torch {info['torch']}; ComfyUI: {info['comfyui']}")
