@@ -16,6 +16,10 @@ Sections, in order (each also runs alone with --only):
   residency  per-shot model reloads over 10 shots with and without ZeroCopyVRAMPin (CPU)
   scale      store cost against latent size (1 MiB -> 1 GiB) and number of tags (1 -> 10,000),
              resident memory over a soak
+  padding    Wan I2V's gray padding as core builds it: the one-time VAE encode at 832x480, 81
+             frames (the real Wan 2.1 VAE architecture, CPU; minutes on a small CPU), then the
+             cached hop from memory and from the disk cache against the hot path's memcpy goal;
+             the GPU encode where CUDA is present (else NOT MEASURED)
   farm       a Wan 2.1 720p shot through Redis on loopback against the local path, and 4 workers'
              aggregate store throughput (a real redis-server; NOT MEASURED without one)
   gpu        every GPU row, from the JSON tools/gpu/run_all.py wrote (--gpu-json, default
@@ -26,8 +30,10 @@ With COMFYUI_PATH set, ComfyUI is imported in-process (CPU) and the real nodes a
 without it, the rows that need ComfyUI say so ("NOT MEASURED"), and the others use the engine
 directly. Nothing is ever estimated. Writes DIR/bench.json, DIR/bench.md and DIR/*.png (DIR:
 bench/results), and prints the summary table. Full mode takes under 10 minutes on a 2-core CPU,
---quick under 2. --only with --update keeps the other sections of DIR/bench.json as they were
-(e.g. `--only gpu --update` after a GPU run: seconds, no GPU needed).
+--quick under 2, besides the padding section's one-time encode at 480p/81 (P1: tens of minutes on
+a loaded 2-vCPU machine, reported on its own row and not counted in the run time's goal). --only
+with --update keeps the other sections of DIR/bench.json as they were (e.g. `--only gpu --update`
+after a GPU run: seconds, no GPU needed).
 
 Exit status: 0 when every section ran (rows may FAIL), 1 when a section raised.
 """
@@ -51,7 +57,7 @@ if str(REPO) not in sys.path:
 
 from bench.common import FAIL, PASS, Context, Row, Section, cpu_load, git_commit, host, md_table  # noqa: E402
 
-SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "farm", "gpu")
+SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "padding", "farm", "gpu")
 TIME_GOAL = {"full": 600, "quick": 120, "smoke": None}
 
 
@@ -201,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     names = args.only or SECTIONS
     try:
-        if ctx.comfyui_path and any(n in ("overhead", "drift", "residency") for n in names):
+        if ctx.comfyui_path and any(n in ("overhead", "drift", "residency", "padding") for n in names):
             start_comfyui(ctx)
         info = machine(ctx)
         ctx.log(f"mode {mode}; {info['device']}; torch {info['torch']}; ComfyUI: {info['comfyui']}")
@@ -222,9 +228,15 @@ def main(argv: list[str] | None = None) -> int:
     info["cpu_load_end"] = cpu_load()
     goal = TIME_GOAL[mode]
     if goal is not None and args.only is None:
+        # P1 (the padding section's one-time Wan VAE encode at 480p/81) is a cost measured for its own
+        # sake, minutes on a small CPU: reported on its own row, not counted against the run's goal
+        encode = next((s.data.get("encode_s", 0.0) for s in sections if s.name == "padding"), 0.0)
+        counted = elapsed - encode
+        measured = f"{elapsed:.0f} s" + (f" ({counted:.0f} s without P1's one-time encode, {encode:.0f} s, "
+                                         "which the goal does not count)" if encode else "")
         sections.append(Section("runtime", "Run time", rows=[Row(
             "T", f"benchmark run time, {mode} mode, all sections", f"≤ {goal // 60} min",
-            f"{elapsed:.0f} s", PASS if elapsed <= goal else FAIL)]))
+            measured, PASS if counted <= goal else FAIL)]))
     if args.update:  # the header stays the earlier run's: its sections were measured there
         earlier, kept = kept_sections(args.out, list(names))
         sections = in_order(kept + sections)

@@ -11,9 +11,12 @@ process_in/process_out, which may change their last bits.
 
 It also says how the conditioning compares with core's own node for the same
 request (``core_node``): equal except for the tail latents standing in for an
-encoded start image, and the one-line ``core_differences`` it lists (for Wan
-I2V, e.g., that the gray padding is encoded without the start image's causal
-context).
+encoded start image, and the one-line ``core_differences`` it lists, which the
+adapters write (docs/families.md, "As core builds it", has them all). For Wan I2V
+they say which padding was used: gray encoded without the start image's causal
+context (a continuing hop; cached), none (a first shot: gray encoded after its
+start image, as core does), or the latent format's empty value (no VAE, or a VAE
+whose encode raised: the notes then carry a WARNING, also shown in the UI).
 """
 
 from __future__ import annotations

@@ -29,6 +29,31 @@ def latent_format_by_name(name: str):
     return cls() if isinstance(cls, type) else None
 
 
+_EMPTY_LATENT_KEYS: dict[str, dict] = {}
+
+
+def empty_latent_keys(node: str) -> dict:
+    """The keys besides ``samples`` that this ComfyUI's empty-latent node ``node`` puts in its
+    LATENT (e.g. EmptySD3LatentImage's ``downscale_ratio_spacial``, which later ComfyUI reads to
+    fit an empty latent to the model), asked of the node itself once; {} without the node."""
+    if node not in _EMPTY_LATENT_KEYS:
+        keys: dict = {}
+        try:
+            import nodes
+            cls = nodes.NODE_CLASS_MAPPINGS.get(node)
+            if cls is not None:
+                if hasattr(cls, "FUNCTION"):
+                    out = getattr(cls(), cls.FUNCTION)(width=16, height=16, batch_size=1)
+                else:
+                    out = cls.execute(width=16, height=16, batch_size=1)
+                    out = out.args if hasattr(out, "args") else out
+                keys = {k: v for k, v in out[0].items() if k != "samples" and not isinstance(v, torch.Tensor)}
+        except Exception:  # noqa: BLE001 - without the node's answer the latent holds samples only
+            keys = {}
+        _EMPTY_LATENT_KEYS[node] = keys
+    return dict(_EMPTY_LATENT_KEYS[node])
+
+
 # process_out(0) per latent format object (a model keeps one for its life) and channel count
 _EMPTY_FILLS: "weakref.WeakKeyDictionary[object, dict[int, torch.Tensor]]" = weakref.WeakKeyDictionary()
 

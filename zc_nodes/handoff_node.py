@@ -265,7 +265,8 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         request = adapters.BuildRequest(
             spec=spec, positive=positive, negative=negative, width=width, height=height,
             length=length, batch=piece.shape[0], video=piece, latent_format=latent_format,
-            model=model, fresh_first_frame=True, vae=vae, spill_dir=runtime.store().spill_dir)
+            model=model, fresh_first_frame=True, vae=vae, spill_dir=runtime.store().spill_dir,
+            start_pixels=comfy_adapter.resize_image(image[:1], width, height))
         if spec.is_audio_video:
             request.audio_shape, request.audio_rate = cls.fresh_audio(spec, piece.shape[0], length)
         result = chosen.build(request)

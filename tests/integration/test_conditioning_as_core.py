@@ -218,3 +218,71 @@ def test_wan_i2v_padding_difference_is_measured(comfy, captures, pack, wan21_vae
             print(f"{case} latent {t}: max {diff.max():.3g} mean {diff.mean():.3g} relative {rel:.3g}",
                   file=sys.stderr)
             assert diff.max() <= TOLERANCE["max_abs"] and diff.mean() <= TOLERANCE["mean_abs"]
+
+
+def test_wan_i2v_first_shot_equals_core_wan_image_to_video(comfy, captures, pack, wan21_vae,
+                                                           tiny_wan21_i2v):
+    """The first shot (no stored tail, fallback_first_frame) builds exactly what core builds:
+    the Handoff has the start image's pixels, so it encodes it followed by gray in one video."""
+    image = start_image("noise_k1")  # torch.rand(1, H, W, 3) seeded 41
+    core = core_wan_i2v(comfy, wan21_vae.name, "noise_k1")
+    g, (vae, pos, neg), _ = loaders(comfy, wan21_vae.name)
+    model = g.add("UNETLoader", unet_name=tiny_wan21_i2v.name, weight_dtype="default")
+    clip = g.add("ZCTestClip", tokens=8)
+    frame = g.add("ZCTestNoiseImage", seed=41, width=W, height=H, frames=1)  # core's start image
+    hand = g.add("ZeroCopyLatentHandoff", clip=g.out(clip), vae=g.out(vae), prompt="", width=W,
+                 height=H, length=LENGTH, buffer_tag="as_core_first_shot",
+                 continuity_mode="zero_copy_latent_only", blend_ratio=0.0, model=g.out(model),
+                 tail_frames=1, positive=g.out(pos), negative=g.out(neg), fallback_first_frame=g.out(frame))
+    comfy.reset_cache()
+    run = comfy.run(g.prompt, targets=[hand, frame])
+    assert same_bits(comfy.output(run, frame), image)
+    positive, latent, negative, info = [comfy.output(run, hand, i) for i in range(4)]
+    assert "holds no latent yet" in info and "start image followed by 12 mid-gray" in info
+    assert "as core's WanImageToVideo builds it" in info and "gray encoded alone" not in info
+    marker = module(pack, "zc_continuity.lineage").MARKER
+    core_image = core[0][0][1]["concat_latent_image"]
+    assert_as_core((positive, latent, negative), core, 1, core_image[:, :, :1], exact_padding=True,
+                   marker=marker)
+    assert same_bits(positive[0][1]["concat_latent_image"], core_image)  # the whole image, slot 0 too
+    stored = shared_store(pack).get("as_core_first_shot").tensors["latent_tensor"]
+    assert same_bits(stored[:, :, :1], core_image[:, :, :1])  # the start image kept as the film's first
+    bad = positive[0][1]["concat_latent_image"].clone()
+    bad[0, 0, 2, 0, 0] = torch.nextafter(bad[0, 0, 2, 0, 0], bad[0, 0, 2, 0, 0] + 1)
+    wrong = [[positive[0][0], dict(positive[0][1], concat_latent_image=bad)]]
+    with pytest.raises(AssertionError):
+        assert_as_core((wrong, latent, negative), core, 1, core_image[:, :, :1], exact_padding=True,
+                       marker=marker)
+
+
+def test_wan_i2v_padding_falls_back_loudly_when_the_vae_cannot_encode(comfy, captures, pack,
+                                                                      tiny_wan21_i2v, monkeypatch):
+    """A VAE whose encode raises: the hop goes on with the old padding (the latent format's empty
+    value), the certificate says which padding it used, and a warning reaches the UI and the log."""
+    from comfy import latent_formats
+
+    ui = module(pack, "zc_nodes.ui_events")
+    sent = []
+    monkeypatch.setattr(ui, "send", lambda event, data: sent.append((event, data)) or True)
+    tag = "as_core_raising_vae"
+    tail = torch.randn(1, 16, 1, H // 8, W // 8, generator=torch.Generator().manual_seed(9))
+    store_tail(pack, tag, tail)
+    g = Graph()
+    vae = g.add("ZCTestRaisingVAE")  # its encode raises
+    model = g.add("UNETLoader", unet_name=tiny_wan21_i2v.name, weight_dtype="default")
+    clip = g.add("ZCTestClip", tokens=8)
+    hand = g.add("ZeroCopyLatentHandoff", clip=g.out(clip), vae=g.out(vae), prompt="", width=W,
+                 height=H, length=LENGTH, buffer_tag=tag, continuity_mode="zero_copy_latent_only",
+                 blend_ratio=0.0, model=g.out(model), tail_frames=1)
+    comfy.reset_cache()
+    run = comfy.run(g.prompt, targets=[hand])
+    positive, latent, negative, info = [comfy.output(run, hand, i) for i in range(4)]
+    assert "WARNING the VAE could not encode the gray padding (AssertionError" in info
+    assert "except:" in info and "padding: the latent format's empty value (process_out(0))" in info
+    image = positive[0][1]["concat_latent_image"]
+    assert same_bits(image[:, :, :1], tail)
+    fill = latent_formats.Wan21().process_out(torch.zeros(1, 16, 1, 1, 1))
+    assert same_bits(image[:, :, 1:], fill.expand(1, 16, image.shape[2] - 1, H // 8, W // 8).contiguous())
+    warnings = [d for e, d in sent if e == "zerocopy.warning"]
+    assert len(warnings) == 1 and "Wan I2V padding fell back" in warnings[0]["title"]
+    assert "connect the model's VAE" in warnings[0]["message"]

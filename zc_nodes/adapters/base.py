@@ -32,6 +32,9 @@ class BuildRequest:
     ``vae`` is the VAE the Handoff received: adapters that pad as core does
     with encoded pixels (Wan I2V's gray frames) encode with it, never the tail.
     ``spill_dir`` is the store's spill folder, where such encodings are cached.
+    ``start_pixels`` is the first shot's start image [n, H, W, 3], resized to the canvas, when
+    there is one (fallback_first_frame): adapters whose core node encodes more than the start
+    image with it (Wan I2V: the gray frames after it) build that encoding exactly as core does.
     """
 
     spec: FamilySpec
@@ -51,6 +54,7 @@ class BuildRequest:
     meta: dict = field(default_factory=dict)
     vae: object = None
     spill_dir: object = None
+    start_pixels: torch.Tensor | None = None
 
     def target(self, length: int | None = None) -> tuple[int, ...]:
         """The new shot's latent shape for this request's family and canvas."""

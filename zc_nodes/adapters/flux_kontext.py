@@ -7,7 +7,9 @@ used at its stored size, bit-identical; Kontext does not need it to match the
 canvas. See ``zc_continuity.kontext`` for the caveats.
 
 As core's ReferenceLatent + EmptySD3LatentImage: identical (the reference is the
-stored latent, where core's is VAEEncode of an image); no difference to name.
+stored latent, where core's is VAEEncode of an image), the empty latent's other keys
+included (``downscale_ratio_spacial`` where this ComfyUI's node sets it, asked of the
+node); no difference to name.
 """
 
 from __future__ import annotations
@@ -30,5 +32,5 @@ class FluxKontextReference(Adapter):
         return BuildResult(
             comfy_adapter.conditioning_with(request.positive, values, append=True),
             comfy_adapter.conditioning_with(request.negative, values, append=True),
-            result.latent_dict(),
+            {**result.latent_dict(), **comfy_adapter.empty_latent_keys("EmptySD3LatentImage")},
             [f"flux_kontext_reference: reference {list(request.video.shape)} kept at its stored size"])

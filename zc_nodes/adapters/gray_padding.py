@@ -203,6 +203,16 @@ def encode_gray(vae, width: int, height: int, length: int) -> torch.Tensor:
         return vae.encode(image)
 
 
+def encode_after_start(vae, start: torch.Tensor, length: int) -> torch.Tensor:
+    """What WanImageToVideo encodes for a start image: ``length`` frames of 0.5 with ``start``
+    ([n, H, W, C], already on the canvas) in front, as one video (the first shot's padding; it
+    depends on the image, so it is not cached)."""
+    image = torch.ones((length,) + tuple(start.shape[1:]), device=start.device, dtype=start.dtype) * GRAY
+    image[:start.shape[0]] = start[:length]
+    with _all_threads():
+        return vae.encode(image[:, :, :, :3])
+
+
 @contextlib.contextmanager
 def _all_threads():
     before = torch.get_num_threads()

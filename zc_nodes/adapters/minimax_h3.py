@@ -6,13 +6,15 @@ them), and the AV latent holds the chunk-aligned video tail and the aligned
 audio tail under a nested noise mask. See ``zc_continuity.minimax`` for the
 layout and caveats.
 
-Against core's MiniMaxH3ImageToVideo (first_frame only): the same
-``minimax_keyframes`` entry at frame 0 on the target grid and latent shapes;
+Against core (v0.33.0: MiniMaxH3ImageToVideo with first_frame; a ComfyUI with
+MiniMaxH3AddGuide: that node at frame_idx 0 with the tail clip and its audio): the same
+``minimax_keyframes`` entry on the target grid, text conditioning and latent shapes;
 differs, one line each (also in the certificate):
 - the latent holds the video and audio tails under a nested noise mask (core's is empty):
   the whole tail continues, not only the keyframe;
 - the prompt is encoded text-only (core also shows the keyframe image to the text encoder);
-- ``minimax_frame_count`` is set as v0.33.0's node sets it (later core no longer sets it).
+- with MiniMaxH3AddGuide: ``minimax_frame_count`` is set as v0.33.0's node sets it (that node
+  sets none).
 """
 
 from __future__ import annotations
@@ -65,9 +67,13 @@ class MiniMaxH3Keyframe(Adapter):
         if request.audio is not None:
             notes.append(request.audio_note())
         differences = ["the prompt is encoded text-only; core also shows the keyframe image to the "
-                       "text encoder (it needs pixels)",
-                       "minimax_frame_count is set as v0.33.0's node sets it"]
+                       "text encoder (it needs pixels)"]
+        if clip:  # this core's guide node no longer sets minimax_frame_count (v0.33.0's I2V node does)
+            differences.append(f"minimax_frame_count {request.length} is set as v0.33.0's "
+                               "MiniMaxH3ImageToVideo sets it; this core's MiniMaxH3AddGuide sets none")
         if not request.fresh_first_frame:
             differences.insert(0, "the latent holds the video and audio tails under a nested noise "
                                   "mask (core's latent is empty): the whole tail continues")
-        return BuildResult(positive, request.negative, latent, notes, differences)
+        core_node = ("MiniMaxH3AddGuide (frame_idx 0, the tail clip and its audio)" if clip else
+                     "MiniMaxH3ImageToVideo (first_frame)")
+        return BuildResult(positive, request.negative, latent, notes, differences, core_node=core_node)

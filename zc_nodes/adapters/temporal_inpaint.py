@@ -16,8 +16,11 @@ case the sampler restores them exactly at the end (``KSamplerX0Inpaint``).
 As core builds it: for Wan 2.2 TI2V 5B this is ``Wan22ImageToVideoLatent``
 exactly (samples, ``process_out(0)`` empty frames, ``noise_mask`` [B, 1, T, H, W]
 float32, no conditioning keys), except one line: slot 0 holds a continuation
-latent where core has a one-pixel-frame latent. Other families have no core node
-that starts a clip from latents this way (core's video I2V nodes are per family).
+latent where core has a one-pixel-frame latent. For LTX-Video it is
+``LTXVImgToVideo`` (strength 1): the same samples and the same mask values, except one
+line: the mask is per latent pixel [B, 1, T, H, W] where core's is per frame
+[B, 1, T, 1, 1] (the sampler resizes core's to the latent size). Other families have no
+core node that starts a clip from latents this way (core's video I2V nodes are per family).
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ from .. import comfy_adapter
 from ...zc_continuity import assemble, streams
 from .base import Adapter, BuildRequest, BuildResult
 
-CORE_NODES = {"wan22_5b": "Wan22ImageToVideoLatent"}
+CORE_NODES = {"wan22_5b": "Wan22ImageToVideoLatent", "ltxv": "LTXVImgToVideo (strength 1)"}
 """The core node temporal inpainting reproduces, per family (none for the others)."""
+CORE_ONLY = {"ltxv": ["noise_mask is held per latent pixel [B, 1, T, H, W] where LTXVImgToVideo's is "
+                      "per frame [B, 1, T, 1, 1] (same values; the sampler resizes core's to the latent)"]}
+"""What differs from that core node besides the causal first frame, per family."""
 CAUSAL_SLOT0 = ("slot 0 holds a continuation latent (4 pixel frames) where core has the encoding of "
                 "one pixel frame")
 
@@ -75,5 +81,6 @@ class TemporalInpaint(Adapter):
             notes.append(request.audio_note())
         core = CORE_NODES.get(spec.name, "")
         differences = [CAUSAL_SLOT0] if core and not request.fresh_first_frame else []
+        differences += CORE_ONLY.get(spec.name, [])
         return BuildResult(request.positive, request.negative, latent, notes, differences,
                            core_node=core)

@@ -1,0 +1,220 @@
+"""Section: the Wan I2V gray padding (issue 29). What the padding as core builds it costs.
+
+The wan_i2v adapter pads ``concat_latent_image`` with the VAE encoding of mid-gray frames, as
+core's WanImageToVideo does (``zc_nodes.adapters.gray_padding``). That is one VAE encode over the
+whole clip, paid once per (VAE, canvas, length), then served from memory (the hops after it) or
+from the disk cache in the spill folder (the first hop after a restart). Measured here with the
+real Wan 2.1 VAE architecture (ComfyUI's ``comfy.ldm.wan.vae.WanVAE`` at the released width 96,
+seeded random weights: the cost depends on the architecture and size, not on the weights),
+through the pack's own ``gray_padding`` and ``WanI2V`` adapter, in-process ComfyUI on the CPU:
+
+- P1: the one-time encode (float32, torch's CPU threads), at 832x480, 81 frames in full mode;
+- P2a: a cached hop from memory: the adapter's whole build (padding lookup, concat image, mask,
+  empty latent) against one memcpy of the latent, the hot path's memcpy goal (overhead H2);
+- P2b: the first hop after a restart: the padding read back from its file, same comparison
+  (info: it is paid once per process, not per hop);
+- P3: the one-time encode on a GPU: measured when this runs on a CUDA machine, else NOT MEASURED.
+
+The full-mode encode is long on a small CPU (minutes: one VAE pass over 81 frames at 480p), so
+quick mode encodes 17 frames and smoke mode a 64x64 canvas; the canvas is in every row.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+
+from bench.common import (
+    FAIL,
+    INFO,
+    NOT_MEASURED,
+    PASS,
+    Context,
+    Row,
+    Section,
+    fmt_bytes,
+    fmt_time,
+    interleaved,
+    md_table,
+    median,
+    pairwise_ratio,
+)
+
+NAME, TITLE = "padding", "Wan I2V gray padding (as core builds it)"
+MEMCPY_GOAL = 1.5  # overhead.HOT_PATH_GOALS: ours <= 1.5 x one memcpy of the latent
+IDLE_S = 0.3
+VAE_DIM = 96  # the released Wan 2.1 VAE's width
+NOT_ON_GPU = ("NOT MEASURED: no CUDA device here; run `python bench/run.py --only padding` on the GPU "
+              "machine (COMFYUI_PATH set) to fill this row")
+
+
+def canvas(ctx: Context) -> tuple[int, int, int]:
+    return ctx.pick((832, 480, 81), (832, 480, 17), (64, 64, 9))
+
+
+def wan21_vae(device: str):
+    """ComfyUI's VAE around the Wan 2.1 VAE architecture at width 96, seeded random weights."""
+    import comfy.ldm.wan.vae
+    import comfy.sd
+
+    net = comfy.ldm.wan.vae.WanVAE(dim=VAE_DIM, z_dim=16, dim_mult=[1, 2, 4, 4], num_res_blocks=2,
+                                   attn_scales=[], temperal_downsample=[False, True, True], dropout=0.0)
+    generator = torch.Generator().manual_seed(0)
+    state = {}
+    for key, tensor in sorted(net.state_dict().items()):
+        value = torch.randn(tensor.shape, generator=generator) * 0.02
+        state[key] = value + 1.0 if key.endswith(".gamma") else value
+    del net
+    return comfy.sd.VAE(sd=state, device=torch.device(device) if device != "cpu" else None)
+
+
+def request_for(pack, width, height, length, vae, spill):
+    """The prepared request a one-latent Wan I2V hop hands its adapter (the tail is a latent)."""
+    families = pack.module("zc_continuity.families")
+    base = pack.module("zc_nodes.adapters.base")
+    import comfy.latent_formats
+
+    spec = families.family_by_name("wan21")
+    tail = torch.randn(1, 16, 1, height // 8, width // 8, generator=torch.Generator().manual_seed(1))
+    cond = [[torch.zeros(1, 8, 16), {}]]
+    return base.BuildRequest(spec=spec, positive=cond, negative=cond, width=width, height=height,
+                             length=length, batch=1, video=tail, latent_format=comfy.latent_formats.Wan21(),
+                             vae=vae, spill_dir=spill)
+
+
+def measure(ctx: Context, pack) -> dict:
+    gray = pack.module("zc_nodes.adapters.gray_padding")
+    adapter = pack.module("zc_nodes.adapters.wan_i2v").WanI2V()
+    width, height, length = canvas(ctx)
+    spill = ctx.tmp_dir / "padding_spill"
+    spill.mkdir(parents=True, exist_ok=True)
+    vae = wan21_vae("cpu")
+    gray.forget_memory()
+    ctx.log(f"padding: one-time encode of {length} gray frames at {width}x{height} (Wan 2.1 VAE, width "
+            f"{VAE_DIM}, CPU, {torch.get_num_threads()} threads) ...")
+    with torch.inference_mode():
+        first = gray.gray_padding(vae, width, height, length, spill)
+    assert first.source == "encoded", first.source
+    ctx.log(f"padding: encoded in {first.seconds:.1f} s")
+    request = request_for(pack, width, height, length, vae, spill)
+    latent_bytes = first.latent.numel() * first.latent.element_size()
+    source = torch.randn(first.latent.shape)
+    target = torch.empty_like(source)
+    reps = ctx.pick(15, 7, 3)
+
+    def hop():
+        with torch.inference_mode():
+            return adapter.build(request)
+
+    old = request_for(pack, width, height, length, None, spill)  # no VAE: the old empty-value padding
+
+    def old_hop():
+        with torch.inference_mode():
+            return adapter.build(old)
+
+    def restart_hop():
+        gray.forget_memory()  # what a restart does; the file stays
+        return hop()
+
+    memory = interleaved({"ours": hop, "memcpy": lambda: target.copy_(source), "old": old_hop}, reps,
+                         idle=IDLE_S)
+    disk_sources = []
+    disk = interleaved({"ours": restart_hop, "memcpy": lambda: target.copy_(source)}, reps, idle=IDLE_S,
+                       after=lambda name, value: name == "ours" and disk_sources.append(value.notes[0]))
+    assert all("from the disk cache" in note for note in disk_sources), disk_sources[:1]
+    hop_note = hop().notes[0]
+    assert "from the in-memory cache" in hop_note, hop_note
+    return {"width": width, "height": height, "length": length, "encode_s": first.seconds,
+            "threads": torch.get_num_threads(), "latent_shape": list(first.latent.shape),
+            "latent_bytes": latent_bytes, "file": first.file.name if first.file else None,
+            "file_bytes": first.file.stat().st_size if first.file else 0, "reps": reps, "idle_s": IDLE_S,
+            "memory": memory, "disk": disk,
+            "memory_ratio": pairwise_ratio(memory["ours"], memory["memcpy"]),
+            "old_ratio": pairwise_ratio(memory["old"], memory["memcpy"]),
+            "disk_ratio": pairwise_ratio(disk["ours"], disk["memcpy"])}
+
+
+def measure_gpu(ctx: Context, pack) -> dict:
+    gray = pack.module("zc_nodes.adapters.gray_padding")
+    width, height, length = canvas(ctx)
+    vae = wan21_vae("cuda")
+    with torch.inference_mode():
+        gray.encode_gray(vae, 64, 64, 5)  # warm-up: kernels, the VAE moved onto the device
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        gray.encode_gray(vae, width, height, length)
+        torch.cuda.synchronize()
+    return {"seconds": time.perf_counter() - t0, "device": torch.cuda.get_device_name(0),
+            "width": width, "height": height, "length": length}
+
+
+def rows_for(data: dict, gpu: dict | None, gpu_why: str) -> list[Row]:
+    size = f"{data['width']}x{data['height']}, {data['length']} frames"
+    shape = "x".join(str(d) for d in data["latent_shape"])
+    rows = [Row("P1", f"Wan I2V gray padding: the one-time VAE encode, {size} (Wan 2.1 VAE architecture, "
+                      f"width {VAE_DIM}, random weights; CPU float32, {data['threads']} threads)", "(info)",
+                f"{data['encode_s']:.1f} s → latent {shape} ({fmt_bytes(data['latent_bytes'])}), kept in "
+                f"memory and in the spill folder ({fmt_bytes(data['file_bytes'])} file)", INFO)]
+    goal = f"ours ≤ {MEMCPY_GOAL:g} × memcpy (the hot path's goal)"
+    for rid, key, what in (("P2a", "memory", "a cached hop (padding from memory)"),
+                           ("P2b", "disk", "the first hop after a restart (padding from the disk cache)")):
+        ours, theirs = median(data[key]["ours"]), median(data[key]["memcpy"])
+        ratio = data[f"{key}_ratio"]
+        measured = (f"{ratio:.2f} × (ours {fmt_time(ours)}, memcpy {fmt_time(theirs)} of the "
+                    f"{fmt_bytes(data['latent_bytes'])} latent; medians of {data['reps']}, "
+                    f"{data['idle_s']:g} s idle before each call)")
+        if key == "memory":
+            measured += (f"; the same build with the old empty-value padding (no VAE): "
+                         f"{data['old_ratio']:.2f} × ({fmt_time(median(data['memory']['old']))})")
+            rows.append(Row(rid, f"Wan I2V adapter, {what}, {size}: the whole build vs one memcpy of the "
+                                 "latent", goal, measured, PASS if ratio <= MEMCPY_GOAL else FAIL))
+        else:
+            rows.append(Row(rid, f"Wan I2V adapter, {what}, {size}: once per process", "(info)",
+                            f"{measured}; the encode it saves: {data['encode_s']:.1f} s", INFO))
+    if gpu is None:
+        rows.append(Row("P3", f"Wan I2V gray padding: the one-time VAE encode on a GPU, {size}", "(info)",
+                        gpu_why, NOT_MEASURED))
+    else:
+        rows.append(Row("P3", f"Wan I2V gray padding: the one-time VAE encode on a GPU, {size}", "(info)",
+                        f"{gpu['seconds']:.2f} s on {gpu['device']} (float32, CUDA-synchronised)", INFO))
+    return rows
+
+
+def details_for(data: dict) -> str:
+    table = [[side, fmt_time(median(data[side]["ours"])), fmt_time(median(data[side]["memcpy"])),
+              f"{data[f'{side}_ratio']:.2f}"] for side in ("memory", "disk")]
+    return ("The padding frames of Wan I2V's `concat_latent_image` hold the VAE encoding of mid-gray "
+            "frames, as core's WanImageToVideo builds them. It is encoded once per VAE and canvas, then "
+            "served from memory, or from `<spill>/gray_padding/` after a restart "
+            f"(`{data['file']}`). The cached hops time the wan_i2v adapter's whole build, as the Handoff "
+            "calls it, against one memcpy of a latent of the same size, interleaved, an idle gap before "
+            "each call.\n\n" + md_table(["padding from", "adapter build", "memcpy", "ratio"], table))
+
+
+def run(ctx: Context) -> Section:
+    section = Section(NAME, TITLE)
+    if ctx.comfyui_path is None:
+        why = "NOT MEASURED: needs ComfyUI (set COMFYUI_PATH): the real Wan 2.1 VAE architecture"
+        section.rows = [Row(rid, figure, goal, why, NOT_MEASURED) for rid, figure, goal in (
+            ("P1", "Wan I2V gray padding: the one-time VAE encode (CPU)", "(info)"),
+            ("P2a", "Wan I2V adapter, a cached hop (padding from memory) vs one memcpy of the latent",
+             f"ours ≤ {MEMCPY_GOAL:g} × memcpy (the hot path's goal)"),
+            ("P2b", "Wan I2V adapter, the first hop after a restart (padding from the disk cache)", "(info)"),
+            ("P3", "Wan I2V gray padding: the one-time VAE encode on a GPU", "(info)"))]
+        return section
+    pack = ctx.comfy  # started by bench/run.py for this section
+    data = measure(ctx, pack)
+    gpu, why = None, NOT_ON_GPU
+    if ctx.cuda:
+        try:
+            gpu = measure_gpu(ctx, pack)
+        except Exception as exc:  # noqa: BLE001 - the row says what happened
+            why = f"raised {type(exc).__name__}: {exc}"
+            print(why, file=sys.stderr)
+    section.rows = rows_for(data, gpu, why)
+    section.details = details_for(data)
+    section.data = {**data, "gpu": gpu or {"not_measured": why}}
+    return section
+
