@@ -33,11 +33,11 @@ def get(url: str, timeout: float = 5.0):
 
 
 class Server:
-    """``python`` runs main.py (default: this interpreter); its environment is ``base_env``
-    (default: this process's) with ``env`` on top and the spill folder set."""
+    """``python`` runs main.py (default: this interpreter) with ``args`` after the usual ones; its
+    environment is ``base_env`` (default: this process's) with ``env`` on top and the spill folder set."""
 
     def __init__(self, base: Path, log: Path, *, spill: Path | None = None, env: dict | None = None,
-                 python: str | Path = sys.executable, base_env: dict | None = None):
+                 python: str | Path = sys.executable, base_env: dict | None = None, args: tuple = ()):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log
@@ -60,6 +60,7 @@ class Server:
                 "sqlite:///:memory:",
                 "--preview-method",
                 "none",
+                *map(str, args),
             ],
             cwd=str(base),
             env=env,
