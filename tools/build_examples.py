@@ -923,6 +923,67 @@ def wan22_svi_pro(schemas):
     return wf
 
 
+def wan21_loop_film(schemas):
+    """Wan 2.1 I2V, a whole film in one prompt with core's native loop (ComfyUI v0.36+ StartLoop /
+    EndLoop): each iteration's Handoff continues the shot the previous iteration stored, carried as
+    the loop value (Store.continuity -> EndLoop.next_iteration_value -> StartLoop.current_iteration_value
+    -> Handoff.continuity); the models and the start image load once, outside the loop. Not run here:
+    no ComfyUI with loops could be tested (docs/compatibility.md, Loops)."""
+    from comfy_workflows import Workflow
+
+    wf = Workflow(schemas, "wan21_i2v_loop_film")
+    tag = "wan21_loop_film"
+    _read_me(
+        wf,
+        [
+            "## Wan 2.1 I2V: a 6-shot film in one prompt (ComfyUI v0.36+ loops)",
+            "Needs ComfyUI v0.36 or later (Start Loop / End Loop). Start Loop runs the body (Handoff,",
+            "KSampler, Store, VAE Decode) once per shot. Each Store's `continuity` goes to End Loop's",
+            "`next_iteration_value`, which the next iteration's Start Loop hands out as",
+            "`current_iteration_value`, linked to the Handoff's `continuity`: shot k continues exactly",
+            "the shot k-1 stored, bit-identical, and waits for it. The first iteration has no carried",
+            "value: its Handoff starts from the start image (or the tag's newest shot). The seed is",
+            "the iteration index. Save runs after the loop, once per shot (End Loop accumulates the",
+            "decoded frames). Queued again, the loop continues the film. `cache_iterations` may stay",
+            "off (every iteration runs) or be on.",
+            "Checked against the loop nodes' schema as read (comfy_extras/nodes_loop.py @023f153c)",
+            "and by emulating the loop's expansion on ComfyUI v0.33.0 and master; not run on a",
+            "ComfyUI with loops.",
+        ],
+        size=(460, 420),
+    )
+    unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name=RELEASE.unet, weight_dtype="default")
+    pin = _pin(wf, unet.out(0))
+    model = wf.add("ModelSamplingSD3", (0, 410), size=(340, 60), model=pin.out(0), shift=8.0)
+    clip = wf.add("CLIPLoader", (0, 510), size=(340, 110), clip_name=RELEASE.text_encoder, type="wan",
+                  device="default")
+    vae = wf.add("VAELoader", (0, 660), size=(340, 60), vae_name=RELEASE.vae)
+    image = wf.add("LoadImage", (0, 760), size=(340, 330), image=RELEASE.start_image, title="Start image")
+    negative = wf.add("CLIPTextEncode", (400, 0), size=(400, 140), clip=clip.out(0),
+                      text="blurry, low quality, static, distorted, watermark", title="Negative prompt")
+    start = wf.add("StartLoop", (400, 220), size=(320, 170), title="Start Loop: one iteration per shot",
+                   **{"mode": "simple", "mode.num_iterations": 6, "cache_iterations": False})
+    handoff = _handoff(
+        wf, (860, 0), clip=clip.out(0), vae=vae.out(0),
+        prompt="a lighthouse on a cliff, the camera keeps moving through the evening, one continuous take",
+        width=RELEASE.width, height=RELEASE.height, length=RELEASE.length, fallback_first_frame=image.out(0),
+        buffer_tag=tag, negative=negative.out(0), model=model.out(0), continuity=start.out(4),
+        title="Handoff: continues the carried shot")
+    sampler_args = {"steps": RELEASE.steps, "cfg": RELEASE.cfg, "sampler_name": RELEASE.sampler,
+                    "scheduler": "simple", "denoise": 1.0}
+    sampled = _ksampler(wf, (1280, 0), model.out(0), start.out(0), handoff.out(0), handoff.out(2), handoff.out(1),
+                        sampler_args)
+    store = wf.add("ZeroCopyLatentStore", (1280, 320), size=(340, 260), samples=sampled.out(0), buffer_tag=tag,
+                   model=model.out(0), title="Store this iteration's shot")
+    decode = wf.add("VAEDecode", (1280, 640), size=(220, 50), samples=store.out(0), vae=vae.out(0))
+    wf.group("The loop body: one shot per iteration", [handoff, sampled, store, decode])
+    end = wf.add("EndLoop", (1700, 320), size=(300, 110), output_value=decode.out(0),
+                 next_iteration_value=store.out(1), accumulate=True, title="End Loop: carries the shot")
+    wf.add("SaveAnimatedWEBP", (1700, 520), size=(300, 330), images=end.out(0), filename_prefix="zerocopy/loop_shot",
+           fps=16.0, lossless=False, quality=90, method="default")
+    return wf
+
+
 # name -> builder; every shipped example (release profile)
 EXAMPLES = {
     "wan21_i2v_3shot_chain": wan21_i2v_chain,
@@ -933,6 +994,7 @@ EXAMPLES = {
     "flux_dev_img2img_stills": flux_dev_img2img_stills,
     "wan22_s2v_extend_chain": wan22_s2v_extend,
     "wan22_svi_pro_chain": wan22_svi_pro,
+    "wan21_i2v_loop_film": wan21_loop_film,
 }
 
 
@@ -984,7 +1046,8 @@ def index_text(built: dict[str, str], schemas) -> str:
         "integration tests; the Wan 2.1 chain also runs there, on tiny random-weight models.",
         "",
         "Families other than Wan 2.1 need the Handoff adapters of this version (see the README's",
-        "per-family table); every workflow loads and validates on ComfyUI v0.33.0.",
+        "per-family table); every workflow loads and validates on ComfyUI v0.33.0, except the native-loop",
+        "film, which needs v0.36 or later (Start Loop / End Loop; see docs/compatibility.md, Loops).",
         "",
     ]
     for name, builder in EXAMPLES.items():
@@ -1022,9 +1085,10 @@ def main() -> int:
         return 2
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     start_comfyui(Path(root))
-    from comfy_workflows import Schemas, validate
+    from comfy_workflows import validate
+    from loop_nodes import LoopSchemas
 
-    schemas = Schemas()
+    schemas = LoopSchemas()  # the running ComfyUI's nodes, with core's loop nodes as read
     stale = []
     built = build_all(schemas)
     outputs = {WORKFLOW_DIR / f"{name}.json": text for name, text in built.items()}
