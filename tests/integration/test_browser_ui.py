@@ -203,6 +203,12 @@ def _open_page(browser, server, frontend):
     browser.get(server.url + "/")
     _wait(browser, "return !!(window.__zerocopy && window.comfyAPI?.app?.app?.graph)", 60,
           "the frontend and the ZeroCopy extension")
+    # the node types registered (the frontend's own Note types come from an extension too): a
+    # workflow loaded before that keeps a typeless "Read me" that the server refuses (seen once on
+    # a loaded machine)
+    _wait(browser, "const t = window.LiteGraph?.registered_node_types || {};"
+                   "return ['MarkdownNote', 'KSampler', 'ZeroCopyLatentStore'].every(n => t[n]);", 60,
+          "the frontend to register the node types")
     served = browser.execute_script("return window.__COMFYUI_FRONTEND_VERSION__ || null")
     assert served == version, f"the server serves frontend {served}, not {version} (see --front-end-root)"
     vue = browser.execute_script(
@@ -451,13 +457,15 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
 
 
 def _queue_and_wait(browser):
-    browser.execute_async_script(
+    queued = browser.execute_async_script(
         "const done = arguments[arguments.length - 1];"
         "window.__zcRun = 'queued';"
         "for (const e of ['execution_success', 'execution_error']) window.comfyAPI.api.api.addEventListener("
         "  e, () => { window.__zcRun = e; });"
-        "window.comfyAPI.app.app.queuePrompt(0, 1).then(() => done(true), e => done(String(e)));"
+        "window.comfyAPI.app.app.queuePrompt(0, 1).then(r => done(r === false ? 'refused' : true),"
+        " e => done(String(e)));"
     )
+    assert queued is True, f"the frontend could not queue the workflow: {queued} (see the server log)"
     _wait(browser, "return window.__zcRun !== 'queued' && window.__zcRun", RUN_TIMEOUT_S, "the run to finish")
     assert browser.execute_script("return window.__zcRun") == "execution_success"
 
@@ -722,7 +730,7 @@ def test_no_two_nodes_of_an_example_overlap_as_drawn(server, browser, frontend, 
         assert not missing, f"no DOM element for {missing} under Nodes 2.0 with the node in view"
     problems = _overlaps(boxes, "dom" if vue else "graph")
     if example == "wan21_i2v_3shot_chain":
-        _frame(browser, 0.75, -40, -60)
+        _frame(browser, 0.75, -560, -60)  # the loaders column beside the open sidebar
         browser.save_screenshot(str(_shot(frontend, "example_wan21_loaders")))
     assert not problems, "\n".join(problems) + f"\n(boxes: {boxes})"
 
