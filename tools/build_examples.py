@@ -101,7 +101,7 @@ def _pin(wf, model_ref, pos=(0, 120)):
     return wf.add(
         "ZeroCopyVRAMPin",
         pos,
-        size=(340, 230),
+        size=(340, 250),  # its widgets and its residency badge (the frontends' own minimum size)
         model=model_ref,
         enable_pinning=True,
         tune_allocator=False,
@@ -135,7 +135,8 @@ def _handoff(wf, pos, **inputs):
         ("generation", 0),
     ):
         inputs.setdefault(name, value)
-    return wf.add("ZeroCopyLatentHandoff", pos, size=(380, 560), **inputs)
+    # the height Nodes 2.0 gives the spec's inputs, the advanced-inputs fold and the badge
+    return wf.add("ZeroCopyLatentHandoff", pos, size=(380, 680), **inputs)
 
 
 def _shot_outputs(wf, x, y, samples, vae, tag, model, shot, fps=16, prefix="zerocopy/shot"):
@@ -151,8 +152,8 @@ def _shot_outputs(wf, x, y, samples, vae, tag, model, shot, fps=16, prefix="zero
     decode = wf.add("VAEDecode", (x, y + 300), size=(220, 50), samples=store.out(0), vae=vae)
     save = wf.add(
         "SaveAnimatedWEBP",
-        (x + 260, y + 300),
-        size=(330, 330),
+        (x + 250, y + 300),
+        size=(300, 330),  # the shot's group ends before the next shot's Handoff (shots are 1000 apart)
         images=decode.out(0),
         filename_prefix=f"{prefix}{shot}",
         fps=float(fps),
@@ -276,7 +277,7 @@ def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
         start_image=image.out(0),
         **extra,
     )
-    sampler_args = dict(steps=p.steps, cfg=p.cfg, sampler_name=p.sampler, scheduler="simple", denoise=1.0)
+    sampler_args = {"steps": p.steps, "cfg": p.cfg, "sampler_name": p.sampler, "scheduler": "simple", "denoise": 1.0}
     shot1 = _ksampler(wf, (860, 0), model.out(0), 1001, i2v.out(0), i2v.out(1), i2v.out(2), sampler_args)
     store, decode, save = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), p.tag, model.out(0), 1)
     wf.group("Shot 1: image to video, stored", [shot1, store, decode, save, i2v])
@@ -357,7 +358,7 @@ def wan22_5b_chain(schemas):
         batch_size=1,
         start_image=image.out(0),
     )
-    sampler_args = dict(steps=30, cfg=5.0, sampler_name="uni_pc", scheduler="simple", denoise=1.0)
+    sampler_args = {"steps": 30, "cfg": 5.0, "sampler_name": "uni_pc", "scheduler": "simple", "denoise": 1.0}
     shot1 = _ksampler(
         wf, (860, 0), model.out(0), 2201, positive.out(0), negative.out(0), latent.out(0), sampler_args
     )
@@ -452,9 +453,9 @@ def ltx2_av_chain(schemas):
         audio_vae=audio_vae.out(0),
     )
     av = wf.add(
-        "LTXVConcatAVLatent", (800, 760), size=(260, 60), video_latent=i2v.out(2), audio_latent=audio.out(0)
+        "LTXVConcatAVLatent", (400, 930), size=(260, 60), video_latent=i2v.out(2), audio_latent=audio.out(0)
     )
-    sampler_args = dict(steps=20, cfg=3.0, sampler_name="euler", scheduler="simple", denoise=1.0)
+    sampler_args = {"steps": 20, "cfg": 3.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0}
     shot1 = _ksampler(wf, (860, 0), model.out(0), 3301, i2v.out(0), i2v.out(1), av.out(0), sampler_args)
 
     def outputs(x, samples, shot):
@@ -493,7 +494,7 @@ def ltx2_av_chain(schemas):
         return store, [store, split, decode, sound, video, preview]
 
     store, members = outputs(860, shot1.out(0), 1)
-    wf.group("Shot 1 (audio + video)", [shot1, av, *members])
+    wf.group("Shot 1 (audio + video)", [shot1, *members])
     handoff = _handoff(
         wf,
         (1860, 0),
@@ -587,7 +588,7 @@ def minimax_h3_chain(schemas):
         text="blurry, low quality, muffled audio",
         title="Negative prompt",
     )
-    sampler_args = dict(steps=30, cfg=4.0, sampler_name="euler", scheduler="simple", denoise=1.0)
+    sampler_args = {"steps": 30, "cfg": 4.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0}
     shot1 = _ksampler(wf, (860, 0), model.out(0), 4401, i2v.out(0), negative.out(0), i2v.out(1), sampler_args)
     store, decode, save = _shot_outputs(
         wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/h3_shot"
@@ -659,7 +660,7 @@ def flux_kontext_stills(schemas):
         "ReferenceLatent", (400, 580), size=(240, 50), conditioning=positive.out(0), latent=encoded.out(0)
     )
     guided = wf.add("FluxGuidance", (400, 680), size=(240, 60), conditioning=reference.out(0), guidance=2.5)
-    sampler_args = dict(steps=20, cfg=1.0, sampler_name="euler", scheduler="simple", denoise=1.0)
+    sampler_args = {"steps": 20, "cfg": 1.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0}
     still1 = _ksampler(
         wf, (860, 0), model.out(0), 5501, guided.out(0), negative.out(0), encoded.out(0), sampler_args
     )
@@ -753,7 +754,7 @@ def flux_dev_img2img_stills(schemas):
                       title="Negative prompt (empty)")
     empty = wf.add("EmptySD3LatentImage", (400, 360), size=(300, 110), width=1024, height=1024, batch_size=1)
     guided = wf.add("FluxGuidance", (400, 520), size=(240, 60), conditioning=positive.out(0), guidance=3.5)
-    first_args = dict(steps=20, cfg=1.0, sampler_name="euler", scheduler="simple", denoise=1.0)
+    first_args = {"steps": 20, "cfg": 1.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0}
     still1 = _ksampler(wf, (860, 0), model.out(0), 7101, guided.out(0), negative.out(0), empty.out(0),
                        first_args)
     store = wf.add("ZeroCopyLatentStore", (860, 320), size=(340, 260), samples=still1.out(0), buffer_tag=tag,
@@ -818,7 +819,7 @@ def wan22_s2v_extend(schemas):
     s2v = wf.add("WanSoundImageToVideo", (400, 360), size=(340, 250), positive=positive.out(0),
                  negative=negative.out(0), vae=vae.out(0), width=640, height=640, length=77, batch_size=1,
                  audio_encoder_output=encoded.out(0), ref_image=image.out(0))
-    sampler_args = dict(steps=20, cfg=6.0, sampler_name="uni_pc", scheduler="simple", denoise=1.0)
+    sampler_args = {"steps": 20, "cfg": 6.0, "sampler_name": "uni_pc", "scheduler": "simple", "denoise": 1.0}
     shot1 = _ksampler(wf, (860, 0), model.out(0), 8101, s2v.out(0), s2v.out(1), s2v.out(2), sampler_args)
     store, decode, save = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1,
                                         prefix="zerocopy/s2v_shot")
@@ -887,7 +888,7 @@ def wan22_svi_pro(schemas):
 
     def sample(x, seed, conditioned, shot):
         """High-noise steps 0-3 then low-noise steps 3-6 (KSamplerAdvanced), then store and save."""
-        args = dict(noise_seed=seed, steps=6, cfg=1.0, sampler_name="euler", scheduler="simple")
+        args = {"noise_seed": seed, "steps": 6, "cfg": 1.0, "sampler_name": "euler", "scheduler": "simple"}
         first = wf.add("KSamplerAdvanced", (x, 0), size=(320, 330), model=high_model.out(0), add_noise="enable",
                        positive=conditioned.out(0), negative=conditioned.out(1), latent_image=conditioned.out(2),
                        start_at_step=0, end_at_step=3, return_with_leftover_noise="enable",
@@ -922,6 +923,67 @@ def wan22_svi_pro(schemas):
     return wf
 
 
+def wan21_loop_film(schemas):
+    """Wan 2.1 I2V, a whole film in one prompt with core's native loop (ComfyUI v0.36+ StartLoop /
+    EndLoop): each iteration's Handoff continues the shot the previous iteration stored, carried as
+    the loop value (Store.continuity -> EndLoop.next_iteration_value -> StartLoop.current_iteration_value
+    -> Handoff.continuity); the models and the start image load once, outside the loop. Not run here:
+    no ComfyUI with loops could be tested (docs/compatibility.md, Loops)."""
+    from comfy_workflows import Workflow
+
+    wf = Workflow(schemas, "wan21_i2v_loop_film")
+    tag = "wan21_loop_film"
+    _read_me(
+        wf,
+        [
+            "## Wan 2.1 I2V: a 6-shot film in one prompt (ComfyUI v0.36+ loops)",
+            "Needs ComfyUI v0.36 or later (Start Loop / End Loop). Start Loop runs the body (Handoff,",
+            "KSampler, Store, VAE Decode) once per shot. Each Store's `continuity` goes to End Loop's",
+            "`next_iteration_value`, which the next iteration's Start Loop hands out as",
+            "`current_iteration_value`, linked to the Handoff's `continuity`: shot k continues exactly",
+            "the shot k-1 stored, bit-identical, and waits for it. The first iteration has no carried",
+            "value: its Handoff starts from the start image (or the tag's newest shot). The seed is",
+            "the iteration index. Save runs after the loop, once per shot (End Loop accumulates the",
+            "decoded frames). Queued again, the loop continues the film. `cache_iterations` may stay",
+            "off (every iteration runs) or be on.",
+            "Checked against the loop nodes' schema as read (comfy_extras/nodes_loop.py @023f153c)",
+            "and by emulating the loop's expansion on ComfyUI v0.33.0 and master; not run on a",
+            "ComfyUI with loops.",
+        ],
+        size=(460, 420),
+    )
+    unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name=RELEASE.unet, weight_dtype="default")
+    pin = _pin(wf, unet.out(0))
+    model = wf.add("ModelSamplingSD3", (0, 410), size=(340, 60), model=pin.out(0), shift=8.0)
+    clip = wf.add("CLIPLoader", (0, 510), size=(340, 110), clip_name=RELEASE.text_encoder, type="wan",
+                  device="default")
+    vae = wf.add("VAELoader", (0, 660), size=(340, 60), vae_name=RELEASE.vae)
+    image = wf.add("LoadImage", (0, 760), size=(340, 330), image=RELEASE.start_image, title="Start image")
+    negative = wf.add("CLIPTextEncode", (400, 0), size=(400, 140), clip=clip.out(0),
+                      text="blurry, low quality, static, distorted, watermark", title="Negative prompt")
+    start = wf.add("StartLoop", (400, 220), size=(320, 170), title="Start Loop: one iteration per shot",
+                   **{"mode": "simple", "mode.num_iterations": 6, "cache_iterations": False})
+    handoff = _handoff(
+        wf, (860, 0), clip=clip.out(0), vae=vae.out(0),
+        prompt="a lighthouse on a cliff, the camera keeps moving through the evening, one continuous take",
+        width=RELEASE.width, height=RELEASE.height, length=RELEASE.length, fallback_first_frame=image.out(0),
+        buffer_tag=tag, negative=negative.out(0), model=model.out(0), continuity=start.out(4),
+        title="Handoff: continues the carried shot")
+    sampler_args = {"steps": RELEASE.steps, "cfg": RELEASE.cfg, "sampler_name": RELEASE.sampler,
+                    "scheduler": "simple", "denoise": 1.0}
+    sampled = _ksampler(wf, (1280, 0), model.out(0), start.out(0), handoff.out(0), handoff.out(2), handoff.out(1),
+                        sampler_args)
+    store = wf.add("ZeroCopyLatentStore", (1280, 320), size=(340, 260), samples=sampled.out(0), buffer_tag=tag,
+                   model=model.out(0), title="Store this iteration's shot")
+    decode = wf.add("VAEDecode", (1280, 640), size=(220, 50), samples=store.out(0), vae=vae.out(0))
+    wf.group("The loop body: one shot per iteration", [handoff, sampled, store, decode])
+    end = wf.add("EndLoop", (1700, 320), size=(300, 110), output_value=decode.out(0),
+                 next_iteration_value=store.out(1), accumulate=True, title="End Loop: carries the shot")
+    wf.add("SaveAnimatedWEBP", (1700, 520), size=(300, 330), images=end.out(0), filename_prefix="zerocopy/loop_shot",
+           fps=16.0, lossless=False, quality=90, method="default")
+    return wf
+
+
 # name -> builder; every shipped example (release profile)
 EXAMPLES = {
     "wan21_i2v_3shot_chain": wan21_i2v_chain,
@@ -932,6 +994,7 @@ EXAMPLES = {
     "flux_dev_img2img_stills": flux_dev_img2img_stills,
     "wan22_s2v_extend_chain": wan22_s2v_extend,
     "wan22_svi_pro_chain": wan22_svi_pro,
+    "wan21_i2v_loop_film": wan21_loop_film,
 }
 
 
@@ -983,7 +1046,8 @@ def index_text(built: dict[str, str], schemas) -> str:
         "integration tests; the Wan 2.1 chain also runs there, on tiny random-weight models.",
         "",
         "Families other than Wan 2.1 need the Handoff adapters of this version (see the README's",
-        "per-family table); every workflow loads and validates on ComfyUI v0.33.0.",
+        "per-family table); every workflow loads and validates on ComfyUI v0.33.0, except the native-loop",
+        "film, which needs v0.36 or later (Start Loop / End Loop; see docs/compatibility.md, Loops).",
         "",
     ]
     for name, builder in EXAMPLES.items():
@@ -1021,9 +1085,10 @@ def main() -> int:
         return 2
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     start_comfyui(Path(root))
-    from comfy_workflows import Schemas, validate
+    from comfy_workflows import validate
+    from loop_nodes import LoopSchemas
 
-    schemas = Schemas()
+    schemas = LoopSchemas()  # the running ComfyUI's nodes, with core's loop nodes as read
     stale = []
     built = build_all(schemas)
     outputs = {WORKFLOW_DIR / f"{name}.json": text for name, text in built.items()}

@@ -28,6 +28,12 @@ WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
 FILE_VALUE = re.compile(r".+\.(safetensors|sft|ckpt|pt|pth|bin|gguf|png|jpe?g|webp|mp3|wav|flac)$", re.IGNORECASE)
 MODE_ACTIVE = 0
 MODE_MUTED = 2  # LiteGraph "never": the frontend leaves the node out of the queued prompt
+# Layout (graph units): the title bar a frontend draws above a node's saved position; the room below
+# a node's saved size left free because frontends draw nodes taller than saved (Nodes 2.0 up to 26 px
+# taller on frontend 1.58.1, measured by tests/integration/test_browser_ui.py), and the gap after it.
+TITLE_HEIGHT = 30
+GROWTH_ROOM = 30
+GAP = 10
 
 
 @dataclass
@@ -188,7 +194,7 @@ class Workflow:
         self.name = name
         self.nodes: list[UINode] = []
         self.links: list[list] = []
-        self.groups: list[dict] = []
+        self.groups: list[tuple[str, list[UINode], str, int]] = []  # title, members, colour, pad
 
     def add(self, class_type: str, pos, *, size=(320, 130), title=None, color=None, **values) -> UINode:
         definition = self.schemas[class_type]
@@ -218,21 +224,36 @@ class Workflow:
         for node in nodes:
             node.mode = MODE_MUTED
 
-    def group(self, title: str, nodes: list[UINode], color="#3f789e", pad=40):
+    def group(self, title: str, nodes: list[UINode], color="#3f789e", pad=20):
+        """A group around these nodes (its bounds follow them when settle() moves them)."""
+        self.groups.append((title, list(nodes), color, pad))
+
+    def settle(self) -> None:
+        """Move nodes down, never sideways, until none overlaps another: taken top to bottom, a
+        node goes below every node already placed that shares some of its columns, with
+        GROWTH_ROOM and GAP below that node's saved size. Nodes side by side stay where they are."""
+        placed: list[UINode] = []
+        for node in sorted(self.nodes, key=lambda n: (n.pos[1], n.pos[0], n.id)):
+            x, y = node.pos
+            width = node.size[0]
+            floor = max((o.pos[1] + o.size[1] + GROWTH_ROOM + GAP + TITLE_HEIGHT for o in placed
+                         if x < o.pos[0] + o.size[0] and o.pos[0] < x + width), default=y)
+            node.pos = (x, max(y, floor))
+            placed.append(node)
+
+    def _group_json(self, index: int, title: str, nodes: list[UINode], color: str, pad: int) -> dict:
         left = min(n.pos[0] for n in nodes) - pad
-        top = min(n.pos[1] for n in nodes) - pad - 30
+        top = min(n.pos[1] for n in nodes) - pad - TITLE_HEIGHT
         right = max(n.pos[0] + n.size[0] for n in nodes) + pad
         bottom = max(n.pos[1] + n.size[1] for n in nodes) + pad
-        self.groups.append(
-            {
-                "id": len(self.groups) + 1,
-                "title": title,
-                "bounding": [left, top, right - left, bottom - top],
-                "color": color,
-                "font_size": 24,
-                "flags": {},
-            }
-        )
+        return {
+            "id": index,
+            "title": title,
+            "bounding": [left, top, right - left, bottom - top],
+            "color": color,
+            "font_size": 24,
+            "flags": {},
+        }
 
     def _link(self, source: OutputRef, target: UINode, item: InputDef):
         kind = source.node.definition.outputs[source.index][0]
@@ -264,6 +285,8 @@ class Workflow:
         return out
 
     def to_json(self) -> dict:
+        """The UI-format workflow, its nodes settled first (settle())."""
+        self.settle()
         nodes = []
         for node in self.nodes:
             entry = {
@@ -315,7 +338,7 @@ class Workflow:
             "last_link_id": len(self.links),
             "nodes": nodes,
             "links": [list(link) for link in self.links],
-            "groups": self.groups,
+            "groups": [self._group_json(i, *g) for i, g in enumerate(self.groups, 1)],
             "config": {},
             "extra": {"ds": {"scale": 0.55, "offset": [40, 60]}},
             "version": 0.4,

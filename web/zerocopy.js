@@ -8,6 +8,8 @@
 //   shots of the chosen line in order with thumbnails, take count, trim, digest and hop status;
 //   alternative and stale takes below; click a shot to inspect it, choose one of its takes
 //   (POST /zerocopy/film/{tag}/choose) or copy its "continue from here" settings.
+//   A seam badge per hop, and, when the film document has a drift field, a small plot of each
+//   shot's colour and contrast drift from the first shot (web/zerocopy_drift.js).
 // - A setting, ZeroCopy > Farm > Redis URL, sent to POST /zerocopy/farm (empty: the server's
 //   ZEROCOPY_REDIS_URL, or no farm). The server never sends the password back.
 //
@@ -21,9 +23,12 @@
 // shot), and execution_success / execution_error / execution_interrupted / reconnected, after
 // which the buffer list is fetched once (GET /zerocopy/buffers, and GET /zerocopy/farm).
 // Data comes only from the pack's JSON API; every value shown is set as text.
+// Every element of the pack carries a data-testid (zerocopy-badge, zerocopy-row, ...): the browser
+// tests select by those, never by a frontend's class names.
 
 import { app } from "../../scripts/app.js";
 import { api } from "../../scripts/api.js";
+import { driftPlotModel, driftSVG } from "./zerocopy_drift.js";
 
 const STORE = "ZeroCopyLatentStore";
 const HANDOFF = "ZeroCopyLatentHandoff";
@@ -32,6 +37,10 @@ const BADGED = new Set([STORE, HANDOFF, PIN]);
 const SIDEBAR_ID = "zerocopy-buffers";
 const FARM_URL_SETTING = "ZeroCopy.Farm.RedisURL";
 const THUMB_SIZE = 128;
+const DOM_WIDGET_MARGIN = 10; // the frontend's default margin around a DOM widget (BaseDOMWidget)
+// The badge's own minimum height in CSS pixels at zoom 1: Store/Handoff a 96 px thumbnail beside up
+// to 6 lines, the pin up to 5 lines.
+const BADGE_MIN_HEIGHT = { [STORE]: 130, [PIN]: 72 };
 const META_CHARS = 96; // longer metadata values are cut in the panel (the full value is the tooltip)
 
 const state = {
@@ -62,6 +71,7 @@ function el(tag, props = {}, ...children) {
     if (key === "class") node.className = value;
     else if (key === "text") node.textContent = value;
     else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key === "testid") node.dataset.testid = value; // the tests select by data-testid only
     else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
     else node.setAttribute(key, value);
   }
@@ -176,15 +186,20 @@ function addBadge(node) {
   if (node.__zerocopyBadge) return;
   const kind = nodeClass(node);
   const lines = el("div", { class: "zc-badge-lines" });
-  const thumb = kind === PIN ? null : el("img", { class: "zc-thumb", alt: "tail frame", draggable: "false" });
+  const thumb = kind === PIN ? null : el("img", { class: "zc-thumb", testid: "zerocopy-thumb", alt: "tail frame", draggable: "false" });
   if (thumb) thumb.style.display = "none"; // shown once there is a stored frame
-  const root = el("div", { class: "zc-badge", dataset: { kind, state: "empty" } }, lines, thumb);
+  const root = el("div", { class: "zc-badge", testid: "zerocopy-badge", dataset: { kind, state: "empty", nodeId: String(node.id) } }, lines, thumb);
+  // Nodes 2.0 lays DOM widgets out in the node's flow and ignores getMinHeight: the badge keeps
+  // its own minimum (the classic canvas gives it at least this much too: getMinHeight less margins).
+  const minHeight = BADGE_MIN_HEIGHT[kind === PIN ? PIN : STORE];
+  root.style.minHeight = `${minHeight}px`;
+  root.dataset.minHeight = String(minHeight);
   const widget = node.addDOMWidget("zerocopy_status", "zerocopy-status", root, {
     serialize: false,
     hideOnZoom: false,
     getValue: () => "",
     setValue: () => {},
-    getMinHeight: () => (kind === PIN ? 92 : 150), // pin: up to 5 lines (the reload cause is one)
+    getMinHeight: () => minHeight + 2 * DOM_WIDGET_MARGIN, // pin: up to 5 lines (the reload cause is one)
   });
   widget.serialize = false; // never in widgets_values: saved workflows stay what the schema says
   node.__zerocopyBadge = { root, lines, thumb, widget, key: null };
@@ -281,6 +296,7 @@ function updateNode(node, id = null) {
   if (id == null) id = [...graphNodes()].find(([, n]) => n === node)?.[0] ?? String(node.id);
   const info = describeNode(id, node);
   const data = badge.root.dataset;
+  data.nodeId = id;
   data.tag = info.tag ?? "";
   if (info.missing) {
     data.state = "empty";
@@ -335,6 +351,7 @@ function residencyLines(report) {
 
 function updatePin(node, id, badge) {
   const report = state.residencyEvents.get(id) ?? state.residency;
+  badge.root.dataset.nodeId = id;
   badge.root.dataset.state = report ? "ready" : "empty";
   badge.root.dataset.residency = report?.state ?? "";
   badge.root.title = report?.reason || report?.last_reload_detail || "";
@@ -515,11 +532,12 @@ function seamBadge(shot) {
   if (shot.kind === "start_image" || !shot.adapter) return null; // a root: no hop, no seam
   const seam = shot.seam;
   if (!seam) {
-    return el("div", { class: "zc-card-line zc-seam zc-seam-none", dataset: { seam: "none" }, text: "seam —",
+    return el("div", { class: "zc-card-line zc-seam zc-seam-none", testid: "zerocopy-seam", dataset: { seam: "none" }, text: "seam —",
       title: "no seam recorded (the film's first shot, or a shot stored before seams were measured)" });
   }
   return el("div", {
     class: `zc-card-line zc-seam zc-seam-${seam.verdict}`,
+    testid: "zerocopy-seam",
     dataset: { seam: seam.verdict },
     text: `seam ${seamNumber(seam.score)} ${seam.verdict}`,
     title: `the cut from its parent steps ${seamNumber(seam.score)}× the shots' own frame-to-frame steps `
@@ -553,6 +571,7 @@ function storyboardCard(tag, shot, selected) {
     "div",
     {
       class: `zc-card zc-${shot.state} ${selected ? "zc-selected" : ""}`,
+      testid: "zerocopy-card",
       dataset: { generation: String(shot.generation), state: shot.state, take: String(shot.take), takes: String(shot.takes) },
       title: shot.problem ?? shot.prompt ?? "",
       onclick: () => {
@@ -574,7 +593,7 @@ function storyboardCard(tag, shot, selected) {
 function storyboardDetail(tag, doc, shot) {
   const siblings = doc.shots.filter((s) => s.parent === shot.parent && s.continues === shot.continues);
   const text = continueText(tag, shot);
-  const copyBox = el("input", { class: "zc-continue", readonly: "readonly", value: text });
+  const copyBox = el("input", { class: "zc-continue", testid: "zerocopy-continue", readonly: "readonly", value: text });
   const lines = [
     `generation ${shot.generation} · ${shot.state}${shot.continues ? ` · continues ${shot.continues}` : ""}`,
     `parent ${shot.parent || "none (a root)"} · adapter ${shot.adapter || "—"} · trim ${shot.trim ?? 0} · tail ${shot.tail_frames ?? 0}`,
@@ -587,7 +606,7 @@ function storyboardDetail(tag, doc, shot) {
   ].filter(Boolean);
   return el(
     "div",
-    { class: "zc-film-detail", dataset: { generation: String(shot.generation) } },
+    { class: "zc-film-detail", testid: "zerocopy-film-detail", dataset: { generation: String(shot.generation) } },
     ...lines.map((line) => el("div", { class: "zc-slot-line", text: line })),
     el(
       "div",
@@ -596,6 +615,7 @@ function storyboardDetail(tag, doc, shot) {
       ...siblings.map((s) =>
         el("button", {
           // each take's seam beside it, so the choice can use it (seam — when none was measured)
+          testid: "zerocopy-take",
           class: `zc-button zc-take ${s.state === "line" ? "zc-on-line" : ""} zc-seam-${s.seam?.verdict ?? "none"}`,
           dataset: { generation: String(s.generation), seam: s.seam?.verdict ?? "none" },
           text: `take ${s.take} (gen ${s.generation}) · seam ${s.seam ? `${seamNumber(s.seam.score)} ${s.seam.verdict}` : "—"}`
@@ -647,16 +667,26 @@ function storyboard(tag) {
     : `${doc.problems.length} problem${doc.problems.length === 1 ? "" : "s"}: ${doc.problems.join(" · ")}`;
   return el(
     "div",
-    { class: "zc-film", dataset: { tag, ok: String(doc.ok), end: String(doc.end ?? "") } },
+    { class: "zc-film", testid: "zerocopy-film", dataset: { tag, ok: String(doc.ok), end: String(doc.end ?? "") } },
     el("div", { class: `zc-film-verdict ${doc.ok ? "zc-good" : "zc-bad"}`, text: verdict }),
-    el("div", { class: "zc-strip zc-strip-line" }, ...line.map((s) => storyboardCard(tag, s, s.generation === selectedGeneration))),
+    el("div", { class: "zc-strip zc-strip-line", testid: "zerocopy-strip-line" }, ...line.map((s) => storyboardCard(tag, s, s.generation === selectedGeneration))),
     off.length ? el("div", { class: "zc-label", text: "other takes and stale shots" }) : null,
-    off.length ? el("div", { class: "zc-strip zc-strip-off" }, ...off.map((s) => storyboardCard(tag, s, s.generation === selectedGeneration))) : null,
+    off.length ? el("div", { class: "zc-strip zc-strip-off", testid: "zerocopy-strip-off" }, ...off.map((s) => storyboardCard(tag, s, s.generation === selectedGeneration))) : null,
     doc.pins.length
       ? el("button", { class: "zc-button zc-clear-choices", text: "Clear chosen takes", title: "Follow the newest shot again", onclick: () => chooseTake(tag, 0) })
       : null,
+    driftView(doc.drift),
     selected ? storyboardDetail(tag, doc, selected) : null
   );
+}
+
+// The drift of each shot's tail from the first shot's (the film document's drift field, when the
+// server reports one): a small plot, or one line saying why the data cannot be drawn.
+function driftView(drift) {
+  const model = driftPlotModel(drift);
+  if (model == null) return null;
+  if (model.problem) return el("div", { class: "zc-panel-error", testid: "zerocopy-drift-problem", text: `drift: ${model.problem}` });
+  return el("div", { class: "zc-drift-view" }, driftSVG(document, model));
 }
 
 // ---------------------------------------------------------------- sidebar panel
@@ -671,6 +701,7 @@ const panel = {
   mount(root) {
     this.root = root;
     root.classList.add("zc-panel");
+    root.dataset.testid = "zerocopy-panel";
     this.render();
     refresh();
   },
@@ -754,7 +785,7 @@ const panel = {
       el(
         "div",
         { class: "zc-panel-actions" },
-        el("button", { class: "zc-button zc-refresh", text: "Refresh", title: "List the buffers again", onclick: () => refresh() }),
+        el("button", { class: "zc-button zc-refresh", testid: "zerocopy-refresh", text: "Refresh", title: "List the buffers again", onclick: () => refresh() }),
         buffers.length
           ? el("button", {
               class: `zc-button zc-clear-all ${this.confirm === "*" ? "zc-confirm" : ""}`,
@@ -796,13 +827,13 @@ const panel = {
   row(b) {
     const inspecting = this.open.has(b.tag);
     const thumb = b.in_memory || b.disk_generations?.length
-      ? el("img", { class: "zc-row-thumb", alt: "", src: previewURL(b.tag, b.newest_generation, 64), loading: "lazy" })
+      ? el("img", { class: "zc-row-thumb", testid: "zerocopy-row-thumb", alt: "", src: previewURL(b.tag, b.newest_generation, 64), loading: "lazy" })
       : null;
     const detail = inspecting ? this.detail(b.tag) : null;
     const film = this.films.has(b.tag) ? storyboard(b.tag) : null;
     return el(
       "div",
-      { class: "zc-row", dataset: { tag: b.tag, generation: String(b.newest_generation ?? "") } },
+      { class: "zc-row", testid: "zerocopy-row", dataset: { tag: b.tag, generation: String(b.newest_generation ?? "") } },
       el(
         "div",
         { class: "zc-row-main" },
@@ -820,10 +851,11 @@ const panel = {
       el(
         "div",
         { class: "zc-row-actions" },
-        el("button", { class: "zc-button zc-inspect", text: inspecting ? "Close" : "Inspect", onclick: () => this.inspect(b.tag) }),
-        el("button", { class: "zc-button zc-film-button", text: this.films.has(b.tag) ? "Close film" : "Film", title: "The film under this tag: shots in order, takes, stale shots", onclick: () => this.film(b.tag) }),
+        el("button", { class: "zc-button zc-inspect", testid: "zerocopy-inspect", text: inspecting ? "Close" : "Inspect", onclick: () => this.inspect(b.tag) }),
+        el("button", { class: "zc-button zc-film-button", testid: "zerocopy-film-button", text: this.films.has(b.tag) ? "Close film" : "Film", title: "The film under this tag: shots in order, takes, stale shots", onclick: () => this.film(b.tag) }),
         el("button", {
           class: `zc-button zc-clear ${this.confirm === b.tag ? "zc-confirm" : ""}`,
+          testid: "zerocopy-clear",
           text: this.confirm === b.tag ? "Confirm clear" : "Clear",
           title: "Forget this tag and delete its spill files",
           onclick: () => this.clear(b.tag),
@@ -850,7 +882,7 @@ const panel = {
       )
     );
     const disk = doc.disk_generations.length ? el("div", { class: "zc-slot-line", text: `on disk: generations ${doc.disk_generations.join(", ")}` }) : null;
-    return el("div", { class: "zc-detail" }, ...slots, disk);
+    return el("div", { class: "zc-detail", testid: "zerocopy-detail" }, ...slots, disk);
   },
 };
 
@@ -914,6 +946,11 @@ const STYLE = `
 .zc-takes, .zc-continue-row { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin-top: 4px; }
 .zc-take.zc-on-line { border-color: #6fdc8c; }
 .zc-continue { flex: 1 1 120px; font: inherit; background: #111; color: inherit; border: 1px solid var(--border-color, #555); border-radius: 3px; }
+.zc-drift-view { margin-top: 2px; }
+.zc-drift { display: block; width: 100%; max-width: 300px; height: auto; font: 9px ui-monospace, Menlo, Consolas, monospace; fill: currentColor; }
+.zc-drift-title { font-size: 10px; font-weight: 700; }
+.zc-drift-tick, .zc-drift-legend { opacity: .8; }
+.zc-drift-axis { stroke: currentColor; stroke-opacity: .5; }
 .zc-farm { opacity: .85; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; word-break: break-all; }
 .zc-farm-tag { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; color: #8ab4f8; word-break: break-all; }
 `;

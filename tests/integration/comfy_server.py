@@ -60,7 +60,7 @@ class Server:
                 "sqlite:///:memory:",
                 "--preview-method",
                 "none",
-                *args,
+                *map(str, args),
             ],
             cwd=str(base),
             env=env,

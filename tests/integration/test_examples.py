@@ -6,6 +6,7 @@ equal to what tools/build_examples.py builds, every pack node documented, and th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -40,7 +41,7 @@ CORE_NODES_OF_THE_EXAMPLES = ("SaveAnimatedWEBP", "CreateVideo", "LTXVConcatAVLa
 def schemas(comfy, loaded_pack):
     import build_examples
     import nodes
-    from comfy_workflows import Schemas
+    from loop_nodes import LoopSchemas
 
     for types, _, variable in build_examples.NEEDS_PACKS.values():  # peer packs, when given
         if os.environ.get(variable):
@@ -50,7 +51,7 @@ def schemas(comfy, loaded_pack):
     if missing:
         pytest.skip(f"this ComfyUI lacks core nodes the examples use ({', '.join(missing)}); "
                     "the examples target ComfyUI v0.33.0 and later")
-    return Schemas()
+    return LoopSchemas()  # with core's StartLoop/EndLoop as read (tools/loop_nodes.py): no tree here has loops
 
 
 def example_files():
@@ -115,10 +116,8 @@ def test_wan21_i2v_example_runs_on_the_tiny_models(comfy, schemas, loaded_pack, 
 
     tag = "zc_example_chain"
     runtime = sys.modules[loaded_pack.__name__ + ".zc_nodes.runtime"]
-    try:
+    with contextlib.suppress(Exception):  # a tag left by an earlier run, or none
         runtime.store().drop(tag, disk=True)
-    except Exception:
-        pass
     workflow = build_examples.wan21_i2v_chain(
         schemas, build_examples.tiny_profile(tiny_wan21_i2v.name, wan21_vae.name, tag)).to_json()
     release = json.loads((REPO / "example_workflows" / "wan21_i2v_3shot_chain.json").read_text())
@@ -143,3 +142,45 @@ def test_wan21_i2v_example_runs_on_the_tiny_models(comfy, schemas, loaded_pack, 
     assert entry["last_generation"] == 3
     saved = sorted(p.name for p in Path(comfy.output_dir, "zerocopy").glob("shot*.webp"))
     assert len(saved) >= 3, saved
+
+
+def test_the_loop_example_expands_as_a_native_loop_does(schemas):
+    """The native-loop example's API prompt (what the frontend queues), expanded the way core's
+    StartLoop does (loop_emulation: ``_expand_loop`` of comfy_extras/nodes_loop.py @023f153c as
+    read): one copy of the body per iteration with ids "{start}.0.0.{p}_{id}", iteration p's
+    Handoff continuing iteration p-1's Store through the carried value, the models and the start
+    image outside (one node for all iterations), and the save after the loop."""
+    from comfy_workflows import to_api_prompt, validate
+    from loop_emulation import expand_loop, loop_body
+
+    workflow = json.loads((REPO / "example_workflows" / "wan21_i2v_loop_film.json").read_text())
+    assert not validate(workflow, schemas)
+    prompt = to_api_prompt(workflow, schemas)
+    ids = {node["class_type"]: node_id for node_id, node in prompt.items()}
+    start, end = ids["StartLoop"], ids["EndLoop"]
+    assert prompt[start]["inputs"]["mode"] == "simple"
+    iterations = prompt[start]["inputs"]["mode.num_iterations"]
+    assert iterations == 6
+    body = loop_body(prompt, start, end)
+    assert {prompt[i]["class_type"] for i in body} == {"ZeroCopyLatentHandoff", "KSampler", "ZeroCopyLatentStore",
+                                                       "VAEDecode"}
+    # what uses End Loop's outputs after the loop (the save) is not emulated (loop_emulation): it
+    # is checked here as a link only, then left out of the expansion
+    after = [i for i, node in prompt.items() if [end, 0] in node["inputs"].values()]
+    assert [prompt[i]["class_type"] for i in after] == ["SaveAnimatedWEBP"]
+    out = expand_loop({k: v for k, v in prompt.items() if k not in after}, start, end, iterations=iterations)
+    prefix = f"{start}.0.0."
+    hand, store, sampler = ids["ZeroCopyLatentHandoff"], ids["ZeroCopyLatentStore"], ids["KSampler"]
+    for p in range(iterations):
+        iteration = out[f"{prefix}iteration_{p}"]["inputs"]
+        assert out[f"{prefix}{p}_{hand}"]["inputs"]["continuity"] == [f"{prefix}iteration_{p}", 4]
+        assert out[f"{prefix}{p}_{sampler}"]["inputs"]["seed"] == [f"{prefix}iteration_{p}", 0]
+        assert iteration["iteration_index"] == p
+        assert iteration.get("current_iteration_value") == (None if p == 0 else [f"{prefix}{p - 1}_{store}", 1])
+        # outside the loop: the same loader, image and VAE for every iteration
+        assert out[f"{prefix}{p}_{hand}"]["inputs"]["fallback_first_frame"] == [ids["LoadImage"], 0]
+        assert out[f"{prefix}{p}_{hand}"]["inputs"]["vae"] == [ids["VAELoader"], 0]
+    once = ("UNETLoader", "ZeroCopyVRAMPin", "CLIPLoader", "VAELoader", "LoadImage")
+    assert all(ids[kind] in out for kind in once)
+    copied = [f"{prefix}{p}_{ids[kind]}" for p in range(iterations) for kind in once]
+    assert not [k for k in copied if k in out], "a node outside the loop was copied into an iteration"

@@ -1,0 +1,135 @@
+// The storyboard's drift view: how far each shot's tail has drifted from the film's first shot,
+// per channel, as a small inline SVG (no library). Pure: no ComfyUI import, so the tests run the
+// model part (driftPlotModel) in Node against a fixture of the API's contract.
+//
+// The data is the `drift` field of GET /zerocopy/film/{tag} (docs/web-api.md):
+//   null, or {stream, channels: C, reference_generation, shots: [{index, generation,
+//   mean_delta: [C], std_ratio: [C]}, ...]}
+// index 0 is the first shot of the chosen line (mean_delta all 0, std_ratio all 1); mean_delta is
+// (tail mean - first shot's tail mean) / first shot's tail std, std_ratio tail std / first
+// shot's tail std, per channel.
+//
+// Plotted per shot: the colour drift max_c |mean_delta| and the contrast drift max_c |ln std_ratio|
+// (bold), and every channel's |mean_delta| (light), against the shot index.
+
+export const DRIFT_SIZE = { width: 300, height: 140, left: 34, right: 8, top: 30, bottom: 20 };
+
+const COLOURS = { mean: "#8ab4f8", spread: "#ffb454", channel: "#8ab4f8" };
+
+// The contract checked: a readable error names the first thing that does not match.
+export function driftProblem(drift) {
+  if (drift == null) return null;
+  if (typeof drift !== "object" || !Array.isArray(drift.shots)) return "drift.shots is not a list";
+  const channels = drift.channels;
+  if (!Number.isInteger(channels) || channels < 1) return `drift.channels is ${channels}, not a positive integer`;
+  for (const [i, shot] of drift.shots.entries()) {
+    if (shot?.index !== i) return `drift.shots[${i}].index is ${shot?.index}, expected ${i}`;
+    for (const key of ["mean_delta", "std_ratio"]) {
+      const values = shot[key];
+      if (!Array.isArray(values) || values.length !== channels) {
+        return `drift.shots[${i}].${key} has ${Array.isArray(values) ? values.length : "no"} values, expected ${channels}`;
+      }
+      if (!values.every((v) => typeof v === "number" && Number.isFinite(v))) return `drift.shots[${i}].${key} holds a non-finite value`;
+      if (key === "std_ratio" && !values.every((v) => v > 0)) return `drift.shots[${i}].std_ratio holds a value <= 0`;
+    }
+  }
+  return null;
+}
+
+// Per shot: {index, generation, mean: max |mean_delta|, spread: max |ln std_ratio|, channels: [|mean_delta|]}.
+export function driftSeries(drift) {
+  return drift.shots.map((shot) => {
+    const channels = shot.mean_delta.map((v) => Math.abs(v));
+    return {
+      index: shot.index,
+      generation: shot.generation,
+      mean: Math.max(...channels),
+      spread: Math.max(...shot.std_ratio.map((v) => Math.abs(Math.log(v)))),
+      channels,
+    };
+  });
+}
+
+function niceCeiling(value) {
+  if (!(value > 0)) return 1;
+  const step = 10 ** Math.floor(Math.log10(value));
+  for (const m of [1, 2, 2.5, 5, 10]) if (value <= m * step) return m * step;
+  return 10 * step;
+}
+
+function round(v) {
+  return Math.round(v * 10) / 10;
+}
+
+// Everything the picture needs, in plot pixels: null without data, {problem} when the data does
+// not match the contract.
+export function driftPlotModel(drift, size = DRIFT_SIZE) {
+  if (drift == null) return null;
+  const problem = driftProblem(drift);
+  if (problem) return { problem };
+  const series = driftSeries(drift);
+  const { width, height, left, right, top, bottom } = size;
+  const yMax = niceCeiling(Math.max(...series.flatMap((s) => [s.mean, s.spread, ...s.channels])));
+  const plotW = width - left - right;
+  const plotH = height - top - bottom;
+  const x = (i) => round(left + (series.length > 1 ? (i * plotW) / (series.length - 1) : plotW / 2));
+  const y = (v) => round(top + plotH - (v / yMax) * plotH);
+  const points = (values) => values.map((v, i) => [x(i), y(v)]);
+  const worst = series.reduce((a, b) => (b.mean > a.mean ? b : a), series[0]);
+  return {
+    width,
+    height,
+    title: `drift from shot 1 (gen ${drift.reference_generation}) · ${drift.stream ?? "video"} · ${drift.channels} ch`,
+    yMax,
+    axis: { x0: left, x1: width - right, y0: top + plotH, y1: top },
+    xLabels: series.map((s, i) => ({ x: x(i), text: String(i + 1), generation: s.generation })),
+    lines: [
+      { key: "mean", label: "max |Δmean| / σ₁", colour: COLOURS.mean, points: points(series.map((s) => s.mean)) },
+      { key: "spread", label: "max |ln σ/σ₁|", colour: COLOURS.spread, points: points(series.map((s) => s.spread)) },
+    ],
+    channelLines: Array.from({ length: drift.channels }, (_, c) => points(series.map((s) => s.channels[c]))),
+    worst: { index: worst.index, generation: worst.generation, mean: worst.mean },
+    series,
+  };
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function node(doc, tag, attributes = {}, text = null) {
+  const element = doc.createElementNS(SVG, tag);
+  for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, String(value));
+  if (text != null) element.textContent = text;
+  return element;
+}
+
+const path = (pts) => pts.map(([px, py]) => `${px},${py}`).join(" ");
+
+// The SVG element of a model (every value set as an attribute or as text); doc is the document.
+export function driftSVG(doc, model) {
+  const { width, height, axis } = model;
+  const svg = node(doc, "svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": model.title,
+    "data-testid": "zerocopy-drift", class: "zc-drift", "data-y-max": model.yMax, "data-shots": model.series.length,
+    "data-worst-generation": model.worst.generation });
+  svg.append(node(doc, "title", {}, `${model.title}. Latent statistics relative to the first shot's tail, not a perceptual score.`));
+  svg.append(node(doc, "text", { x: axis.x0, y: 11, class: "zc-drift-title", "data-testid": "zerocopy-drift-title" }, model.title));
+  svg.append(node(doc, "line", { x1: axis.x0, y1: axis.y0, x2: axis.x1, y2: axis.y0, class: "zc-drift-axis" }));
+  svg.append(node(doc, "line", { x1: axis.x0, y1: axis.y0, x2: axis.x0, y2: axis.y1, class: "zc-drift-axis" }));
+  svg.append(node(doc, "text", { x: axis.x0 - 3, y: axis.y1 + 4, "text-anchor": "end", class: "zc-drift-tick" }, String(model.yMax)));
+  svg.append(node(doc, "text", { x: axis.x0 - 3, y: axis.y0, "text-anchor": "end", class: "zc-drift-tick" }, "0"));
+  for (const label of model.xLabels) {
+    svg.append(node(doc, "text", { x: label.x, y: axis.y0 + 12, "text-anchor": "middle", class: "zc-drift-tick" }, label.text));
+  }
+  const channels = node(doc, "g", { "data-testid": "zerocopy-drift-channels", stroke: COLOURS.channel, "stroke-opacity": 0.18, fill: "none" });
+  for (const pts of model.channelLines) channels.append(node(doc, "polyline", { points: path(pts), "stroke-width": 1 }));
+  svg.append(channels);
+  model.lines.forEach((line, i) => {
+    const group = node(doc, "g", { "data-testid": `zerocopy-drift-${line.key}`, "data-values": model.series.map((s) => s[line.key].toPrecision(3)).join(",") });
+    group.append(node(doc, "polyline", { points: path(line.points), stroke: line.colour, "stroke-width": 2, fill: "none" }));
+    for (const [px, py] of line.points) group.append(node(doc, "circle", { cx: px, cy: py, r: 2.5, fill: line.colour }));
+    svg.append(group);
+    const lx = axis.x0 + 8 + i * 120;
+    svg.append(node(doc, "rect", { x: lx, y: 18, width: 10, height: 3, fill: line.colour }));
+    svg.append(node(doc, "text", { x: lx + 13, y: 23, class: "zc-drift-legend", "data-testid": "zerocopy-drift-legend" }, line.label));
+  });
+  return svg;
+}
