@@ -801,10 +801,10 @@ const panel = {
     // Without the engine there is no listing to wait for: say why instead of "Loading…" forever.
     const emptyText = engineDown ? "No buffers: the store needs the C engine (the fix is above)."
       : state.listedAt ? "No buffers yet. Queue a workflow with a ZeroCopy Latent Store." : "Loading…";
-    const empty = buffers.length ? null : el("div", { class: "zc-panel-empty", text: emptyText });
+    const empty = buffers.length ? null : el("div", { class: "zc-panel-empty", testid: "zerocopy-panel-empty", text: emptyText });
     const engine = engineDown
-      ? el("div", { class: "zc-panel-error zc-engine-missing", text: state.engine.message ?? "" },
-          state.engine.command ? el("input", { class: "zc-continue zc-engine-command", readonly: "readonly", value: state.engine.command, title: "the command to run, then restart ComfyUI" }) : null)
+      ? el("div", { class: "zc-panel-error zc-engine-missing", testid: "zerocopy-engine-missing", text: state.engine.message ?? "" },
+          state.engine.command ? el("input", { class: "zc-continue zc-engine-command", testid: "zerocopy-engine-command", readonly: "readonly", value: state.engine.command, title: "the command to run, then restart ComfyUI" }) : null)
       : null;
     // Without the engine the listing's own error says the same thing: the engine line says it once.
     const error = state.error && !engineDown ? el("div", { class: "zc-panel-error", text: state.error }) : null;

@@ -1,16 +1,35 @@
 """Headless Debian Chromium driven by Selenium for the browser tests: what each needs installed
-(skips naming the fix when something is missing), a driver that may reach 127.0.0.1 only, and
-a bounded wait on a script that reports the page's state when it times out."""
+(skips naming the fix when something is missing), the frontends they run on (pinned in
+requirements-frontends.txt, installed side by side under build/frontends/), a driver that may
+reach 127.0.0.1 only, and a bounded wait on a script that reports the page's state when it
+times out."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+FRONTENDS_FILE = REPO / "requirements-frontends.txt"
+FRONTEND_VERSIONS = re.findall(r"^comfyui-frontend-package==(\S+)$", FRONTENDS_FILE.read_text(), re.MULTILINE)
+
+
+def frontend_root(version: str) -> Path:
+    """Where a frontend version is installed for the tests (ComfyUI's --front-end-root)."""
+    return REPO / "build" / "frontends" / version / "comfyui_frontend_package" / "static"
+
+
+def need_frontend(version: str) -> Path:
+    """That version's root, or a skip naming the command that installs it."""
+    root = frontend_root(version)
+    if not (root / "index.html").is_file():
+        pytest.skip(f"skipped: frontend {version} not installed (pip install --no-deps --target "
+                    f"build/frontends/{version} comfyui-frontend-package=={version})")
+    return root
 
 
 def _which(*names):
@@ -27,10 +46,6 @@ def requirements() -> tuple[str, str]:
         import selenium  # noqa: F401
     except ImportError:
         pytest.skip("skipped: selenium not installed (pip install -r requirements-comfyui.txt)")
-    try:
-        import comfyui_frontend_package  # noqa: F401
-    except ImportError:
-        pytest.skip("skipped: comfyui-frontend-package not installed (pip install -r requirements-comfyui.txt)")
     return chromium, driver
 
 

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shutil
 import sys
 import time
 import urllib.request
@@ -35,6 +33,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from browser import FRONTEND_VERSIONS, chromium, frontend_root, need_frontend, requirements, wait_for
 from comfy_server import Server
 from comfy_server import get as _get
 
@@ -44,8 +43,6 @@ SCREENSHOT_DIR = REPO / "build" / "browser"
 TAG = "zc_browser_film"
 RUN_TIMEOUT_S = 120
 sys.path.insert(0, str(REPO / "tools"))
-FRONTENDS_FILE = REPO / "requirements-frontends.txt"
-FRONTEND_VERSIONS = re.findall(r"^comfyui-frontend-package==(\S+)$", FRONTENDS_FILE.read_text(), re.MULTILINE)
 RENDERERS = ("classic", "vue")  # vue: Nodes 2.0 (Comfy.VueNodes.Enabled)
 MATRIX = [(version, renderer) for version in FRONTEND_VERSIONS for renderer in RENDERERS]
 SIDEBAR_BUTTON = '[data-testid="zerocopy-buffers-tab-button"], .zerocopy-buffers-tab-button'
@@ -58,37 +55,18 @@ def _tid(name: str, extra: str = "") -> str:
     return f'[data-testid="{name}"]{extra}'
 
 
-def frontend_root(version: str) -> Path:
-    return REPO / "build" / "frontends" / version / "comfyui_frontend_package" / "static"
-
-
-def _which(*names):
-    return next((shutil.which(n) for n in names if shutil.which(n)), None)
-
-
 def _requirements():
-    chromium = _which("chromium", "chromium-browser")
-    driver = _which("chromedriver")
-    if not chromium or not driver:
-        pytest.skip(
-            "skipped: Chromium or chromedriver not installed (apt-get install chromium chromium-driver)"
-        )
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        pytest.skip("skipped: selenium not installed (pip install -r requirements-comfyui.txt)")
+    found = requirements()
     if not (REPO / "build" / "libzc.so").is_file():
         pytest.skip("skipped: the C engine is not built (make)")
-    return chromium, driver
+    return found
 
 
 @pytest.fixture(scope="module", params=MATRIX, ids=[f"{v}-{r}" for v, r in MATRIX])
 def frontend(request):
     """(version, renderer) of this run; skipped when that frontend is not installed."""
     version, renderer = request.param
-    if not (frontend_root(version) / "index.html").is_file():
-        pytest.skip(f"skipped: frontend {version} not installed (pip install --no-deps --target "
-                    f"build/frontends/{version} comfyui-frontend-package=={version})")
+    need_frontend(version)
     return version, renderer
 
 
@@ -138,55 +116,24 @@ def server(frontend, comfy, zc_test_nodes, tiny_wan21_i2v, wan21_vae, tmp_path_f
 
 @pytest.fixture(scope="module")
 def browser(server):
-    chromium, driver_path = _requirements()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1680,1050",
-        "--no-first-run",
-        "--no-default-browser-check",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-extensions",
-        "--disable-features=Translate,OptimizationHints,MediaRouter",
-        # only 127.0.0.1 resolves: the test sends no traffic anywhere else
-        "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
-        "--proxy-server=direct://",
-    ):
-        options.add_argument(arg)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    driver.set_script_timeout(30)
-    try:
+    _requirements()
+    with chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
+
+
+# The page's state in a time-out's message: the extension's counters, the badges, the graph.
+_STATE = (
+    "return JSON.stringify({zc: window.__zerocopy && {received: "
+    "window.__zerocopy.received, refreshes: window.__zerocopy.refreshes, "
+    "error: window.__zerocopy.error, buffers: [...window.__zerocopy.buffers."
+    "keys()]}, badges_in_dom: [...document.querySelectorAll('[data-testid=zerocopy-badge]')].map(b => "
+    "({...b.dataset, text: b.textContent})), nodes: (window.comfyAPI?.app?.app?.graph?._nodes "
+    "|| []).map(n => n.type)})"
+)
 
 
 def _wait(driver, script: str, timeout: float, what: str):
-    from selenium.common.exceptions import TimeoutException
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    try:
-        return WebDriverWait(driver, timeout, poll_frequency=0.2).until(lambda d: d.execute_script(script))
-    except TimeoutException:
-        state = driver.execute_script(
-            "return JSON.stringify({zc: window.__zerocopy && {received: "
-            "window.__zerocopy.received, refreshes: window.__zerocopy.refreshes, "
-            "error: window.__zerocopy.error, buffers: [...window.__zerocopy.buffers."
-            "keys()]}, badges_in_dom: [...document.querySelectorAll('[data-testid=zerocopy-badge]')].map(b => "
-            "({...b.dataset, text: b.textContent})), nodes: (window.comfyAPI?.app?.app?.graph?._nodes "
-            "|| []).map(n => n.type)})"
-        )
-        raise AssertionError(f"timed out after {timeout} s waiting for {what}; state: {state}") from None
+    return wait_for(driver, script, timeout, what, _STATE)
 
 
 def _click(browser, css: str, what: str = ""):
