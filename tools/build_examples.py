@@ -135,8 +135,8 @@ def _handoff(wf, pos, **inputs):
         ("generation", 0),
     ):
         inputs.setdefault(name, value)
-    # the height Nodes 2.0 gives the spec's inputs, the advanced-inputs fold and the badge
-    return wf.add("ZeroCopyLatentHandoff", pos, size=(380, 680), **inputs)
+    # the height Nodes 2.0 gives every input unfolded (a ComfyUI without advanced=, v0.3.75: 786 px) and the badge
+    return wf.add("ZeroCopyLatentHandoff", pos, size=(380, 800), **inputs)
 
 
 def _shot_outputs(wf, x, y, samples, vae, tag, model, shot, fps=16, prefix="zerocopy/shot"):

@@ -577,11 +577,28 @@ def test_the_drift_view_draws_the_contract_on_the_storyboard(server, browser, fr
     drift = json.loads(DRIFT_FIXTURE.read_text())["drift"]
     _open_page(browser, server, frontend)
     row = _open_film(browser, SEAM_TAG)
+    # The server's own film document (which has a drift field of its own since issue 27) reaches
+    # the page with the fixture's drift in it: every refresh re-reads the film, so the fixture is
+    # put into the response, not into the page's copy that the next refresh replaces.
     browser.execute_script(
-        "const films = window.__zerocopy.films; films.set(arguments[0], {...films.get(arguments[0]), drift: arguments[1]});",
+        "const tag = arguments[0], drift = arguments[1];"
+        "window.__zcRealFetch = window.__zcRealFetch || window.fetch;"
+        "window.fetch = async (input, init) => { const r = await window.__zcRealFetch(input, init);"
+        " if (!String(input?.url ?? input).includes('/zerocopy/film/' + encodeURIComponent(tag) + '?')) return r;"
+        " const doc = await r.json(); doc.drift = drift;"
+        " return new Response(JSON.stringify(doc), {status: r.status, headers: r.headers}); };",
         SEAM_TAG, drift)
-    _click(browser, _tid("zerocopy-refresh"))
-    plot = _drift_plot(browser, row)
+    try:
+        _click(browser, _tid("zerocopy-refresh"))
+        _wait(browser, "const f = window.__zerocopy.films.get(arguments[0]);"
+                       "return !!(f && f.drift && f.drift.shots.length === arguments[1]);"
+              .replace("arguments[0]", json.dumps(SEAM_TAG)).replace("arguments[1]", str(len(drift["shots"]))),
+              20, "the film document with the fixture's drift")
+        _wait(browser, f"return document.querySelector('{row} {_tid('zerocopy-drift')}')?.dataset.shots === "
+                       f"'{len(drift['shots'])}'", 20, "the drift plot of the fixture")
+        plot = _drift_plot(browser, row)
+    finally:
+        browser.execute_script("if (window.__zcRealFetch) { window.fetch = window.__zcRealFetch; }")
     n = len(drift["shots"])
     assert plot["shots"] == str(n) and plot["dots"] == 2 * n and plot["channels"] == drift["channels"], plot
     assert plot["worstGeneration"] == "3" and "gen 1" in plot["title"], plot
@@ -659,11 +676,22 @@ def _overlaps(boxes: list[dict], key: str) -> list[str]:
     return found
 
 
+# Node types the frontend provides itself (no server schema).
+FRONTEND_ONLY_NODES = {"MarkdownNote", "Note", "Reroute", "PrimitiveNode"}
+
+
 @pytest.mark.parametrize("example", sorted(p.stem for p in (REPO / "example_workflows").glob("*.json")))
 def test_no_two_nodes_of_an_example_overlap_as_drawn(server, browser, frontend, example):
     """The shipped example as this frontend and renderer draw it (node sizes grow to fit their
     widgets, and more under Nodes 2.0): no node covers another."""
     workflow = json.loads((REPO / "example_workflows" / f"{example}.json").read_text())
+    # A node type this server lacks is drawn as the frontend's placeholder, not at its own size
+    # (v0.3.75 has no LTX-2 nodes; no tree here has the loop nodes): those nodes are left out of
+    # the check, every other node is judged as drawn.
+    status, _, body = _get(server.url + "/object_info", 60)
+    assert status == 200
+    known = set(json.loads(body)) | FRONTEND_ONLY_NODES
+    placeholders = {str(n["id"]) for n in workflow["nodes"] if n["type"] not in known}
     if browser.execute_script("return !window.__zerocopy || !window.comfyAPI?.app?.app?.graph"):
         _open_page(browser, server, frontend)
     stores = sum(n["type"] == "ZeroCopyLatentStore" for n in workflow["nodes"])
@@ -673,9 +701,9 @@ def test_no_two_nodes_of_an_example_overlap_as_drawn(server, browser, frontend, 
     assert isinstance(boxes, list), boxes
     assert len(boxes) == len(workflow["nodes"]), boxes
     if vue:
-        missing = [b["title"] or b["type"] for b in boxes if "dom" not in b]
+        missing = [b["title"] or b["type"] for b in boxes if "dom" not in b and str(b["id"]) not in placeholders]
         assert not missing, f"no DOM element for {missing} under Nodes 2.0 with the node in view"
-    problems = _overlaps(boxes, "dom" if vue else "graph")
+    problems = _overlaps([b for b in boxes if str(b["id"]) not in placeholders], "dom" if vue else "graph")
     if example == "wan21_i2v_3shot_chain":
         _frame(browser, 0.75, -560, -60)  # the loaders column beside the open sidebar
         browser.save_screenshot(str(_shot(frontend, "example_wan21_loaders")))
