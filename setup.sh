@@ -77,6 +77,17 @@ fi
 echo "setup: installing pinned dependencies (${requirements[*]}, requirements-build.txt)"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "${requirements[@]}" \
     -r requirements-build.txt
+if [ -n "${COMFYUI_PATH:-}" ]; then
+    # The browser tests run on every frontend of requirements-frontends.txt, each installed
+    # beside the environment (never into it) and served with --front-end-root.
+    for version in $(sed -n 's/^comfyui-frontend-package==//p' requirements-frontends.txt); do
+        [ -f "build/frontends/$version/comfyui_frontend_package/static/index.html" ] && continue
+        echo "setup: installing frontend $version into build/frontends/$version for the browser tests"
+        .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+            --target "build/frontends/$version" "comfyui-frontend-package==$version" ||
+            echo "setup: could not install frontend $version; its browser tests will be skipped" >&2
+    done
+fi
 engine_wheel
 echo "setup: building the developer engine (build/) for the C tests"
 make --no-print-directory -s all
