@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_continuity_seam import walk_along
 
 from zc_continuity import families, seam
 from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
@@ -17,16 +18,6 @@ pytestmark = pytest.mark.skipif(not engine_has_seams(), reason="the loaded engin
 
 AUDIO_KEY = stream_key(1)
 RATIOS = ("mean_step", "std_step", "rms_step", "correlation", "within_correlation")
-
-
-def walk_along(shape: tuple, axis: int, *, seed: int, step: float = 0.1, start=None) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    frame = list(shape)
-    frame[axis] = 1
-    x = [start if start is not None else torch.randn(frame, generator=g)]
-    for _ in range(shape[axis] - 1):
-        x.append(x[-1] + step * torch.randn(frame, generator=g))
-    return torch.cat(x, axis)
 
 
 def video_hop(shape: tuple, seed: int, shift: float = 0.0):
