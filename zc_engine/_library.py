@@ -217,6 +217,8 @@ _OPTIONAL_PROTOTYPES = {
     "zc_bundle_seam_summarize": (c_int, [c_void_p, c_uint32, POINTER(SeamLayout)]),
     "zc_bundle_seam_plan": (c_int, [c_void_p, c_char_p, POINTER(SeamLayout)]),
     "zc_store_seam": (c_int, [c_void_p, c_char_p, c_uint64, c_void_p, c_char_p, POINTER(SeamStats)]),
+    "zc_bundle_seam_parent": (c_int, [c_void_p, c_char_p, c_uint64]),
+    "zc_store_hop_seam_json": (c_int, [c_void_p, c_char_p, c_uint64, c_char_p, c_size_t, POINTER(c_size_t)]),
 }
 
 

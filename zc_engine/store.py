@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import struct
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 import torch
 
@@ -175,22 +176,21 @@ SEAM_STAT_FIELDS = tuple(name for name, _ in SeamStats._fields_)
 
 @dataclass(frozen=True)
 class SeamRequest:
-    """What ``put`` asks the engine for the seam of a hop, while it builds the bundle: summaries of
-    both ends of the tensors ``layouts`` names (``zc_bundle_seam_summarize``: name -> (time_axis,
-    head_skip, window, max_values), max_values 0 reading every value), kept with the slot and its
-    spill file; with ``parent`` (tag, generation), the statistics of the cut from the parent's
-    stored tail to this shot's head (``zc_store_seam``), by tensor name (None where either side
-    has no summary: an older parent file), handed to ``finish``, which returns metadata entries
-    to add before the put (the lineage with its seam). No tensor is read in Python."""
+    """What ``put`` asks the engine for the seam of a hop: summaries of both ends of the tensors
+    ``layouts`` names (name -> (time_axis, head_skip, window, max_values), max_values 0 reading
+    every value) and, with ``parent`` (tag, generation), the seam of the cut from the parent's
+    stored tail to this shot's head. The put pays for none of it: the engine measures it after
+    the put, on its spill writer's thread before it writes the file (or when ``hop_seam`` first
+    asks), and keeps the record with the shot and in its file. No tensor is read in Python."""
 
     layouts: Mapping[str, tuple[int, int, int, int]]
     parent: tuple[str, int] | None = None
-    finish: Callable[[dict[str, dict | None]], Mapping[str, str]] | None = None
 
 
+@functools.cache
 def engine_has_seams() -> bool:
-    """Whether the loaded engine computes seam summaries at put time (an older wheel does not)."""
-    return has("zc_bundle_seam_plan") and has("zc_store_seam")
+    """Whether the loaded engine measures the seam of a hop after the put (an older wheel does not)."""
+    return has("zc_bundle_seam_plan") and has("zc_bundle_seam_parent") and has("zc_store_hop_seam_json")
 
 
 @dataclass(frozen=True)
@@ -286,9 +286,9 @@ class LatentStore:
         ``digests``, a dict, receives each stored tensor's digest text by name (the ones that
         have one), read from the bundle: no view of the new shot needed to report it.
 
-        ``seam`` (a SeamRequest) has the engine summarise both ends of the named tensors while
-        it builds the bundle, and measure the cut from a parent's stored tail (``SeamRequest``);
-        an engine without seams (``engine_has_seams``) gives ``finish`` no statistics.
+        ``seam`` (a SeamRequest) has the engine summarise both ends of the named tensors and
+        measure the cut from a parent's stored tail, after the put (``hop_seam`` reads it); an
+        engine without seams (``engine_has_seams``) measures none.
         """
         if (type(tensors) is not dict and not isinstance(tensors, Mapping)) or not tensors:
             raise TypeError("tensors must be a non-empty mapping of name -> torch.Tensor")
@@ -324,13 +324,10 @@ class LatentStore:
         bundle = ctypes.c_void_p()
         check(lib.zc_store_bundle_create(self.handle, ctypes.byref(bundle)))
         try:
-            planned = seam is not None and self._plan_seam(bundle.value, seam)
             for name, tensor in tensors.items():
                 add(bundle.value, name, tensor)
-            if seam is not None:
-                extra = self._seam(bundle.value, seam, planned)
-                if extra:
-                    meta = dict(meta or {}, **extra)
+            if seam is not None:  # after the copies: the engine reads nothing now
+                self._plan_seam(bundle.value, seam)
             if meta:  # one engine call for every entry
                 packed = b"".join(encode(key, "metadata key") + b"\0" + encode(str(value), f"metadata {key!r}")
                                   + b"\0" for key, value in meta.items())
@@ -352,30 +349,32 @@ class LatentStore:
                 lib.zc_bundle_free(bundle.value)
 
     @staticmethod
-    def _plan_seam(bundle: int, request: SeamRequest) -> bool:
-        """Ask the engine for the requested summaries before the tensors are added, so it takes
-        each head right after its copy (``zc_bundle_seam_plan``); False on an engine without."""
+    def _plan_seam(bundle: int, request: SeamRequest) -> None:
+        """Tell the engine what to summarise of the tensors just added, and the hop's
+        parent (``zc_bundle_seam_plan``, ``zc_bundle_seam_parent``); nothing on an engine without."""
         if not engine_has_seams():
-            return False
+            return
         for name, (axis, skip, window, max_values) in request.layouts.items():
             lay = SeamLayout(int(axis), max(0, int(skip)), int(window), int(max_values))
             if lib.zc_bundle_seam_plan(bundle, encode(name, "tensor name"), ctypes.byref(lay)) != 0:
-                return False  # a seam is a report: a layout the engine refuses means none
-        return True
-
-    def _seam(self, bundle: int, request: SeamRequest, planned: bool) -> Mapping[str, str]:
-        """The cut from the parent for each summarised tensor of a bundle being built (None where
-        either side has no summary: a tensor the engine cannot summarise, a parent of an older
-        engine), and ``request.finish``'s metadata entries."""
-        stats: dict[str, dict | None] = dict.fromkeys(request.layouts)
-        if planned and request.parent is not None:
+                return  # a seam is a report: a layout the engine refuses means none
+        if request.parent is not None:
             parent_tag, parent_generation = request.parent
-            tag_b, out = encode(parent_tag, "tag"), SeamStats()
-            for name in request.layouts:
-                if lib.zc_store_seam(self.handle, tag_b, int(parent_generation), bundle,
-                                     encode(name, "tensor name"), ctypes.byref(out)) == 0:
-                    stats[name] = {field: getattr(out, field) for field in SEAM_STAT_FIELDS}
-        return request.finish(stats) if request.finish is not None else {}
+            lib.zc_bundle_seam_parent(bundle, encode(parent_tag, "tag"), int(parent_generation))
+
+    def hop_seam(self, tag: str, generation: int) -> dict | None:
+        """The seam record of the hop that made ``tag`` ``generation`` (zc_continuity.seam's
+        record), measured by the engine after the put; None when it has none (a root, the first
+        shot, a parent gone or without summaries, an older engine or file)."""
+        if not engine_has_seams():
+            return None
+        tag_b = encode(tag, "tag")
+        try:
+            buf, _ = call_growing(lambda b, size, needed: lib.zc_store_hop_seam_json(
+                self.handle, tag_b, int(generation), b, size, needed), 1024)
+        except NotFound:  # the engine's message says which; None is the answer here
+            return None
+        return json.loads(buf.value.decode("utf-8"))
 
     @staticmethod
     def _bundle_digests(bundle: int, tensors: Mapping[str, torch.Tensor]) -> dict[str, str]:
@@ -594,10 +593,11 @@ class LatentStore:
     def export_shot(self, tag: str, generation: int = 0) -> bytes:
         """The bytes of tag@generation's spill file (0 = the newest), serialized from the store:
         the same bytes its spill writes, with the identity metadata (``zc.tag``,
-        ``zc.generation``) and every tensor's digest, ready for ``import_shot`` elsewhere. Works
+        ``zc.generation``), every tensor's digest and the hop's seam, ready for ``import_shot`` elsewhere. Works
         for shots never spilled too (device tensors need a host copy); raises Unsupported
         otherwise. The generation is in the bytes' metadata."""
         with self._view(tag, generation) as view:
+            self.hop_seam(tag, lib.zc_view_generation(view))  # measured now if the writer has not yet
             buf, needed = call_growing(
                 lambda buf, size, needed: lib.zc_view_serialize(view, buf, size, needed), 0)
             return buf.raw[:needed] if buf is not None else b""

@@ -46,6 +46,12 @@ def _prepared_latents():
 _PREPARED = None
 
 
+def hop_seam_of(shot) -> dict | None:
+    """The seam of the hop that made a stored shot: the engine's record (measured after its put),
+    else the one its lineage carries (shots stored before the engine measured it)."""
+    return runtime.store().hop_seam(shot.tag, shot.generation) or lineage.seam_of_meta(shot.meta)
+
+
 def finish(result, certificate: Certificate | None, info: str | None = None, *, first_shot=False):
     """The Handoff's ending, the same for every path: the certificate as text, in the log and to
     the web UI, then the node's outputs."""
@@ -346,7 +352,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             adjusted=prepared.adjusted, adjustment=prepared.adjustment,
             streams={"audio": prepared.audio_digests} if prepared.audio_digests else {},
             core_node=result.core_node or chosen.core_node, core_differences=result.differences,
-            seam=lineage.seam_of_meta(shot.meta),
+            seam=hop_seam_of(shot),
             notes=fallback_notes
             + [f"stored latent {shot.info[bundle_layout.VIDEO_KEY].digest} verified against its "
                f"digest before use", f"family {spec.name}: from {family.source}",
@@ -404,7 +410,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             family=spec.name, tail_frames=1, bridge_decodes=decodes, bridge_encodes=encodes,
             overlap_pixel_frames=1 if spec.is_video else 0,
             core_node=result.core_node or chosen.core_node, core_differences=result.differences,
-            seam=lineage.seam_of_meta(shot.meta),
+            seam=hop_seam_of(shot),
             notes=fallback_notes + notes + [f"family {spec.name}: from {family.source}",
                                             f"then adapter {chosen.name} ({why}) with the fresh "
                                             "one-frame latent"] + result.notes)

@@ -20,7 +20,7 @@ from . import (color_anchor, comfy_adapter, durability, farm_link, load_lineage,
                ui_events)
 from .sockets import ContinuityToken
 from ..zc_continuity import lineage, ltx, seam, shot as shot_description
-from ..zc_continuity.bundle_layout import VIDEO_KEY, stream_key
+from ..zc_continuity.bundle_layout import VIDEO_KEY
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import InvalidInput
 from ..zc_engine.store import SeamRequest
@@ -118,49 +118,18 @@ class ZeroCopyLatentStore(io.ComfyNode):
             return samples[lineage.MARKER]
         return load_lineage.parent_marker(getattr(cls.hidden, "prompt", None), node_id(cls))
 
-    @classmethod
-    def seam_request(cls, store, shot, marker, meta: dict) -> SeamRequest | None:
+    @staticmethod
+    def seam_request(shot, marker) -> SeamRequest | None:
         """What the put asks the engine for the seam (zc_engine.SeamRequest): summaries of both
         ends of the shot's streams (kept with the shot, for its children's seams and the film's
-        drift) and, for a shot with a parent, the cut from the parent's stored tail. ``finish``
-        adds the seam to the lineage; a parent without a summary (a file of an older engine) is
-        measured from its tensors by the torch reference instead (``hop_seam``)."""
+        drift) and, for a shot with a parent, the seam of the hop from the parent's stored tail,
+        measured by the engine after the put, off its path (LatentStore.hop_seam reads it)."""
         layouts = seam.hop_layouts(shot.tensors, marker, spec=shot.spec)
         if not layouts:
             return None
         if marker is None:
             return SeamRequest(layouts)
-
-        def finish(stats: dict) -> dict:
-            video = stats.get(VIDEO_KEY)
-            if video is None:
-                hop = cls.hop_seam(store, shot, marker)
-            elif video["parent_start_image"]:
-                hop = None  # the first shot: its parent is the encoded image, not a cut of the film
-            else:
-                hop = seam.from_engine(video, stats.get(stream_key(1)), layouts)
-            return {lineage.LINEAGE_KEY: lineage.with_seam(meta[lineage.LINEAGE_KEY], hop)} if hop else {}
-
-        return SeamRequest(layouts, parent=(marker["parent_tag"], int(marker["parent_generation"])),
-                           finish=finish)
-
-    @staticmethod
-    def hop_seam(store, shot, marker) -> dict | None:
-        """The seam of the hop that made this shot (zc_continuity.seam), read against the parent's
-        last frames in the store (memory, else its spill file); None for a root, a start image's
-        child, or a parent the store cannot serve (said in the log: the shot is stored anyway).
-        The fallback of ``seam_request`` for a parent without a seam summary."""
-        if marker is None:
-            return None
-        try:
-            parent = store.get(marker["parent_tag"], marker["parent_generation"])
-            if parent.meta.get("kind") == "start_image":
-                return None  # the first shot: its parent is the encoded image, not a cut of the film
-            return seam.for_hop(parent.tensors, shot.tensors, marker, spec=shot.spec)
-        except Exception as exc:  # noqa: BLE001 - a seam is a report; never a reason to lose the shot
-            log.info("no seam measured for the hop from %r generation %s: %s", marker.get("parent_tag"),
-                     marker.get("parent_generation"), exc)
-            return None
+        return SeamRequest(layouts, parent=(marker["parent_tag"], int(marker["parent_generation"])))
 
     @classmethod
     def execute(cls, samples, buffer_tag=DEFAULT_TAG, model=None) -> io.NodeOutput:
@@ -178,7 +147,7 @@ class ZeroCopyLatentStore(io.ComfyNode):
             raise ValueError(f"ZeroCopyLatentStore: {exc}") from None
         store = runtime.store()
         meta = dict(shot.meta, **color_anchor.anchor_for_new_shot(store, buffer_tag, shot.video))
-        request = cls.seam_request(store, shot, marker if lineage.LINEAGE_KEY in meta else None, meta)
+        request = cls.seam_request(shot, marker if lineage.LINEAGE_KEY in meta else None)
         digests: dict[str, str] = {}
         generation = farm_link.put(store, buffer_tag, shot.tensors, meta, digests,  # farm-numbered when configured
                                    seam=request)

@@ -608,32 +608,37 @@ ZC_API int zc_store_describe_tag_json(zc_store *store, const char *tag, char *bu
 /*                                                                            */
 /* A seam compares the parent shot's last frames with the new shot's first    */
 /* ones after those that repeat the parent.  The engine keeps, per tensor, a  */
-/* small summary of both ends, taken from its host bytes while the put is     */
-/* being built: each frame of a window read on a strided grid of at most      */
-/* max_values values (all channels), its per-channel mean and standard        */
-/* deviation, the frame-to-frame RMS steps and covariances inside the window, */
-/* and the grid samples of the frame at the cut.  The caller says what the    */
-/* engine cannot know: which axis is time (channels are axis 1; a batch on    */
-/* axis 0 is read whole unless it is the time axis) and how many leading      */
-/* frames repeat the parent (head_skip).                                      */
+/* small summary of both ends, read from its host bytes: each frame of a      */
+/* window read on a strided grid of at most max_values values (all channels), */
+/* its per-channel mean and standard deviation, the frame-to-frame RMS steps  */
+/* and covariances inside the window, and the grid samples of the frame at    */
+/* the cut.  The caller says what the engine cannot know: which axis is time  */
+/* (channels are axis 1; a batch on axis 0 is read whole unless it is the     */
+/* time axis) and how many leading frames repeat the parent (head_skip).      */
+/*                                                                            */
+/* The put pays for none of it: it only says what to summarise and which     */
+/* shot is the parent.  The spill writer measures the hop before it writes    */
+/* the file (or the first zc_store_hop_seam_json that asks does):             */
 /*                                                                            */
 /*   zc_bundle *b; zc_store_bundle_create(s, &b);                             */
 /*   zc_seam_layout lay = {.time_axis = 2, .head_skip = 1, .window = 4,       */
 /*                         .max_values = 4096};                               */
 /*   zc_bundle_seam_plan(b, "latent_tensor", &lay);                           */
-/*   zc_bundle_add_copy(b, "latent_tensor", &host_dltensor);  (head taken)    */
-/*   zc_seam_stats st; zc_store_seam(s, "film", parent_gen, b,                */
-/*                                   "latent_tensor", &st);                   */
-/*   ... record st in the shot's metadata ...; zc_store_put(s, "film", b, ..) */
+/*   zc_bundle_seam_parent(b, "film", parent_gen);                            */
+/*   zc_bundle_add_copy(b, "latent_tensor", &host_dltensor);                  */
+/*   zc_store_put(s, "film", b, ZC_PUT_SPILL, &gen);                          */
+/*   ... later: zc_store_hop_seam_json(s, "film", gen, buf, cap, &needed);    */
 /*                                                                            */
-/* The tail summary lives with the slot (made by the spill writer, off the   */
-/* put's path) and is written into its spill file                             */
-/* (metadata "zc.seam.<tensor name>", see ZC_FILE_META_SEAM_PREFIX), so the   */
-/* seam of a later hop, and the film's drift (zc_film_describe), need no      */
-/* tensor read.  Files without it (older engines) simply have no summary.    */
+/* Both summaries and the hop's record live with the slot and are written     */
+/* into its spill file (metadata "zc.seam.<tensor name>", see                 */
+/* ZC_FILE_META_SEAM_PREFIX, and ZC_FILE_META_HOP_SEAM), so the seam of a     */
+/* later hop, and the film's seams and drift (zc_film_describe), need no      */
+/* tensor read.  Files without them (older engines) simply have none.         */
+/* zc_store_seam measures one cut at once, for a caller that wants it now.    */
 /* ------------------------------------------------------------------------ */
 
 #define ZC_FILE_META_SEAM_PREFIX "zc.seam." /* + tensor name: the tail summary (JSON) */
+#define ZC_FILE_META_HOP_SEAM "zc.hop_seam"  /* the seam record of the hop that made the shot */
 #define ZC_SEAM_MAX_WINDOW 64                /* frames of a summary window */
 
 typedef struct {
@@ -643,18 +648,18 @@ typedef struct {
     uint32_t max_values;  /* values read of each frame, all channels (per batch entry); 0: all */
 } zc_seam_layout;
 
-/* Ask for the seam summaries of the tensor called name, to be taken as it
- * is added to the bundle (zc_bundle_add_copy, zc_bundle_add_host_copy, or
- * zc_bundle_add_reference with a host copy): the head right after its copy,
- * from the source the copy just read (in cache; a copy as large as a video
- * latent is written past the cache), the tail later, off the put's path:
- * by the spill writer before it writes the file, or by the first
- * zc_store_seam that needs it, whichever comes first.  This is the put's
- * path; zc_bundle_seam_summarize is the same at once, for a tensor already
- * added.  A planned tensor that cannot be summarised (rank, dtype, a
- * reference without a host copy) is added all the same, without summaries:
- * a seam is a report, never a reason to refuse a shot.  Planning a name
- * again replaces its layout.
+/* Ask for the seam summaries of the tensor called name of a bundle being
+ * built, added before or after this call (zc_bundle_add_copy,
+ * zc_bundle_add_host_copy, or zc_bundle_add_reference with a host copy),
+ * before the bundle is put.  Nothing is read on the put's
+ * path: the summaries are made from the stored host bytes later, by the
+ * spill writer before it writes the file, or by the first call that needs
+ * them (zc_store_seam, zc_store_hop_seam_json, a child's seam), whichever
+ * comes first.  zc_bundle_seam_summarize makes them at once, for a tensor
+ * already added.  A planned tensor that cannot be summarised (rank, dtype,
+ * a reference without a host copy) is added all the same, without
+ * summaries: a seam is a report, never a reason to refuse a shot.  Planning
+ * a name again replaces its layout.
  * @return ZC_OK; ZC_E_INVALID (NULL, bad name, window or time_axis out of
  * range); ZC_E_LIMIT (ZC_MAX_TENSORS names planned). */
 ZC_API int zc_bundle_seam_plan(zc_bundle *bundle, const char *name, const zc_seam_layout *layout);
@@ -704,6 +709,27 @@ typedef struct {
  * tensors instead). */
 ZC_API int zc_store_seam(zc_store *store, const char *parent_tag, uint64_t parent_generation,
                          const zc_bundle *bundle, const char *name, zc_seam_stats *out);
+
+/* Name the parent of the shot a bundle being built will store: the seam of
+ * the hop, from parent_tag@parent_generation's tail to this shot's head,
+ * is measured after the put, off its path (see the HowTo above), for the
+ * tensor "latent_tensor" and, when both shots have it, "latent_tensor_1"
+ * (an audio stream), each as planned with zc_bundle_seam_plan.
+ * @return ZC_OK; ZC_E_INVALID (NULL, bad tag, generation 0). */
+ZC_API int zc_bundle_seam_parent(zc_bundle *bundle, const char *parent_tag, uint64_t parent_generation);
+
+/* The seam record of the hop that made tag@generation, as JSON (the object
+ * zc_continuity/seam.py defines: version, frames, skip, mean_step, std_step,
+ * rms_step, correlation, within_correlation, audio (for two audio streams),
+ * score; numbers at 4 significant digits), from memory (measured now if the
+ * spill writer has not yet) or from its spill file.  NUL-terminated into
+ * buf; *needed (may be NULL) receives the bytes needed, NUL included.
+ * @return ZC_OK; ZC_E_INVALID (NULL store, bad tag); ZC_E_NOT_FOUND (no such
+ * shot, or it has no seam: a root, the first shot after a start image, a
+ * parent gone or without summaries, a file of an older engine; the error
+ * says which); ZC_E_LIMIT (buf too small: *needed says how much). */
+ZC_API int zc_store_hop_seam_json(zc_store *store, const char *tag, uint64_t generation, char *buf,
+                                  size_t cap, size_t *needed);
 
 /* ------------------------------------------------------------------------ */
 /* HowTo: share a spill folder between processes                              */

@@ -42,9 +42,9 @@ void zc__tensor_release(zc_tensor *t)
     t->host = NULL;
     zc__managed_delete(t->ref, t->ref_versioned);
     t->ref = NULL;
-    zc__seam_side_free(t->seam_head);
+    zc__seam_side_free(atomic_load(&t->seam_head));
     zc__seam_side_free(atomic_load(&t->seam_tail));
-    t->seam_head = NULL;
+    atomic_store(&t->seam_head, NULL);
     atomic_store(&t->seam_tail, NULL);
 }
 
@@ -58,6 +58,7 @@ void zc_bundle_free(zc_bundle *b)
         free(b->meta[i].key);
         free(b->meta[i].value);
     }
+    free(atomic_load(&b->seam_hop_record));
     zc__bufpool_unref(b->pool);
     free(b);
 }
@@ -226,17 +227,11 @@ int zc_bundle_add_copy(zc_bundle *b, const char *name, const zc_dl_tensor *src)
     if ((rc = zc__tensor_describe(&t, name, src)) != ZC_OK)
         return rc;
     snprintf(t.name, sizeof t.name, "%s", name);
-    /* A planned seam head is read from a dense source just before the copy reads it all. */
-    int head_first = zc__seam_planned(b, name) && zc__is_host_device(src->device.device_type) &&
-                     src->data != NULL && zc__seam_contiguous(&t, t.byte_strides);
-    if (head_first)
-        zc__seam_on_add(b, &t, (const uint8_t *)src->data + src->byte_offset);
     if ((rc = copy_in(&t, name, src, NULL, b->pool)) != ZC_OK) {
         zc__tensor_release(&t);
         return rc;
     }
-    if (!head_first)
-        zc__seam_on_add(b, &t, t.host);
+    zc__seam_on_add(b, &t, t.host); /* planned: summarised later, off the put's path */
     t.pool = b->pool;
     zc__bufpool_ref(t.pool);
     t.tier = ZC_TIER_HOST;

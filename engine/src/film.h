@@ -108,6 +108,8 @@ void zc__film_json(zc_jsonbuf *jb, const zc_film *film);
 
 /* film_seam.c: the seam object of a parsed lineage (root: its object) into *seam. */
 void zc__film_seam_read(const zc_json_doc *doc, const zc_json_node *root, zc_film_seam *seam);
+/* film_seam.c: a spill file's "zc.hop_seam" record (untrusted text; NULL: none) into *seam. */
+void zc__film_seam_read_record(const char *text, zc_film_seam *seam);
 /* The seam as JSON (null when absent), appended to jb. */
 void zc__film_seam_json(zc_jsonbuf *jb, const zc_film_seam *seam);
 /* "green", "amber" or "red" for a score. */

@@ -193,6 +193,8 @@ static void read_shot(zc_film *film, zc_film_shot *s)
         s->has_lineage = 1;
         if (parse_lineage(s, lineage, why, sizeof why) == 0) {
             s->lineage_ok = 1;
+            if (!s->seam.present) /* measured after the put: the file's record */
+                zc__film_seam_read_record(zc_file_meta(f, ZC_FILE_META_HOP_SEAM), &s->seam);
         } else {
             s->state = FILM_BROKEN;
             zc__film_problem(s, "shot %llu: %s; store the shot again through a Handoff, or "

@@ -1,8 +1,9 @@
 /*
  * film_seam.c — the seam of each hop as the film shows it: read from the
- * lineage's "seam" object (version 2; the Store measures it at put time,
- * zc_continuity/seam.py), written into the film JSON, and the worst seam of
- * the chosen line.  The numbers are latent statistics, not perceptual
+ * shot file's "zc.hop_seam" record (the engine measures it after the put,
+ * seam_hop.c) or, in files of the version before, the lineage's "seam"
+ * object (zc_continuity/seam.py), written into the film JSON, and the worst
+ * seam of the chosen line.  The numbers are latent statistics, not perceptual
  * scores; their meaning is in docs/film.md.
  */
 #include <math.h>
@@ -25,9 +26,9 @@ static double get_num(const zc_json_doc *doc, const zc_json_node *obj, const cha
     return end == text + n->len && isfinite(v) ? v : NAN;
 }
 
-void zc__film_seam_read(const zc_json_doc *doc, const zc_json_node *root, zc_film_seam *seam)
+/* The seam object seam_obj (NULL: none) into *seam. */
+static void read_object(const zc_json_doc *doc, const zc_json_node *seam_obj, zc_film_seam *seam)
 {
-    const zc_json_node *seam_obj = zc__json_member(doc, root, "seam");
     memset(seam, 0, sizeof *seam);
     seam->score = seam->mean_step = seam->std_step = seam->rms_step = NAN;
     seam->correlation = seam->within_correlation = NAN;
@@ -52,6 +53,25 @@ void zc__film_seam_read(const zc_json_doc *doc, const zc_json_node *root, zc_fil
         seam->audio_correlation = get_num(doc, audio, "correlation");
         seam->audio_within_correlation = get_num(doc, audio, "within_correlation");
     }
+}
+
+void zc__film_seam_read(const zc_json_doc *doc, const zc_json_node *root, zc_film_seam *seam)
+{
+    read_object(doc, zc__json_member(doc, root, "seam"), seam);
+}
+
+static const zc_json_limits record_limits = {.max_depth = 3, .max_nodes = 64, .max_members = 32};
+
+void zc__film_seam_read_record(const char *text, zc_film_seam *seam)
+{
+    zc_json_doc doc;
+    zc_json_error err;
+    if (text == NULL || zc__json_parse(text, strlen(text), &record_limits, &doc, &err) != 0) {
+        read_object(NULL, NULL, seam);
+        return;
+    }
+    read_object(&doc, zc__json_node(&doc, 0), seam);
+    zc__json_free(&doc);
 }
 
 const char *zc__film_seam_verdict(double score)

@@ -125,12 +125,13 @@ typedef struct zc_tensor {
     int has_digest;
     int digest_algo;     /* zc_digest_algo of digest; ZC_DIGEST_NONE without one */
     zc_bufpool *pool;    /* where host goes back when released (a reference), or NULL */
-    /* Seam summaries (seam.c): the head is taken as the tensor is added (or by
-     * zc_bundle_seam_summarize); the tail, published once, later: by the spill writer or the
-     * first zc_store_seam that needs it (zc__seam_tail), or read back from a spill file. */
+    /* Seam summaries (seam.c), each published once, off the put's path: the head by the
+     * spill writer's hop measure or the first zc_store_seam that needs it (zc__seam_head), the
+     * tail by the spill writer or the first child's seam (zc__seam_tail), or read back from a
+     * spill file; zc_bundle_seam_summarize makes both at once. */
     int seam_planned;                  /* seam_layout holds what to summarise */
     zc_seam_layout seam_layout;
-    zc_seam_side *seam_head;
+    _Atomic(zc_seam_side *) seam_head;
     _Atomic(zc_seam_side *) seam_tail;
 } zc_tensor;
 
@@ -148,6 +149,14 @@ struct zc_bundle {
         char name[ZC_MAX_NAME_LEN + 1];
         zc_seam_layout layout;
     } seam_plans[ZC_MAX_TENSORS];
+    /* The hop that made this shot (seam_hop.c): the parent zc_bundle_seam_parent names, and
+     * the record of its seam once measured (seam_hop_state 1: measured, seam_hop_record the
+     * record's JSON, or NULL and seam_hop_why says why there is none). */
+    char seam_parent[ZC_MAX_TAG_LEN + 1];
+    uint64_t seam_parent_generation;
+    _Atomic(char *) seam_hop_record;
+    atomic_int seam_hop_state;
+    char seam_hop_why[400];
     uint32_t meta_count;
     zc_meta_entry meta[ZC_MAX_META];
 };
@@ -307,23 +316,36 @@ zc_seam_side *zc__seam_side_parse(const char *text);
  * summary (made now where only planned), into extra (cap entries), keys and
  * values newly allocated (free with zc__seam_entries_free).  @return how many. */
 uint32_t zc__seam_entries(zc_bundle *b, zc_meta_entry *extra, uint32_t cap);
-/* Take the head summary b's plan asks for of tensor t (named, described)
- * from bytes, its contiguous data: the source of a copy just before the copy
- * reads it (those lines the copy then finds in cache), or the copy.  A
- * summary is a report: nothing fails here.  zc__seam_planned says whether
- * b plans name; zc__seam_contiguous whether byte strides are t's dense ones. */
+/* Entries zc__seam_entries may add: a tail summary per tensor, and the hop's seam. */
+#define ZC__SEAM_ENTRIES_MAX (ZC_MAX_TENSORS + 1)
+/* The record of the seam of the hop that made b's shot (JSON, seam_hop.c),
+ * measured now if it was not yet (lock NOT held: it takes it to find the
+ * parent); NULL when it has none, and why in b->seam_hop_why.  on_writer:
+ * called on the spill writer's thread (a parent slot it frees waits for a
+ * caller's thread).  Thread-safe; the caller's last error stays its own. */
+const char *zc__seam_hop_record(zc_store *s, zc_bundle *b, int on_writer);
+/* Attach the hop's seam record a spill file holds (text: its "zc.hop_seam",
+ * untrusted; NULL or not a record: none) to b, as measured (restore). */
+void zc__seam_hop_attach(zc_bundle *b, const char *text);
+/* Mark tensor t (named, described, its host bytes in bytes) with the layout
+ * b's plan asks for, when it can be summarised: its summaries are made
+ * later, off the put's path (zc__seam_head, zc__seam_tail).  A summary is a
+ * report: nothing fails here. */
 void zc__seam_on_add(const zc_bundle *b, zc_tensor *t, const uint8_t *bytes);
-int zc__seam_planned(const zc_bundle *b, const char *name);
-int zc__seam_contiguous(const zc_tensor *t, const int64_t *strides);
 /* t's tail summary, made from its host bytes and published now if it is
  * planned and not made yet; NULL when it has none.  Thread-safe. */
 const zc_seam_side *zc__seam_tail(zc_tensor *t);
 void zc__seam_entries_free(zc_meta_entry *extra, uint32_t count);
-/* Attach the tail summaries a file records to the tensors of b (restore). */
+/* t's head summary, made from its host bytes and published now if it is
+ * planned and not made yet; NULL when it has none.  Thread-safe. */
+const zc_seam_side *zc__seam_head(zc_tensor *t);
+/* Attach the tail summaries and the hop's seam a file records to b (restore). */
 void zc__seam_attach_from_file(zc_bundle *b, const zc_file *f);
 /* Per-channel mean and standard deviation of every sample of a summary's
  * frames (each channel pooled over its F frames); mean and std hold
  * side->channels values.  @return 0, or -1 when it has no frames. */
 int zc__seam_side_moments(const zc_seam_side *side, double *mean, double *std);
+/* num / den capped at seam.py's CAP (100); 0 for 0 / 0, CAP for x / 0. */
+double zc__seam_ratio(double num, double den);
 
 #endif /* ZC_INTERNAL_H */

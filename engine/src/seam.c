@@ -391,26 +391,10 @@ int zc_bundle_seam_plan(zc_bundle *b, const char *name, const zc_seam_layout *la
     b->seam_plans[i].layout = *lay;
     if (i == b->seam_plan_count)
         b->seam_plan_count++;
+    for (uint32_t k = 0; k < b->count; k++) /* added already: planned now */
+        if (strcmp(b->tensors[k].name, name) == 0)
+            zc__seam_on_add(b, &b->tensors[k], b->tensors[k].host);
     return ZC_OK;
-}
-
-int zc__seam_contiguous(const zc_tensor *t, const int64_t *strides)
-{
-    int64_t expect = (int64_t)zc_dtype_size(t->dtype);
-    for (int32_t d = t->ndim - 1; d >= 0; d--) {
-        if (t->shape[d] != 1 && strides[d] != expect)
-            return 0;
-        expect *= t->shape[d];
-    }
-    return 1;
-}
-
-int zc__seam_planned(const zc_bundle *b, const char *name)
-{
-    for (uint32_t i = 0; i < b->seam_plan_count; i++)
-        if (strcmp(b->seam_plans[i].name, name) == 0)
-            return 1;
-    return 0;
 }
 
 void zc__seam_on_add(const zc_bundle *b, zc_tensor *t, const uint8_t *bytes)
@@ -422,9 +406,8 @@ void zc__seam_on_add(const zc_bundle *b, zc_tensor *t, const uint8_t *bytes)
         char saved[1024]; /* a summary is a report: the caller's last error stays its own */
         snprintf(saved, sizeof saved, "%s", zc_last_error());
         if (layout_check(t, bytes, lay) == ZC_OK) {
-            t->seam_planned = 1;
+            t->seam_planned = 1; /* summarised later, off the put's path */
             t->seam_layout = *lay;
-            t->seam_head = end_of(t, bytes, lay, 0);
         }
         if (saved[0])
             zc__fail(ZC_E_INVALID, "%s", saved);
@@ -432,20 +415,32 @@ void zc__seam_on_add(const zc_bundle *b, zc_tensor *t, const uint8_t *bytes)
     }
 }
 
-const zc_seam_side *zc__seam_tail(zc_tensor *t)
+/* The summary of one end of t, made from its host bytes and published once in *slot_of_t
+ * (another thread may publish it first: then that one is kept). */
+static const zc_seam_side *publish_end(zc_tensor *t, _Atomic(zc_seam_side *) *slot_of_t, int tail)
 {
-    zc_seam_side *have = atomic_load(&t->seam_tail);
+    zc_seam_side *have = atomic_load(slot_of_t);
     if (have != NULL || !t->seam_planned || t->host == NULL)
         return have;
-    zc_seam_side *made = end_of(t, t->host, &t->seam_layout, 1);
+    zc_seam_side *made = end_of(t, t->host, &t->seam_layout, tail);
     if (made == NULL)
         return NULL;
     zc_seam_side *expected = NULL;
-    if (!atomic_compare_exchange_strong(&t->seam_tail, &expected, made)) {
+    if (!atomic_compare_exchange_strong(slot_of_t, &expected, made)) {
         zc__seam_side_free(made); /* another thread published it first */
         return expected;
     }
     return made;
+}
+
+const zc_seam_side *zc__seam_head(zc_tensor *t)
+{
+    return publish_end(t, &t->seam_head, 0);
+}
+
+const zc_seam_side *zc__seam_tail(zc_tensor *t)
+{
+    return publish_end(t, &t->seam_tail, 1);
 }
 
 int zc_bundle_seam_summarize(zc_bundle *b, uint32_t index, const zc_seam_layout *lay)
@@ -466,9 +461,9 @@ int zc_bundle_seam_summarize(zc_bundle *b, uint32_t index, const zc_seam_layout 
         return zc__fail(ZC_E_NOMEM, "out of host memory summarising tensor \"%s\"", t->name);
     }
     zc__seam_side_free(atomic_load(&t->seam_tail));
-    zc__seam_side_free(t->seam_head);
+    zc__seam_side_free(atomic_load(&t->seam_head));
     atomic_store(&t->seam_tail, tail);
-    t->seam_head = head;
+    atomic_store(&t->seam_head, head);
     t->seam_planned = 1;
     t->seam_layout = *lay;
     return ZC_OK;
@@ -495,7 +490,7 @@ int zc__seam_side_moments(const zc_seam_side *s, double *mean, double *std)
 
 /* ---- the cut ---- */
 
-static double ratio(double num, double den)
+double zc__seam_ratio(double num, double den)
 {
     if (den <= 0.0)
         return num <= 0.0 ? 0.0 : SEAM_CAP;
@@ -549,7 +544,7 @@ static double rel(double cut, double inside_sum, uint32_t inside_n, double scale
 {
     double within = inside_n ? inside_sum / inside_n : 0.0;
     double floor = SEAM_FLOOR * scale;
-    return ratio(cut, within > floor ? within : floor);
+    return zc__seam_ratio(cut, within > floor ? within : floor);
 }
 
 static int same_layout(const zc_seam_side *p, const zc_seam_side *n)
@@ -765,6 +760,17 @@ uint32_t zc__seam_entries(zc_bundle *b, zc_meta_entry *extra, uint32_t cap)
         snprintf(key, klen, "%s%s", ZC_FILE_META_SEAM_PREFIX, t->name);
         extra[n++] = (zc_meta_entry){key, value};
     }
+    const char *hop = b != NULL && atomic_load(&b->seam_hop_state) ? atomic_load(&b->seam_hop_record)
+                                                                    : NULL; /* measured by now */
+    if (hop != NULL && n < cap) {
+        char *key = zc__strdup(ZC_FILE_META_HOP_SEAM), *value = zc__strdup(hop);
+        if (key != NULL && value != NULL) {
+            extra[n++] = (zc_meta_entry){key, value};
+        } else {
+            free(key);
+            free(value);
+        }
+    }
     return n;
 }
 
@@ -787,6 +793,7 @@ void zc__seam_attach_from_file(zc_bundle *b, const zc_file *f)
             atomic_store(&b->tensors[i].seam_tail, s);
         }
     }
+    zc__seam_hop_attach(b, zc_file_meta(f, ZC_FILE_META_HOP_SEAM));
 }
 
 /* ---- the seam of a hop ---- */
@@ -802,6 +809,12 @@ static const zc_tensor *bundle_tensor(const zc_bundle *b, const char *name)
 int zc_store_seam(zc_store *s, const char *tag, uint64_t generation, const zc_bundle *b,
                   const char *name, zc_seam_stats *out)
 {
+    return zc__store_seam(s, tag, generation, b, name, out, 0);
+}
+
+int zc__store_seam(zc_store *s, const char *tag, uint64_t generation, const zc_bundle *b,
+                   const char *name, zc_seam_stats *out, int on_writer)
+{
     if (s == NULL || b == NULL || name == NULL || out == NULL)
         return zc__fail(ZC_E_INVALID, "zc_store_seam: store, bundle, name or out is NULL");
     int rc = zc_tag_check(tag);
@@ -812,10 +825,11 @@ int zc_store_seam(zc_store *s, const char *tag, uint64_t generation, const zc_bu
                         "own generation number");
     memset(out, 0, sizeof *out);
     const zc_tensor *t = bundle_tensor(b, name);
-    if (t == NULL || t->seam_head == NULL)
-        return zc__fail(ZC_E_NOT_FOUND, "zc_store_seam: the new shot has %s \"%s\"; call "
-                        "zc_bundle_seam_summarize on it first", t ? "no seam summary of tensor"
-                        : "no tensor", name);
+    const zc_seam_side *head = t ? zc__seam_head((zc_tensor *)t) : NULL; /* made now if need be */
+    if (head == NULL)
+        return zc__fail(ZC_E_NOT_FOUND, "zc_store_seam: the new shot has %s \"%s\"; plan it "
+                        "(zc_bundle_seam_plan) before adding it, or call zc_bundle_seam_summarize "
+                        "on it", t ? "no seam summary of tensor" : "no tensor", name);
     zc_slot *slot = NULL;
     zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
@@ -858,11 +872,13 @@ int zc_store_seam(zc_store *s, const char *tag, uint64_t generation, const zc_bu
                       "tensor \"%s\" (stored without one, or by an older engine); measure the "
                       "seam from the tensors", tag, (unsigned long long)generation, name);
     } else {
-        rc = compare(tail, t->seam_head, out);
+        rc = compare(tail, head, out);
     }
     out->parent_start_image = start_image;
     zc__seam_side_free(from_file);
-    if (slot != NULL)
+    if (slot != NULL && on_writer)
+        zc__spill_release_from_writer(s, slot); /* its deleters never run on the writer */
+    else if (slot != NULL)
         zc__slot_unref(slot);
     return rc;
 }

@@ -17,9 +17,9 @@ int zc_view_serialize(const zc_view *v, void *buf, size_t cap, size_t *needed)
         return zc__fail(ZC_E_INVALID, "zc_view_serialize: view is NULL, or buf is NULL with cap %zu",
                         cap);
     char gen[32];
-    zc_meta_entry extra[3 + ZC_MAX_TENSORS];
+    zc_meta_entry extra[3 + ZC__SEAM_ENTRIES_MAX];
     zc__spill_identity(v->slot->tag, v->slot->generation, gen, extra);
-    uint32_t nseam = zc__seam_entries(v->slot->bundle, extra + 3, ZC_MAX_TENSORS); /* as a spill */
+    uint32_t nseam = zc__seam_entries(v->slot->bundle, extra + 3, ZC__SEAM_ENTRIES_MAX); /* as a spill */
     int rc = zc__safetensors_serialize(v->slot->bundle, extra, 3 + nseam, buf, cap, needed);
     zc__seam_entries_free(extra + 3, nseam);
     if (rc != ZC_OK && rc != ZC_E_LIMIT)

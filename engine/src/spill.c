@@ -301,7 +301,7 @@ static int holds_references(const zc_slot *slot)
  * by reference, freeing it would run their producers' deleters (torch's, which may need the
  * interpreter) on this thread: the release waits for a caller's thread instead.  refs == 1
  * means no one else can take a reference any more (the slot left its ring, no view holds it). */
-static void release_from_writer(zc_store *s, zc_slot *slot)
+void zc__spill_release_from_writer(zc_store *s, zc_slot *slot)
 {
     if (atomic_load(&slot->refs) == 1 && holds_references(slot)) {
         zc_os_mutex_lock(&s->lock);
@@ -527,10 +527,12 @@ static void writer_main(void *arg)
         char path[4096];
         path[0] = '\0';
         char gen[32];
-        zc_meta_entry extra[3 + ZC_MAX_TENSORS];
+        zc_meta_entry extra[3 + ZC__SEAM_ENTRIES_MAX];
         zc__spill_identity(slot->tag, slot->generation, gen, extra);
-        /* the tail summaries of the seam (seam.c), each "zc.seam.<name>" */
-        uint32_t nseam = zc__seam_entries(slot->bundle, extra + 3, ZC_MAX_TENSORS);
+        /* the seam of the hop that made it (seam_hop.c), measured now, off the put's path, and
+         * the tail summaries (seam.c), each "zc.seam.<name>" */
+        (void)zc__seam_hop_record(s, slot->bundle, 1);
+        uint32_t nseam = zc__seam_entries(slot->bundle, extra + 3, ZC__SEAM_ENTRIES_MAX);
         zc_disk_file lineage = {.generation = slot->generation}; /* parsed before the lock */
         zc__lineage_read(&lineage, slot->tag, zc__bundle_meta(slot->bundle, "lineage"),
                          zc__bundle_meta(slot->bundle, "kind"));
@@ -571,7 +573,7 @@ static void writer_main(void *arg)
         }
         zc_os_mutex_unlock(&s->lock);
         for (uint32_t i = 0; i < ntrimmed; i++)
-            release_from_writer(s, trimmed[i]);
+            zc__spill_release_from_writer(s, trimmed[i]);
         if (over)
             nprune = zc__spill_plan_prune(s, slot->tag, prune, 64);
         if (unwanted) {
@@ -585,7 +587,7 @@ static void writer_main(void *arg)
         }
         if (rc == ZC_OK)
             zc__spill_announce(s, slot->tag);
-        release_from_writer(s, slot);
+        zc__spill_release_from_writer(s, slot);
         free(job);
 
         zc_os_mutex_lock(&s->lock);

@@ -145,6 +145,13 @@ struct zc_view {
     zc_slot *slot;
 };
 
+/* Drop the writer thread's reference on slot: the last one of a slot holding tensors by
+ * reference waits for a caller's thread (their deleters may need the interpreter). */
+void zc__spill_release_from_writer(zc_store *store, zc_slot *slot);
+/* zc_store_seam, on the writer thread when on_writer (the parent's reference is dropped as
+ * zc__spill_release_from_writer drops it). */
+int zc__store_seam(zc_store *s, const char *tag, uint64_t generation, const zc_bundle *b,
+                   const char *name, zc_seam_stats *out, int on_writer);
 /* Run the releases the writer thread deferred (lock NOT held): call on callers' threads. */
 void zc__release_deferred(zc_store *store);
 

@@ -278,7 +278,9 @@ TEST(seam_plan_takes_the_head_at_add_and_the_tail_off_the_put)
     CHECK_OK(zc_bundle_seam_plan(p, ZC_FILE_LATENT_TENSOR, &lay));
     fixture_f32(&ft, parent, 5, shape);
     REQUIRE_OK(zc_bundle_add_copy(p, ZC_FILE_LATENT_TENSOR, &ft.dl));
-    CHECK(p->tensors[0].seam_head != NULL && atomic_load(&p->tensors[0].seam_tail) == NULL);
+    /* the put's path reads nothing: both summaries are made later, on first need */
+    CHECK(p->tensors[0].seam_planned && atomic_load(&p->tensors[0].seam_head) == NULL &&
+          atomic_load(&p->tensors[0].seam_tail) == NULL);
     uint64_t gen = 0;
     REQUIRE_OK(zc_store_put(s, "film", p, 0, &gen)); /* no spill: the tail is made on first need */
     REQUIRE_OK(zc_bundle_create(&b));
@@ -288,14 +290,27 @@ TEST(seam_plan_takes_the_head_at_add_and_the_tail_off_the_put)
     zc_seam_stats st;
     CHECK_OK(zc_store_seam(s, "film", gen, b, ZC_FILE_LATENT_TENSOR, &st));
     CHECK(st.measured == 1 && fabs(st.mean_step - 2.0) < 1e-4 && fabs(st.rms_step - 2.0) < 1e-4);
+    CHECK(zc_bundle_seam_parent(b, "film", 0) == ZC_E_INVALID);
+    CHECK(zc_bundle_seam_parent(b, "bad tag!", gen) == ZC_E_INVALID);
+    CHECK_OK(zc_bundle_seam_parent(b, "film", gen));
     uint64_t gen2 = 0;
-    REQUIRE_OK(zc_store_put(s, "film", b, ZC_PUT_SPILL, &gen2)); /* spilled: the writer makes it */
+    REQUIRE_OK(zc_store_put(s, "film", b, ZC_PUT_SPILL, &gen2)); /* spilled: the writer measures */
     CHECK_OK(zc_store_flush(s));
+    char record[1024];
+    size_t needed = 0;
+    CHECK(zc_store_hop_seam_json(s, "film", gen2, record, 4, &needed) == ZC_E_LIMIT && needed > 4);
+    CHECK_OK(zc_store_hop_seam_json(s, "film", gen2, record, sizeof record, &needed));
+    CHECK(strstr(record, "\"mean_step\":2,") != NULL && strstr(record, "\"score\":") != NULL);
+    CHECK(zc_store_hop_seam_json(s, "film", gen, record, sizeof record, NULL) == ZC_E_NOT_FOUND);
+    CHECK(strstr(zc_last_error(), "without a parent") != NULL);
+    CHECK(zc_store_hop_seam_json(s, "film", 99, record, sizeof record, NULL) == ZC_E_NOT_FOUND);
     char path[4096];
     snprintf(path, sizeof path, "%s/film@%020llu.latent", dir, (unsigned long long)gen2);
     zc_file *f = NULL;
     REQUIRE_OK(zc_file_open(path, &f));
     CHECK(zc_file_meta(f, ZC_FILE_META_SEAM_PREFIX ZC_FILE_LATENT_TENSOR) != NULL);
+    CHECK(zc_file_meta(f, ZC_FILE_META_HOP_SEAM) != NULL &&
+          strcmp(zc_file_meta(f, ZC_FILE_META_HOP_SEAM), record) == 0); /* gen2's record */
     zc_file_close(f);
     /* bad plans are refused; an unsummarisable planned tensor is still added */
     CHECK(zc_bundle_seam_plan(NULL, "x", &lay) == ZC_E_INVALID);
@@ -309,7 +324,7 @@ TEST(seam_plan_takes_the_head_at_add_and_the_tail_off_the_put)
     const int64_t two[2] = {2, 2};
     fixture_f32(&ft, small, 2, two);
     CHECK_OK(zc_bundle_add_copy(b, "x", &ft.dl));
-    CHECK(b->count == 1 && b->tensors[0].seam_head == NULL && !b->tensors[0].seam_planned);
+    CHECK(b->count == 1 && atomic_load(&b->tensors[0].seam_head) == NULL && !b->tensors[0].seam_planned);
     zc_bundle_free(b);
     zc_store_close(s);
     zc_test_rmtree(dir);

@@ -1,6 +1,7 @@
-"""`zc film` prints the seam of every hop on the chosen line and the worst one, from lineage
-version 2 written with zc_continuity.seam; `--seams-fail-above X` exits 1 when the worst scores
-above X (ZC_BIN, default <repo>/build/zc)."""
+"""`zc film` prints the seam of every hop on the chosen line and the worst one, from the record the
+engine measures after each put (the file's zc.hop_seam) and from lineage version 2 with a seam (the
+version before); `--seams-fail-above X` exits 1 when the worst scores above X (ZC_BIN, default
+<repo>/build/zc)."""
 
 from __future__ import annotations
 
@@ -23,15 +24,42 @@ def walk(frames, seed, start=None):
     return torch.stack(x, 2)
 
 
-def film(folder, drift_at=3):
-    """Four shots of tag "seams": each continues the last; shot ``drift_at`` shifts colour at its cut
-    (the shot after it continues the shifted frames smoothly)."""
-    latents, parent = {}, None
+def shots(drift_at=3):
+    """Four shots: each continues the last; shot ``drift_at`` shifts colour at its cut (the shot
+    after it continues the shifted frames smoothly)."""
+    latents = {}
     for gen in range(1, 5):
         noise = 0.1 * torch.randn(1, 16, 4, 4, generator=torch.Generator().manual_seed(100 + gen))
-        start = None if parent is None else latents[parent][:, :, -1] + noise
-        latent = walk(5, gen, start) + (0.8 if gen == drift_at else 0.0)
-        latents[gen] = latent
+        start = None if gen == 1 else latents[gen - 1][:, :, -1] + noise
+        latents[gen] = walk(5, gen, start) + (0.8 if gen == drift_at else 0.0)
+    return latents
+
+
+def engine_film(folder, drift_at=3):
+    """The four shots of tag "seams" put through the engine as the Store puts them: the seam of each
+    hop measured by the engine after the put and kept in the shot's file."""
+    from zc_engine import LatentStore
+    from zc_engine.store import SeamRequest
+    latents = shots(drift_at)
+    with LatentStore(spill_dir=str(folder)) as store:
+        for gen, latent in latents.items():
+            tail = None if gen == 1 else digest(latents[gen - 1][:, :, -1:])
+            marker = None if gen == 1 else lineage.marker(
+                parent_tag="seams", parent_generation=gen - 1, tail_frames=1, tail_digest=tail,
+                used_digest=tail, adapter="temporal_inpaint", trim=0)
+            tensors = {"latent_tensor": latent}
+            request = SeamRequest(seam.hop_layouts(tensors, marker),
+                                  parent=None if marker is None else ("seams", gen - 1))
+            assert store.put("seams", tensors, {"lineage": lineage.record(marker)} if marker else {},
+                             spill=True, seam=request) == gen
+        store.flush()
+    return latents
+
+
+def film(folder, drift_at=3):
+    """The four shots of tag "seams" as files of the version before: the seam in the lineage."""
+    latents, parent = shots(drift_at), None
+    for gen, latent in latents.items():
         extra = {}
         if parent is not None:
             tail = digest(latents[parent][:, :, -1:])
@@ -58,6 +86,19 @@ def test_film_prints_every_seam_and_the_worst(tmp_path):
     assert shots[1]["seam"] is None and shots[2]["seam"]["verdict"] == "green"
     assert data["worst_seam"]["generation"] == 3 and data["worst_seam"]["verdict"] == "red"
     assert data["seam_thresholds"] == {"green_below": seam.GREEN_BELOW, "red_from": seam.RED_FROM}
+
+
+def test_film_prints_the_seams_the_engine_measured_after_each_put(tmp_path):
+    latents = engine_film(tmp_path)
+    out = run("film", tmp_path, "seams", expect=0).stdout
+    lines = [line for line in out.splitlines() if line.startswith("seam hop")]
+    assert [line.split()[9] for line in lines] == ["green", "red", "green"], out
+    data = json.loads(run("film", "--json", tmp_path, "seams", expect=0).stdout)
+    got = {s["generation"]: s["seam"] for s in data["shots"]}
+    assert got[1] is None and data["worst_seam"]["generation"] == 3
+    for gen in (2, 3, 4):  # the engine's record against the torch reference
+        expected = seam.measure(latents[gen - 1], latents[gen])
+        assert got[gen]["score"] == pytest.approx(expected["score"], rel=2e-3), gen
 
 
 def test_seams_fail_above_exit_codes(tmp_path):

@@ -1,9 +1,12 @@
-"""The seam at put time in the C engine (zc_bundle_seam_summarize, zc_store_seam) against the torch
-reference (zc_continuity.seam): the same numbers within float tolerance on every family layout the
-seam tests cover (Wan, LTX-2 AV, MiniMax H3 AV, FLUX stills), from memory and from a spill file;
-an older parent without a summary gives none (the caller measures from the tensors)."""
+"""The seam of a hop in the C engine (zc_store_seam's statistics, and the record it measures after
+the put: zc_store_hop_seam_json) against the torch reference (zc_continuity.seam): the same numbers
+within float tolerance on every family layout the seam tests cover (Wan, LTX-2 AV, MiniMax H3 AV,
+FLUX stills), from memory and from a spill file, and the record exactly seam.from_engine's; an
+older parent without a summary gives none."""
 
 from __future__ import annotations
+
+import ctypes
 
 import pytest
 import torch
@@ -12,7 +15,8 @@ from test_continuity_seam import walk_along
 from zc_continuity import families, seam
 from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
 from zc_engine import LatentStore
-from zc_engine.store import SeamRequest, engine_has_seams
+from zc_engine._library import SeamStats, check, lib
+from zc_engine.store import SEAM_STAT_FIELDS, SeamRequest, engine_has_seams
 
 pytestmark = pytest.mark.skipif(not engine_has_seams(), reason="the loaded engine has no seam summaries")
 
@@ -54,9 +58,30 @@ def layouts() -> dict:
 LAYOUTS = layouts()
 
 
+def cut_stats(store: LatentStore, parent_generation: int, shot: dict, wanted: dict) -> dict:
+    """The engine's statistics of each planned stream's cut from the parent (zc_store_seam, on a
+    bundle of the shot built as the put builds it, not put), by tensor name (None: none)."""
+    bundle = ctypes.c_void_p()
+    check(lib.zc_store_bundle_create(store.handle, ctypes.byref(bundle)))
+    try:
+        store._plan_seam(bundle.value, SeamRequest(wanted))
+        for name, tensor in shot.items():
+            store._add(bundle.value, name, tensor, True, True)
+        out = {}
+        for name in wanted:
+            st = SeamStats()
+            ok = lib.zc_store_seam(store.handle, b"film", parent_generation, bundle.value, name.encode(),
+                                   ctypes.byref(st)) == 0
+            out[name] = {f: getattr(st, f) for f in SEAM_STAT_FIELDS} if ok else None
+        return out
+    finally:
+        lib.zc_bundle_free(bundle.value)
+
+
 def engine_hop(store: LatentStore, family: str, parent: dict, shot: dict, marker: dict, *, reopen=None):
     """Put the parent with its summaries, then the shot with a seam request against it: the
-    engine's statistics by tensor name, and the seam record made of them."""
+    engine's statistics of the cut by tensor name, the record the engine measured after the put,
+    the layouts asked for, the store, and the shot's generation."""
     spec = families.family_by_name(family)
     store.put("film", parent, {"family": family}, spill=True,
               seam=SeamRequest(seam.hop_layouts(parent, None, spec=spec)))
@@ -65,16 +90,12 @@ def engine_hop(store: LatentStore, family: str, parent: dict, shot: dict, marker
         store.flush()
         store = reopen()
     wanted = seam.hop_layouts(shot, marker, spec=spec)
-    got = {}
-
-    def finish(stats):
-        got.update(stats)
-        return {"seam": "measured"}
-
-    store.put("film", shot, {"family": family}, spill=True,
-              seam=SeamRequest(wanted, parent=("film", generation), finish=finish))
-    record = seam.from_engine(got.get(VIDEO_KEY), got.get(AUDIO_KEY), wanted)
-    return got, record, wanted, store
+    got = cut_stats(store, generation, shot, wanted)
+    made = store.put("film", shot, {"family": family}, spill=True,
+                     seam=SeamRequest(wanted, parent=("film", generation)))
+    record = store.hop_seam("film", made)
+    assert record == seam.from_engine(got.get(VIDEO_KEY), got.get(AUDIO_KEY), wanted)  # C's = Python's
+    return got, record, wanted, store, made
 
 
 def reference_numbers(parent, shot, layout) -> dict:
@@ -91,7 +112,7 @@ def reference_numbers(parent, shot, layout) -> dict:
 def test_the_engine_gives_the_torch_numbers(tmp_path, name):
     family, parent, shot, marker = LAYOUTS[name]
     with LatentStore(spill_dir=tmp_path) as store:
-        got, record, wanted, _ = engine_hop(store, family, parent, shot, marker)
+        got, record, wanted, _, _ = engine_hop(store, family, parent, shot, marker)
     assert set(wanted) == set(parent)  # every stream summarised (audio too on the AV layouts)
     for key, layout in wanted.items():
         stats = got[key]
@@ -116,7 +137,7 @@ def test_the_engine_gives_the_torch_numbers(tmp_path, name):
 def test_a_colour_jump_is_flagged_by_the_engine_as_by_torch(tmp_path):
     family, parent, shot, marker = LAYOUTS["wan21_shift"]
     with LatentStore(spill_dir=tmp_path) as store:
-        _, record, _, _ = engine_hop(store, family, parent, shot, marker)
+        _, record, _, _, _ = engine_hop(store, family, parent, shot, marker)
     assert record["mean_step"] > seam.RED_FROM and seam.verdict(record["score"]) == "red"
 
 
@@ -126,7 +147,7 @@ def test_other_float_dtypes_read_as_torch_reads_them(tmp_path, dtype):
     parent = {k: v.to(dtype) for k, v in parent.items()}
     shot = {k: v.to(dtype) for k, v in shot.items()}
     with LatentStore(spill_dir=tmp_path) as store:
-        got, _, wanted, _ = engine_hop(store, family, parent, shot, marker)
+        got, _, wanted, _, _ = engine_hop(store, family, parent, shot, marker)
     ref = reference_numbers(parent[VIDEO_KEY], shot[VIDEO_KEY], wanted[VIDEO_KEY])
     for field in RATIOS:
         assert got[VIDEO_KEY][field] == pytest.approx(ref[field], rel=1e-3, abs=1e-5), field
@@ -137,7 +158,7 @@ def test_the_parents_tail_is_read_from_its_spill_file(tmp_path):
     file's header, and gives the same numbers as from memory."""
     family, parent, shot, marker = LAYOUTS["ltx2"]
     with LatentStore(spill_dir=tmp_path / "a") as store:
-        in_memory, _, _, _ = engine_hop(store, family, parent, shot, marker)
+        in_memory, memory_record, _, _, _ = engine_hop(store, family, parent, shot, marker)
     opened = []
 
     def reopen():
@@ -145,30 +166,46 @@ def test_the_parents_tail_is_read_from_its_spill_file(tmp_path):
         return opened[0]
 
     with LatentStore(spill_dir=tmp_path / "b") as first:
-        from_file, from_file_record, _, _ = engine_hop(first, family, parent, shot, marker, reopen=reopen)
+        from_file, from_file_record, _, _, _ = engine_hop(first, family, parent, shot, marker, reopen=reopen)
     opened[0].close()
     for key in (VIDEO_KEY, AUDIO_KEY):
         for field in RATIOS:
             assert from_file[key][field] == pytest.approx(in_memory[key][field], rel=1e-12), (key, field)
-    assert from_file_record is not None
+    assert from_file_record == memory_record
     with LatentStore(spill_dir=tmp_path / "b") as restored:  # a restore keeps the summary too
         restored.get("film", 1)
-        got, _, _, _ = engine_hop(restored, family, parent, shot, marker)
+        got, _, _, _, _ = engine_hop(restored, family, parent, shot, marker)
         assert got[VIDEO_KEY]["measured"] == 1
+
+
+def test_the_hops_record_is_written_into_the_shots_file(tmp_path):
+    """The spill writer measures the hop before it writes the shot's file, and the file keeps the
+    record ("zc.hop_seam"): a store that never held the shot in memory reads the same record,
+    from the file's header, as does one that restored the shot."""
+    family, parent, shot, marker = LAYOUTS["wan21"]
+    with LatentStore(spill_dir=tmp_path) as store:
+        _, record, _, _, made = engine_hop(store, family, parent, shot, marker)
+        store.flush()
+    assert record is not None and record["score"] > 0
+    with LatentStore(spill_dir=tmp_path) as other:
+        assert other.hop_seam("film", made) == record  # from the file, nothing restored
+        other.get("film", made)
+        assert other.hop_seam("film", made) == record  # from the restored slot
+        assert other.hop_seam("film", 1) is None  # the root has no hop
 
 
 def test_a_parent_without_a_summary_gives_none(tmp_path):
     """A parent stored without summaries (an older engine's file, a put without a seam request):
-    no statistics, so the caller measures the seam from the tensors."""
+    no statistics and no record; the shot is stored all the same."""
     _, parent, shot, marker = LAYOUTS["wan21"]
     with LatentStore(spill_dir=tmp_path) as store:
         store.put("film", parent, {"family": "wan21"}, spill=True)
-        got = {}
-        store.put("film", shot, {"family": "wan21"}, spill=True,
-                  seam=SeamRequest(seam.hop_layouts(shot, marker), parent=("film", 1),
-                                   finish=lambda stats: got.update(stats) or {}))
-        assert got == {VIDEO_KEY: None}
-        assert store.get("film", 2).meta == {"family": "wan21"}  # a seam is a report, the shot is stored
+        wanted = seam.hop_layouts(shot, marker)
+        assert cut_stats(store, 1, shot, wanted) == {VIDEO_KEY: None}
+        made = store.put("film", shot, {"family": "wan21"}, spill=True,
+                         seam=SeamRequest(wanted, parent=("film", 1)))
+        assert store.hop_seam("film", made) is None
+        assert store.get("film", made).meta == {"family": "wan21"}  # a seam is a report, the shot is stored
 
 
 def test_a_start_image_parent_is_said(tmp_path):
@@ -177,8 +214,9 @@ def test_a_start_image_parent_is_said(tmp_path):
     with LatentStore(spill_dir=tmp_path) as store:
         store.put("film", {VIDEO_KEY: still}, {"kind": "start_image"}, spill=True,
                   seam=SeamRequest(seam.hop_layouts({VIDEO_KEY: still}, None)))
-        got = {}
-        store.put("film", {VIDEO_KEY: shot}, {"family": "wan21"}, spill=True,
-                  seam=SeamRequest(seam.hop_layouts({VIDEO_KEY: shot}, None), parent=("film", 1),
-                                   finish=lambda stats: got.update(stats) or {}))
+        wanted = seam.hop_layouts({VIDEO_KEY: shot}, None)
+        got = cut_stats(store, 1, {VIDEO_KEY: shot}, wanted)
+        made = store.put("film", {VIDEO_KEY: shot}, {"family": "wan21"}, spill=True,
+                         seam=SeamRequest(wanted, parent=("film", 1)))
+        assert store.hop_seam("film", made) is None  # the first shot: no cut of the film
     assert got[VIDEO_KEY]["parent_start_image"] == 1
