@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The benchmark program: the original spec's performance table, measured side by side.
+"""The benchmark program: the pack's performance table (README), measured side by side.
 
     python bench/run.py [--quick | --smoke] [--vae PATH] [--out DIR] [--only SECTION ... [--update]]
                         [--gpu-json PATH]

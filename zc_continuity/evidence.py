@@ -1,6 +1,6 @@
 """Which family a latent belongs to, from every clue the Handoff holds.
 
-A Handoff wired as the original spec shows has no ``model`` input: it holds a
+A Handoff wired as the README shows it has no ``model`` input: it holds a
 VAE and a text encoder (CLIP). Both name a latent space as well as a model
 does: a Wan 2.1 VAE (``WanVAE``, 16 channels, 4x8x8) and a HunyuanVideo VAE (a
 3-D ``AutoencoderKL`` of the same size) differ in class, and so do their text

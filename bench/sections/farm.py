@@ -1,5 +1,5 @@
 """Farm: a Wan 2.1 720p shot through Redis on loopback against the local path, and the aggregate
-store throughput of 4 workers (issue 14, part 2).
+store throughput of 4 workers.
 
     python -m bench.sections.farm [--quick] [--out DIR]     (alone: writes DIR/farm.json, farm.md)
 
@@ -155,7 +155,7 @@ def workers(ctx: Context, url: str, tmp: Path) -> dict:
 
 
 def run(ctx: Context) -> Section:
-    section = Section("farm", "Farm: Redis on loopback vs the local path (issue 14)")
+    section = Section("farm", "Farm: Redis on loopback vs the local path")
     t0 = time.perf_counter()
     reason = _skip_reason()
     if reason:

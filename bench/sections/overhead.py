@@ -54,9 +54,9 @@ from bench.common import (
 
 OURS_VS_VAE_GOAL = 1 / 100
 OURS_VS_FILE_GOAL = 1 / 10
-# The hot path's goals (issue 13): (shape key, the side ours is compared with, ours ≤ goal × that side)
+# The hot path's goals: (shape key, the side ours is compared with, ours ≤ goal × that side)
 HOT_PATH_GOALS = (("wan21_720p", "file", 0.2), ("wan21_720p", "memcpy", 1.5), ("flux_1024", "file", 0.5))
-# The seam the Store measures at put time (issue 27) may cost at most this fraction of a put of the
+# The seam the Store asks for at put time may cost at most this fraction of a put of the
 # same shot ("a few percent"): shape keys measured, and their families (the length rule for the trim)
 SEAM_COST_GOAL = 0.05
 SEAM_COST_SHAPES = (("wan21_480p", "wan21"), ("wan21_720p", "wan21"), ("ltx2", "ltx2"),

@@ -170,14 +170,16 @@ static void read_shot(zc_film *film, zc_film_shot *s)
     s->start_image = kind != NULL && strcmp(kind, "start_image") == 0;
     uint32_t idx;
     zc_file_tensor ft;
-    if (zc_file_find(f, ZC_LATENT_TENSOR, &idx) == ZC_OK && zc_file_tensor_at(f, idx, &ft) == ZC_OK) {
+    if (zc_file_find(f, ZC_FILE_LATENT_TENSOR, &idx) == ZC_OK &&
+        zc_file_tensor_at(f, idx, &ft) == ZC_OK) {
         s->has_latent = 1;
         s->ndim = ft.ndim;
         memcpy(s->shape, ft.shape, sizeof s->shape);
         if (ft.has_digest)
             zc__digest_text(ft.digest_algo, ft.recorded_digest, s->digest);
     }
-    zc_seam_side *tail = zc__seam_side_parse(zc_file_meta(f, ZC_FILE_META_SEAM_PREFIX ZC_LATENT_TENSOR));
+    zc_seam_side *tail =
+        zc__seam_side_parse(zc_file_meta(f, ZC_FILE_META_SEAM_PREFIX ZC_FILE_LATENT_TENSOR));
     if (tail != NULL && tail->frames > 0 && tail->channels > 0) {
         s->tail_mean = malloc(2 * (size_t)tail->channels * sizeof(double));
         if (s->tail_mean != NULL) {

@@ -164,7 +164,7 @@ static int check_file(zc_film *film, zc_film_shot *s, held_tensor *video, held_t
             free(buf);
             break;
         }
-        held_tensor *keep = strcmp(ft.name, ZC_LATENT_TENSOR) == 0 ? video
+        held_tensor *keep = strcmp(ft.name, ZC_FILE_LATENT_TENSOR) == 0 ? video
                             : strcmp(ft.name, AUDIO_TENSOR) == 0   ? audio
                                                                     : NULL;
         if (keep == NULL) {

@@ -339,7 +339,7 @@ static int count_metadata(const zc_file *f, const zc_json_doc *doc, const zc_jso
 static int apply_digest(zc_file *f, const char *key, const char *value)
 {
     char q[80], p[80];
-    const char *tname = key + strlen(ZC_META_DIGEST_PREFIX);
+    const char *tname = key + strlen(ZC_FILE_META_DIGEST_PREFIX);
     int i = find_tensor(f, tname);
     uint64_t d;
     int algo;
@@ -386,7 +386,7 @@ static int parse_metadata(zc_file *f, const zc_json_doc *doc, const zc_json_node
             return zc__fail(ZC_E_NOMEM, "%s: out of host memory for metadata", f->label);
         }
         f->meta_count++;
-        if (strncmp(ks, ZC_META_DIGEST_PREFIX, strlen(ZC_META_DIGEST_PREFIX)) == 0 &&
+        if (strncmp(ks, ZC_FILE_META_DIGEST_PREFIX, strlen(ZC_FILE_META_DIGEST_PREFIX)) == 0 &&
             (rc = apply_digest(f, e->key, e->value)) != ZC_OK)
             return rc;
     }
@@ -398,12 +398,12 @@ static int count_tensors(const zc_file *f, const zc_json_doc *doc, const zc_json
     uint32_t n = 0;
     for (uint32_t k = root->child; k != ZC_JSON_NONE; k = doc->nodes[k].next) {
         const char *name = zc__json_str(doc, &doc->nodes[k]);
-        if (strcmp(name, "__metadata__") != 0 && strcmp(name, ZC_LATENT_MARKER) != 0)
+        if (strcmp(name, "__metadata__") != 0 && strcmp(name, ZC_FILE_LATENT_MARKER) != 0)
             n++;
     }
     if (n > ZC_MAX_TENSORS)
         return corrupt(f, "the file holds %u tensors; the engine reads at most %d (plus ComfyUI's "
-                       "\"" ZC_LATENT_MARKER "\" marker)", n, ZC_MAX_TENSORS);
+                       "\"" ZC_FILE_LATENT_MARKER "\" marker)", n, ZC_MAX_TENSORS);
     return ZC_OK;
 }
 
@@ -779,7 +779,7 @@ int zc_file_load_bundle(zc_file *f, zc_bundle **out)
     if ((rc = zc_bundle_create(&b)) != ZC_OK)
         return rc;
     for (uint32_t i = 0; i < f->count; i++) {
-        if (strcmp(f->tensors[i].name, ZC_LATENT_MARKER) == 0)
+        if (strcmp(f->tensors[i].name, ZC_FILE_LATENT_MARKER) == 0)
             continue;
         if ((rc = load_tensor(f, i, b)) != ZC_OK)
             goto fail;

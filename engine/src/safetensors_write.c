@@ -83,8 +83,9 @@ static int collect_tensors(const zc_bundle *b, out_list *out)
                                             t->nbytes};
         /* ComfyUI's LoadLatent reads a latent unscaled when this empty F32
          * tensor (torch.tensor([]) in SaveLatent) is present. */
-        if (strcmp(t->name, ZC_LATENT_TENSOR) == 0 && !bundle_has(b, ZC_LATENT_MARKER))
-            out->t[out->count++] = (out_tensor){ZC_LATENT_MARKER, ZC_F32, 1, marker_shape, NULL, 0};
+        if (strcmp(t->name, ZC_FILE_LATENT_TENSOR) == 0 && !bundle_has(b, ZC_FILE_LATENT_MARKER))
+            out->t[out->count++] =
+                (out_tensor){ZC_FILE_LATENT_MARKER, ZC_F32, 1, marker_shape, NULL, 0};
     }
     return ZC_OK;
 }
@@ -107,7 +108,7 @@ static int is_extra_key(const zc_meta_entry *extra, uint32_t n, const char *key)
 
 static int is_digest_key(const char *key)
 {
-    return strncmp(key, ZC_META_DIGEST_PREFIX, strlen(ZC_META_DIGEST_PREFIX)) == 0;
+    return strncmp(key, ZC_FILE_META_DIGEST_PREFIX, strlen(ZC_FILE_META_DIGEST_PREFIX)) == 0;
 }
 
 static int emit_meta(zc_jsonbuf *jb, int *first, const char *key, const char *value)
@@ -149,10 +150,10 @@ static int emit_metadata(zc_jsonbuf *jb, const zc_bundle *b, const zc_meta_entry
     }
     for (uint32_t i = 0; i < b->count && i < ZC_MAX_TENSORS; i++) {
         const zc_tensor *t = &b->tensors[i];
-        char key[sizeof ZC_META_DIGEST_PREFIX + ZC_MAX_NAME_LEN], value[ZC_DIGEST_TEXT_SIZE];
+        char key[sizeof ZC_FILE_META_DIGEST_PREFIX + ZC_MAX_NAME_LEN], value[ZC_DIGEST_TEXT_SIZE];
         if (!t->has_digest)
             continue;
-        snprintf(key, sizeof key, ZC_META_DIGEST_PREFIX "%s", t->name);
+        snprintf(key, sizeof key, ZC_FILE_META_DIGEST_PREFIX "%s", t->name);
         if ((rc = zc_digest_format(t->digest_algo, t->digest, value, sizeof value)) != ZC_OK)
             return rc;
         if ((rc = emit_meta(jb, &first, key, value)) != ZC_OK)

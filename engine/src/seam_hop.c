@@ -25,7 +25,7 @@
 
 #define HOP_RECORD_VERSION 1   /* seam.py VERSION */
 #define HOP_DB_PER_STEP 3.0    /* seam.py DB_PER_STEP */
-#define HOP_AUDIO_TENSOR ZC_LATENT_TENSOR "_1" /* zc_continuity.bundle_layout.stream_key(1) */
+#define HOP_AUDIO_TENSOR ZC_FILE_LATENT_TENSOR "_1" /* zc_continuity.bundle_layout.stream_key(1) */
 
 int zc_bundle_seam_parent(zc_bundle *b, const char *tag, uint64_t generation)
 {
@@ -114,14 +114,15 @@ static char *measure(zc_store *s, zc_bundle *b, int on_writer, char *why, size_t
                  "that named none: zc_bundle_seam_parent)");
         return NULL;
     }
-    const zc_tensor *video = planned_tensor(b, ZC_LATENT_TENSOR);
+    const zc_tensor *video = planned_tensor(b, ZC_FILE_LATENT_TENSOR);
     if (video == NULL) {
         snprintf(why, cap, "its tensor \"%s\" was not planned for seam summaries, or cannot be "
-                 "summarised (zc_bundle_seam_plan)", ZC_LATENT_TENSOR);
+                 "summarised (zc_bundle_seam_plan)", ZC_FILE_LATENT_TENSOR);
         return NULL;
     }
     zc_seam_stats v, a;
-    if (zc__store_seam(s, b->seam_parent, b->seam_parent_generation, b, ZC_LATENT_TENSOR, &v, on_writer) != ZC_OK) {
+    if (zc__store_seam(s, b->seam_parent, b->seam_parent_generation, b, ZC_FILE_LATENT_TENSOR, &v,
+                       on_writer) != ZC_OK) {
         snprintf(why, cap, "%s", zc_last_error());
         return NULL;
     }

@@ -36,7 +36,7 @@ static int check_budget(const zc_store *s, const zc_file *f, size_t len)
     uint64_t budget = s->config.host_budget_bytes, need = 0;
     for (uint32_t i = 0; budget && i < zc_file_count(f); i++) {
         zc_file_tensor ft;
-        if (zc_file_tensor_at(f, i, &ft) == ZC_OK && strcmp(ft.name, ZC_LATENT_MARKER) != 0)
+        if (zc_file_tensor_at(f, i, &ft) == ZC_OK && strcmp(ft.name, ZC_FILE_LATENT_MARKER) != 0)
             need += ft.nbytes; /* the tensors tile the bytes: no overflow */
     }
     if (budget == 0 || need <= budget)

@@ -183,8 +183,9 @@ static uint64_t smallest_spill_file(const char *tag, uint64_t generation)
 {
     char header[160 + ZC_MAX_TAG_LEN];
     int n = snprintf(header, sizeof header, "{\"__metadata__\":{\"%s\":\"%s\",\"%s\":\"%s\","
-                     "\"%s\":\"%llu\"}}", ZC_META_FORMAT, ZC_FORMAT_VALUE, ZC_META_TAG, tag,
-                     ZC_META_GENERATION, (unsigned long long)generation);
+                     "\"%s\":\"%llu\"}}", ZC_FILE_META_FORMAT, ZC_FILE_FORMAT_VALUE,
+                     ZC_FILE_META_TAG, tag, ZC_FILE_META_GENERATION,
+                     (unsigned long long)generation);
     return 8 + (n > 0 ? (uint64_t)n : 0);
 }
 
@@ -412,9 +413,9 @@ static int after_write(zc_store *s, const zc_slot *slot, const zc_disk_file *lin
 void zc__spill_identity(const char *tag, uint64_t generation, char gen[32], zc_meta_entry extra[3])
 {
     snprintf(gen, 32, "%llu", (unsigned long long)generation);
-    extra[0] = (zc_meta_entry){(char *)ZC_META_FORMAT, (char *)ZC_FORMAT_VALUE};
-    extra[1] = (zc_meta_entry){(char *)ZC_META_TAG, (char *)tag};
-    extra[2] = (zc_meta_entry){(char *)ZC_META_GENERATION, gen};
+    extra[0] = (zc_meta_entry){(char *)ZC_FILE_META_FORMAT, (char *)ZC_FILE_FORMAT_VALUE};
+    extra[1] = (zc_meta_entry){(char *)ZC_FILE_META_TAG, (char *)tag};
+    extra[2] = (zc_meta_entry){(char *)ZC_FILE_META_GENERATION, gen};
 }
 
 /* Tell other processes the tag's files changed.  When nobody else changed
@@ -667,12 +668,12 @@ void zc__spill_reject(zc_store *s, const char *tag, const char *path)
 int zc__spill_check_identity(const zc_file *f, const char *path, const char *tag,
                              uint64_t generation)
 {
-    const char *format = zc_file_meta(f, ZC_META_FORMAT);
-    const char *ftag = zc_file_meta(f, ZC_META_TAG);
-    const char *fgen = zc_file_meta(f, ZC_META_GENERATION);
+    const char *format = zc_file_meta(f, ZC_FILE_META_FORMAT);
+    const char *ftag = zc_file_meta(f, ZC_FILE_META_TAG);
+    const char *fgen = zc_file_meta(f, ZC_FILE_META_GENERATION);
     char want[32];
     snprintf(want, sizeof want, "%llu", (unsigned long long)generation);
-    if (format == NULL || strcmp(format, ZC_FORMAT_VALUE) != 0 || ftag == NULL ||
+    if (format == NULL || strcmp(format, ZC_FILE_FORMAT_VALUE) != 0 || ftag == NULL ||
         strcmp(ftag, tag) != 0 || fgen == NULL || strcmp(fgen, want) != 0)
         return zc__fail(ZC_E_CORRUPT,
                         "spill file \"%s\" does not say it holds tag \"%s\" generation %s (format "
@@ -682,7 +683,7 @@ int zc__spill_check_identity(const zc_file *f, const char *path, const char *tag
     for (uint32_t i = 0; i < zc_file_count(f); i++) {
         zc_file_tensor ft;
         if (zc_file_tensor_at(f, i, &ft) == ZC_OK && !ft.has_digest &&
-            strcmp(ft.name, ZC_LATENT_MARKER) != 0)
+            strcmp(ft.name, ZC_FILE_LATENT_MARKER) != 0)
             return zc__fail(ZC_E_CORRUPT, "spill file \"%s\": tensor \"%s\" has no recorded "
                             "digest, so it cannot be verified", path, ft.name);
     }
@@ -707,7 +708,7 @@ static int check_restore_budget(const zc_store *s, const zc_file *f, const char 
             continue;
         if (ft.offset + ft.nbytes > end)
             end = ft.offset + ft.nbytes; /* the tensors tile the file: this is its size */
-        if (strcmp(ft.name, ZC_LATENT_MARKER) != 0)
+        if (strcmp(ft.name, ZC_FILE_LATENT_MARKER) != 0)
             need += ft.nbytes; /* tile the file: no overflow */
     }
     if (need <= budget)

@@ -304,9 +304,9 @@ int zc_view_save(const zc_view *v, const char *path)
     char gen[32];
     snprintf(gen, sizeof gen, "%llu", (unsigned long long)v->slot->generation);
     zc_meta_entry extra[3] = {
-        {(char *)ZC_META_FORMAT, (char *)ZC_FORMAT_VALUE},
-        {(char *)ZC_META_TAG, v->slot->tag},
-        {(char *)ZC_META_GENERATION, gen},
+        {(char *)ZC_FILE_META_FORMAT, (char *)ZC_FILE_FORMAT_VALUE},
+        {(char *)ZC_FILE_META_TAG, v->slot->tag},
+        {(char *)ZC_FILE_META_GENERATION, gen},
     };
     return zc__safetensors_write(path, v->slot->bundle, extra, 3);
 }

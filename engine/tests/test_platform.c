@@ -264,7 +264,7 @@ static int reads_version(zc_file *f, float scale)
 {
     float *v = malloc(sizeof(float) << 16);
     uint32_t idx = 0;
-    int ok = v != NULL && zc_file_find(f, ZC_LATENT_TENSOR, &idx) == ZC_OK &&
+    int ok = v != NULL && zc_file_find(f, ZC_FILE_LATENT_TENSOR, &idx) == ZC_OK &&
              zc_file_read(f, idx, v, sizeof(float) << 16, NULL) == ZC_OK;
     for (int i = 0; ok && i < 1 << 16; i++)
         ok = v[i] == (float)i * scale;

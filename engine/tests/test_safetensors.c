@@ -390,7 +390,7 @@ TEST(safetensors_marker_follows_latent_tensor)
     zc_file_tensor t;
     REQUIRE_OK(zc_file_open_memory(img, len, &f));
     CHECK(zc_file_count(f) == 4);
-    CHECK_OK(zc_file_find(f, ZC_LATENT_MARKER, &idx));
+    CHECK_OK(zc_file_find(f, ZC_FILE_LATENT_MARKER, &idx));
     CHECK_OK(zc_file_tensor_at(f, idx, &t));
     CHECK(t.dtype == ZC_F32 && t.ndim == 1 && t.shape[0] == 0 && t.nbytes == 0 && !t.has_digest);
     CHECK_OK(zc_file_read(f, idx, NULL, 0, NULL));
@@ -405,7 +405,7 @@ TEST(safetensors_marker_follows_latent_tensor)
     REQUIRE_OK(zc__safetensors_write(path, plain, NULL, 0));
     REQUIRE_OK(zc_file_open(path, &f));
     CHECK(zc_file_count(f) == 1);
-    CHECK(zc_file_find(f, ZC_LATENT_MARKER, &idx) == ZC_E_NOT_FOUND);
+    CHECK(zc_file_find(f, ZC_FILE_LATENT_MARKER, &idx) == ZC_E_NOT_FOUND);
     zc_file_close(f);
     zc_bundle_free(plain);
     zc_bundle_free(b);
@@ -424,7 +424,7 @@ TEST(safetensors_header_is_padded_deterministic_and_metadata_first)
     REQUIRE_OK(zc_bundle_create(&b));
     REQUIRE_OK(add_tensor(b, "t", ZC_U8, 1, shape, 9)); /* 5 bytes: header needs padding */
     REQUIRE_OK(zc_bundle_set_meta(b, "k", "v"));
-    zc_meta_entry extra[1] = {{(char *)ZC_META_TAG, (char *)"shot"}};
+    zc_meta_entry extra[1] = {{(char *)ZC_FILE_META_TAG, (char *)"shot"}};
     REQUIRE_OK(zc__safetensors_write(p1, b, extra, 1));
     REQUIRE_OK(zc__safetensors_write(p2, b, extra, 1));
     size_t n1 = 0, n2 = 0;
@@ -479,9 +479,9 @@ TEST(safetensors_metadata_escaping_roundtrip)
      * written twice (a reader refuses duplicate keys). */
     REQUIRE_OK(zc__bundle_set_meta_internal(b, "zc.digest.t\xc3\xa9nsor \xf0\x9f\x98\x80",
                                             "xxh64:0000000000000000"));
-    REQUIRE_OK(zc__bundle_set_meta_internal(b, ZC_META_TAG, "old"));
-    zc_meta_entry extra[2] = {{(char *)ZC_META_FORMAT, (char *)ZC_FORMAT_VALUE},
-                              {(char *)ZC_META_TAG, (char *)"new"}};
+    REQUIRE_OK(zc__bundle_set_meta_internal(b, ZC_FILE_META_TAG, "old"));
+    zc_meta_entry extra[2] = {{(char *)ZC_FILE_META_FORMAT, (char *)ZC_FILE_FORMAT_VALUE},
+                              {(char *)ZC_FILE_META_TAG, (char *)"new"}};
     REQUIRE_OK(zc__safetensors_write(path, b, extra, 2));
     zc_file *f = NULL;
     REQUIRE_OK(zc_file_open(path, &f));
@@ -490,9 +490,10 @@ TEST(safetensors_metadata_escaping_roundtrip)
         CHECK(v != NULL && strcmp(v, entries[i].value) == 0);
     }
     CHECK(zc_file_meta_count(f) == sizeof entries / sizeof entries[0] + 3);
-    CHECK(zc_file_meta(f, ZC_META_TAG) && strcmp(zc_file_meta(f, ZC_META_TAG), "new") == 0);
-    CHECK(zc_file_meta(f, ZC_META_FORMAT) &&
-          strcmp(zc_file_meta(f, ZC_META_FORMAT), ZC_FORMAT_VALUE) == 0);
+    CHECK(zc_file_meta(f, ZC_FILE_META_TAG) &&
+          strcmp(zc_file_meta(f, ZC_FILE_META_TAG), "new") == 0);
+    CHECK(zc_file_meta(f, ZC_FILE_META_FORMAT) &&
+          strcmp(zc_file_meta(f, ZC_FILE_META_FORMAT), ZC_FILE_FORMAT_VALUE) == 0);
     check_file_matches_bundle(f, b); /* the recorded digest is the real one */
     zc_bundle *back = NULL;
     CHECK_OK(zc_file_load_bundle(f, &back));

@@ -1,5 +1,5 @@
 /*
- * test_spill_hostile.c — the spill folder as hostile input (issue 23): file
+ * test_spill_hostile.c — the spill folder as hostile input: file
  * names planted to break a tag's numbering, counter files that say too much,
  * symbolic links planted in place of the engine's bookkeeping files, and
  * spill files whose headers promise more than the file or the budget holds.
@@ -384,8 +384,9 @@ static int write_promising(const char *dir, const char *tag, uint64_t promised, 
                      "{\"__metadata__\":{\"%s\":\"%s\",\"%s\":\"%s\",\"%s\":\"1\",\"%s%s\":"
                      "\"xxh3:0123456789abcdef\"},\"%s\":{\"dtype\":\"F32\",\"shape\":[%llu],"
                      "\"data_offsets\":[0,%llu]}}",
-                     ZC_META_FORMAT, ZC_FORMAT_VALUE, ZC_META_TAG, tag, ZC_META_GENERATION,
-                     ZC_META_DIGEST_PREFIX, ZC_LATENT_TENSOR, ZC_LATENT_TENSOR,
+                     ZC_FILE_META_FORMAT, ZC_FILE_FORMAT_VALUE, ZC_FILE_META_TAG, tag,
+                     ZC_FILE_META_GENERATION,
+                     ZC_FILE_META_DIGEST_PREFIX, ZC_FILE_LATENT_TENSOR, ZC_FILE_LATENT_TENSOR,
                      (unsigned long long)(promised / 4), (unsigned long long)promised);
     while (n % 8 != 0)
         header[n++] = ' ';

@@ -211,9 +211,9 @@ TEST(legacy_xxh64_slot_restores_and_verifies_with_xxh64)
     REQUIRE_OK(zc__bundle_adopt_host(b, "latent_tensor", ZC_F32, 1, shape, host,
                                      N * sizeof(float), ZC_DIGEST_XXH64,
                                      zc_xxh64(host, N * sizeof(float), 0)));
-    zc_meta_entry extra[3] = {{(char *)ZC_META_FORMAT, (char *)ZC_FORMAT_VALUE},
-                              {(char *)ZC_META_TAG, (char *)"old"},
-                              {(char *)ZC_META_GENERATION, (char *)"3"}};
+    zc_meta_entry extra[3] = {{(char *)ZC_FILE_META_FORMAT, (char *)ZC_FILE_FORMAT_VALUE},
+                              {(char *)ZC_FILE_META_TAG, (char *)"old"},
+                              {(char *)ZC_FILE_META_GENERATION, (char *)"3"}};
     REQUIRE_OK(zc__safetensors_write(path, b, extra, 3));
     zc_bundle_free(b);
     zc_file *f = NULL;

@@ -136,7 +136,7 @@ def test_residency_section_counts_comfyui_calls_and_leaves_nothing_behind(bench_
 
 
 def test_padding_section_encodes_once_then_serves_the_cache(bench_ctx):
-    """The gray padding rows (issue 29) on real ComfyUI in smoke mode: the one-time encode with the
+    """The gray padding rows on real ComfyUI in smoke mode: the one-time encode with the
     real Wan 2.1 VAE architecture, then hops served from memory and from the disk cache; the GPU
     row says why it is not measured on a CPU machine."""
     from bench.common import FAIL, INFO, NOT_MEASURED, PASS

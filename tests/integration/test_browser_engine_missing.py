@@ -1,4 +1,4 @@
-"""What a user sees in the browser when the C engine cannot load (issue 24, item 2): a real
+"""What a user sees in the browser when the C engine cannot load: a real
 ComfyUI server (``main.py --cpu``) whose ZC_LIBRARY names a missing file, the pack in the folder
 the Comfy Registry gives it, the PyPI frontend in headless Chromium. The page must show, without
 the user opening anything, an error toast carrying the exact line of install.py's engine_report

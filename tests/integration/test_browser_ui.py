@@ -572,11 +572,11 @@ def _drift_plot(browser, row):
 
 def test_the_drift_view_draws_the_contract_on_the_storyboard(server, browser, frontend, seam_film):
     """The plot drawn in the browser from the contract's fixture (the drift field of GET
-    /zerocopy/film/{tag}, issue 27), put into the server's film document of the seam film on its
+    /zerocopy/film/{tag}), put into the server's film document of the seam film on its
     way to the page, so that the numbers drawn can be checked against known ones."""
     drift = json.loads(DRIFT_FIXTURE.read_text())["drift"]
     _open_page(browser, server, frontend)
-    # The server's own film document (which has a drift field of its own since issue 27) reaches
+    # The server's own film document (which has a drift field of its own since this version) reaches
     # the page with the fixture's drift in it, through the frontend's api.fetchApi, which the
     # extension calls for every route: the storyboard, opened next, reads the film through it.
     browser.execute_script(
@@ -613,7 +613,7 @@ def test_the_drift_view_draws_the_contract_on_the_storyboard(server, browser, fr
 
 def test_the_drift_view_shows_the_servers_drift(server, browser, frontend, seam_film):
     if "drift" not in seam_film:
-        pytest.skip("skipped: this server's GET /zerocopy/film/{tag} has no drift field yet (issue 27's data); "
+        pytest.skip("skipped: this server's GET /zerocopy/film/{tag} has no drift field yet (an older pack); "
                     "the plot is checked against the contract's fixture above")
     drift = seam_film["drift"]
     _open_page(browser, server, frontend)

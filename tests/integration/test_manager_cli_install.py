@@ -1,4 +1,4 @@
-"""ComfyUI-Manager's own install code installs the pack (issue 24, item 4): the Manager from PyPI
+"""ComfyUI-Manager's own install code installs the pack: the Manager from PyPI
 (comfyui-manager 4.3, pinned in requirements-dev.txt), its ``cm-cli post-install`` and the function
 that command and the UI's fix task call (``UnifiedManager.execute_install_script``: one
 ``pip install`` per line of requirements.txt chained with ``res = res and ...``, then

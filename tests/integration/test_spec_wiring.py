@@ -1,4 +1,4 @@
-"""The original spec's wiring on real ComfyUI (CPU): Store(samples, buffer_tag) and
+"""The documented wiring (README) on real ComfyUI (CPU): Store(samples, buffer_tag) and
 Handoff(clip, vae, prompt, ..., buffer_tag) with no ``model`` anywhere, the tag from one
 PrimitiveString, a Store with nothing after it, a corrupt newest spill file, and the usual
 CLIPTextEncode wiring. Random-weight VAEs of the real architectures come from VAELoader; every
@@ -43,7 +43,7 @@ def hunyuan_vae(model_dirs):
 
 
 def spec_handoff(g, clip, vae, *, tag=None, tag_link=None, prompt="the next shot", **extra):
-    """A Handoff wired as the original spec shows: clip, vae, prompt, canvas, tag, mode, ratio."""
+    """A Handoff wired as the README shows: clip, vae, prompt, canvas, tag, mode, ratio."""
     inputs = dict(clip=g.out(clip), vae=g.out(vae), prompt=prompt, **WAN,
                   buffer_tag=g.out(tag_link) if tag_link is not None else tag,
                   continuity_mode="zero_copy_latent_only", blend_ratio=0.0)

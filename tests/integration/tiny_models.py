@@ -175,7 +175,7 @@ def register_model_folder(kind: str, folder: Path) -> None:
     folder_paths.add_model_folder_path(kind, str(folder), is_default=True)
 
 
-# --- other families (continuity part 2) --------------------------------------------------------
+# --- other families --------------------------------------------------------------------------
 # Each builder instantiates ComfyUI's own DiT class at a tiny width, fills it with seeded
 # noise, and saves it so that UNETLoader's detection (comfy/model_detection.py) maps it to
 # the family's supported model. Widths follow what detection hard-codes: HunyuanVideo and

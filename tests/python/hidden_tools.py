@@ -1,6 +1,6 @@
 """A PATH on which some system tools really are absent: a folder of symlinks to every program
 on the current PATH except those named (shell patterns), for tests that show what a machine
-without them does (issue 30: a newcomer's machine has no redis-server, mingw-w64 or wine).
+without them does (a newcomer's machine has no redis-server, mingw-w64 or wine).
 
 Debian's wine64 package puts its loader in /usr/lib/wine/wine64, off the PATH; test.sh looks
 there too. ``run_without_wine_dir`` masks that folder with an empty tmpfs in a private mount

@@ -55,7 +55,7 @@ def test_bad_settings_name_the_value_and_the_fix(env, words):
     assert "pw" not in message.replace("***", "")
 
 
-# -- issue 23, item 8: only Redis URLs, and a unix:// path only when it is a socket --------------
+# -- only Redis URLs, and a unix:// path only when it is a socket --------------
 
 ACCEPTED_WORDS = ["redis://host:6379/0", "rediss://", "unix:///path/to/redis.sock"]
 

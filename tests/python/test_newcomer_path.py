@@ -1,4 +1,4 @@
-"""The newcomer's path (issue 30): on a machine with only what ./setup.sh installs (no
+"""The newcomer's path: on a machine with only what ./setup.sh installs (no
 redis-server, no mingw-w64, no wine), ./test.sh skips what needs them, with the reason and the
 command that installs them, and never fails for it; its closing summary names every skipped stage.
 

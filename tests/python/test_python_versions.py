@@ -1,4 +1,4 @@
-"""Every Python that ComfyUI users run (issue 24, item 5): the portable build embeds Python 3.13,
+"""Every Python that ComfyUI users run: the portable build embeds Python 3.13,
 the Desktop app uses 3.12, and 3.10 is the oldest the pack supports (pyproject requires-python).
 Under each of them, found under pyenv:
 

@@ -1,4 +1,4 @@
-"""The release workflows, checked as far as they can be without GitHub (issue 24, item 1).
+"""The release workflows, checked as far as they can be without GitHub.
 
 - Both workflow files are valid GitHub Actions workflows: check-jsonschema (pinned in
   requirements-dev.txt) with the GitHub-workflow schema it vendors (SchemaStore's; offline). A

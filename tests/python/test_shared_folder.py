@@ -1,4 +1,4 @@
-"""One spill folder shared by several processes (issue 14, part 1), through the Python bridge:
+"""One spill folder shared by several processes, through the Python bridge:
 two interpreters storing under one tag (the issue's measurement: both used to hand out 1..50 and
 overwrite each other's files), a store that sees what another process spilled, and the two entry
 points of the farm tier: a caller's own generation, and shots moved as bytes."""

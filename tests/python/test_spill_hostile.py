@@ -1,4 +1,4 @@
-"""The spill folder as hostile input, seen from Python (issue 23): a planted
+"""The spill folder as hostile input, seen from Python: a planted
 file name is renamed aside at open and counted in ``stats()["files_rejected"]``,
 and a spill file whose header promises more than the host budget is refused
 with BudgetExceeded, before it is read, and kept."""

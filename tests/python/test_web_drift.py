@@ -1,5 +1,5 @@
 """The storyboard's drift view against the contract of the film document's ``drift`` field
-(issue 27; fixtures/film_drift.json): web/zerocopy_drift.js run in Node, its plot model compared
+(fixtures/film_drift.json): web/zerocopy_drift.js run in Node, its plot model compared
 with the maxima computed here from the fixture, and malformed fields refused with a message that
 names what is wrong. The SVG itself is drawn in a real browser by
 tests/integration/test_browser_ui.py. Skipped when Node.js is not installed."""

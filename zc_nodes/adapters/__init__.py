@@ -1,7 +1,7 @@
 """The Handoff's adapters by name, and the choice ``adapter=auto`` makes.
 
-Each adapter is one family's legal insertion point (research/comfy-latents.md
-§3.6). ``pixel_bridge`` is not an insertion point but an opt-in way to make
+Each adapter is one family's legal insertion point (docs/families.md).
+``pixel_bridge`` is not an insertion point but an opt-in way to make
 the tail from pixels (one VAE decode, one encode), for a family the pack
 cannot hand off in latent space; the Handoff then uses the target family's
 own adapter with the freshly encoded frame.
@@ -28,7 +28,7 @@ REGISTRY: dict[str, Adapter] = {a.name: a for a in (
     FluxImg2Img(), FluxKontextReference())}
 
 COMBO = [AUTO, *REGISTRY, PIXEL_BRIDGE]
-"""The Handoff's ``adapter`` options; the first three are part 1's and keep their names."""
+"""The Handoff's ``adapter`` options; the first three were the first release's and keep their names."""
 
 __all__ = ["AUTO", "COMBO", "PIXEL_BRIDGE", "REGISTRY", "Adapter", "BuildRequest", "BuildResult",
            "auto_choice", "choose", "model_variant"]
