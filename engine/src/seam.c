@@ -830,16 +830,7 @@ int zc__store_seam(zc_store *s, const char *tag, uint64_t generation, const zc_b
         return zc__fail(ZC_E_NOT_FOUND, "zc_store_seam: the new shot has %s \"%s\"; plan it "
                         "(zc_bundle_seam_plan) before adding it, or call zc_bundle_seam_summarize "
                         "on it", t ? "no seam summary of tensor" : "no tensor", name);
-    zc_slot *slot = NULL;
-    zc_os_mutex_lock(&s->lock);
-    zc_tag_entry *e = zc__tag_find(s, tag);
-    for (uint32_t i = 0; e != NULL && i < e->count; i++)
-        if (e->ring[i]->generation == generation) {
-            slot = e->ring[i];
-            zc__slot_ref(slot);
-            break;
-        }
-    zc_os_mutex_unlock(&s->lock);
+    zc_slot *slot = zc__store_slot_ref(s, tag, generation);
     zc_seam_side *from_file = NULL;
     const zc_seam_side *tail = NULL;
     if (slot != NULL) {
@@ -848,21 +839,16 @@ int zc__store_seam(zc_store *s, const char *tag, uint64_t generation, const zc_b
         const char *kind = zc__bundle_meta(slot->bundle, "kind");
         out->parent_start_image = kind != NULL && strcmp(kind, "start_image") == 0;
     } else {
-        char path[4096];
-        zc_file *f = NULL;
-        if (s->spill_dir == NULL || zc__spill_path(s, tag, generation, path, sizeof path) != ZC_OK ||
-            zc_file_open(path, &f) != ZC_OK) {
+        zc_file *f = zc__spill_open_shot(s, tag, generation);
+        if (f == NULL)
             return zc__fail(ZC_E_NOT_FOUND, "zc_store_seam: the parent %s@%llu is neither in the "
-                            "store's memory nor a readable spill file", tag,
+                            "store's memory nor a readable spill file of that shot", tag,
                             (unsigned long long)generation);
-        }
         char key[sizeof ZC_FILE_META_SEAM_PREFIX + ZC_MAX_NAME_LEN];
         snprintf(key, sizeof key, "%s%s", ZC_FILE_META_SEAM_PREFIX, name);
-        if (zc__spill_check_identity(f, path, tag, generation) == ZC_OK) {
-            from_file = zc__seam_side_parse(zc_file_meta(f, key));
-            const char *kind = zc_file_meta(f, "kind");
-            out->parent_start_image = kind != NULL && strcmp(kind, "start_image") == 0;
-        }
+        from_file = zc__seam_side_parse(zc_file_meta(f, key));
+        const char *kind = zc_file_meta(f, "kind");
+        out->parent_start_image = kind != NULL && strcmp(kind, "start_image") == 0;
         zc_file_close(f);
         tail = from_file;
     }

@@ -203,16 +203,7 @@ int zc_store_hop_seam_json(zc_store *s, const char *tag, uint64_t generation, ch
     int rc = zc_tag_check(tag);
     if (rc != ZC_OK)
         return rc;
-    zc_slot *slot = NULL;
-    zc_os_mutex_lock(&s->lock);
-    zc_tag_entry *e = zc__tag_find(s, tag);
-    for (uint32_t i = 0; e != NULL && i < e->count; i++)
-        if (e->ring[i]->generation == generation) {
-            slot = e->ring[i];
-            zc__slot_ref(slot);
-            break;
-        }
-    zc_os_mutex_unlock(&s->lock);
+    zc_slot *slot = zc__store_slot_ref(s, tag, generation);
     char *from_file = NULL;
     const char *record = NULL;
     char why[sizeof ((zc_bundle *)0)->seam_hop_why + 64];
@@ -221,16 +212,13 @@ int zc_store_hop_seam_json(zc_store *s, const char *tag, uint64_t generation, ch
         if (record == NULL)
             snprintf(why, sizeof why, "%s", slot->bundle->seam_hop_why);
     } else {
-        char path[4096];
-        zc_file *f = NULL;
-        if (s->spill_dir == NULL || zc__spill_path(s, tag, generation, path, sizeof path) != ZC_OK ||
-            zc_file_open(path, &f) != ZC_OK)
+        zc_file *f = zc__spill_open_shot(s, tag, generation);
+        if (f == NULL)
             return zc__fail(ZC_E_NOT_FOUND, "tag \"%s\" generation %llu is neither in the store's "
-                            "memory nor a readable spill file", tag, (unsigned long long)generation);
-        if (zc__spill_check_identity(f, path, tag, generation) == ZC_OK) {
-            const char *text = zc_file_meta(f, ZC_FILE_META_HOP_SEAM);
-            from_file = is_record(text) ? zc__strdup(text) : NULL;
-        }
+                            "memory nor a readable spill file of that shot", tag,
+                            (unsigned long long)generation);
+        const char *text = zc_file_meta(f, ZC_FILE_META_HOP_SEAM);
+        from_file = is_record(text) ? zc__strdup(text) : NULL;
         zc_file_close(f);
         record = from_file;
         snprintf(why, sizeof why, "its spill file records none (a root, a first shot, or a file "

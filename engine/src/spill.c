@@ -721,6 +721,20 @@ static int check_restore_budget(const zc_store *s, const zc_file *f, const char 
                     (unsigned long long)budget, (unsigned long long)need);
 }
 
+zc_file *zc__spill_open_shot(const zc_store *s, const char *tag, uint64_t generation)
+{
+    char path[4096];
+    zc_file *f = NULL;
+    if (s->spill_dir == NULL || zc__spill_path(s, tag, generation, path, sizeof path) != ZC_OK ||
+        zc_file_open(path, &f) != ZC_OK)
+        return NULL;
+    if (zc__spill_check_identity(f, path, tag, generation) != ZC_OK) {
+        zc_file_close(f);
+        return NULL;
+    }
+    return f;
+}
+
 int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot **out)
 {
     char path[4096];

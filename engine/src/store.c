@@ -697,6 +697,17 @@ static zc_slot *ring_find(zc_tag_entry *e, uint64_t generation)
     return NULL;
 }
 
+zc_slot *zc__store_slot_ref(zc_store *s, const char *tag, uint64_t generation)
+{
+    zc_os_mutex_lock(&s->lock);
+    zc_tag_entry *e = generation != 0 ? zc__tag_find(s, tag) : NULL;
+    zc_slot *slot = e ? ring_find(e, generation) : NULL;
+    if (slot != NULL)
+        zc__slot_ref(slot);
+    zc_os_mutex_unlock(&s->lock);
+    return slot;
+}
+
 /* Put a restored slot into the ring if it is newer than everything there and
  * fits the budget without evicting anything; lock held.  Returns 1 if kept. */
 static int adopt_restored(zc_store *s, zc_tag_entry *e, zc_slot *slot)

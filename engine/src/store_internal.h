@@ -145,6 +145,12 @@ struct zc_view {
     zc_slot *slot;
 };
 
+/* tag@generation's slot in memory with a reference taken (zc__slot_unref it), or NULL
+ * (generation 0 too: no "newest" here).  Takes the store lock. */
+zc_slot *zc__store_slot_ref(zc_store *store, const char *tag, uint64_t generation);
+/* tag@generation's spill file, open, when it is readable and says it is that shot (close it
+ * with zc_file_close); NULL otherwise (no spill folder, no file, not that shot). */
+zc_file *zc__spill_open_shot(const zc_store *store, const char *tag, uint64_t generation);
 /* Drop the writer thread's reference on slot: the last one of a slot holding tensors by
  * reference waits for a caller's thread (their deleters may need the interpreter). */
 void zc__spill_release_from_writer(zc_store *store, zc_slot *slot);
