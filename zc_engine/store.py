@@ -185,6 +185,15 @@ class SeamRequest:
 
     layouts: Mapping[str, tuple[int, int, int, int]]
     parent: tuple[str, int] | None = None
+    calls: tuple = field(init=False, repr=False, compare=False)
+    """The engine calls' arguments, made once here, so that the put only makes the calls."""
+
+    def __post_init__(self):
+        plans = tuple((encode(name, "tensor name"), SeamLayout(int(axis), max(0, int(skip)), int(window),
+                                                               int(max_values)))
+                      for name, (axis, skip, window, max_values) in self.layouts.items())
+        parent = None if self.parent is None else (encode(self.parent[0], "tag"), int(self.parent[1]))
+        object.__setattr__(self, "calls", (plans, parent))
 
 
 @functools.cache
@@ -354,13 +363,12 @@ class LatentStore:
         parent (``zc_bundle_seam_plan``, ``zc_bundle_seam_parent``); nothing on an engine without."""
         if not engine_has_seams():
             return
-        for name, (axis, skip, window, max_values) in request.layouts.items():
-            lay = SeamLayout(int(axis), max(0, int(skip)), int(window), int(max_values))
-            if lib.zc_bundle_seam_plan(bundle, encode(name, "tensor name"), ctypes.byref(lay)) != 0:
+        plans, parent = request.calls
+        for name, layout in plans:
+            if lib.zc_bundle_seam_plan(bundle, name, layout) != 0:
                 return  # a seam is a report: a layout the engine refuses means none
-        if request.parent is not None:
-            parent_tag, parent_generation = request.parent
-            lib.zc_bundle_seam_parent(bundle, encode(parent_tag, "tag"), int(parent_generation))
+        if parent is not None:
+            lib.zc_bundle_seam_parent(bundle, *parent)
 
     def hop_seam(self, tag: str, generation: int) -> dict | None:
         """The seam record of the hop that made ``tag`` ``generation`` (zc_continuity.seam's
