@@ -12,17 +12,15 @@ through the pack's own ``gray_padding`` and ``WanI2V`` adapter, in-process Comfy
 - P2a: a cached hop from memory: the adapter's whole build (padding lookup, concat image, mask,
   empty latent) against one memcpy of the latent, the hot path's memcpy goal (overhead H2);
 - P2b: the first hop after a restart: the padding read back from its file, same comparison
-  (info: it is paid once per process, not per hop);
-- P3: the one-time encode on a GPU: measured when this runs on a CUDA machine, else NOT MEASURED.
+  (info: it is paid once per process, not per hop).
 
-The full-mode encode is long on a small CPU (minutes: one VAE pass over 81 frames at 480p), so
-quick mode encodes 17 frames and smoke mode a 64x64 canvas; the canvas is in every row.
+The one-time encode on a GPU is row P3 of the GPU section (``tools/gpu/padding_gpu.py``, run by
+``tools/gpu/run_all.py`` on the GPU machine). The full-mode encode is long on a small CPU
+(minutes: one VAE pass over 81 frames at 480p), so quick mode encodes 17 frames and smoke mode a
+64x64 canvas; the canvas is in every row.
 """
 
 from __future__ import annotations
-
-import sys
-import time
 
 import torch
 
@@ -46,16 +44,15 @@ NAME, TITLE = "padding", "Wan I2V gray padding (as core builds it)"
 MEMCPY_GOAL = 1.5  # overhead.HOT_PATH_GOALS: ours <= 1.5 x one memcpy of the latent
 IDLE_S = 0.3
 VAE_DIM = 96  # the released Wan 2.1 VAE's width
-NOT_ON_GPU = ("NOT MEASURED: no CUDA device here; run `python bench/run.py --only padding` on the GPU "
-              "machine (COMFYUI_PATH set) to fill this row")
 
 
 def canvas(ctx: Context) -> tuple[int, int, int]:
     return ctx.pick((832, 480, 81), (832, 480, 17), (64, 64, 9))
 
 
-def wan21_vae(device: str):
-    """ComfyUI's VAE around the Wan 2.1 VAE architecture at width 96, seeded random weights."""
+def wan21_vae(device: str, dtype=None):
+    """ComfyUI's VAE around the Wan 2.1 VAE architecture at width 96, seeded random weights, on
+    ``device``, in ``dtype`` (None: the dtype ComfyUI chooses for a VAE there)."""
     import comfy.ldm.wan.vae
     import comfy.sd
 
@@ -67,7 +64,7 @@ def wan21_vae(device: str):
         value = torch.randn(tensor.shape, generator=generator) * 0.02
         state[key] = value + 1.0 if key.endswith(".gamma") else value
     del net
-    return comfy.sd.VAE(sd=state, device=torch.device(device) if device != "cpu" else None)
+    return comfy.sd.VAE(sd=state, device=torch.device(device) if device != "cpu" else None, dtype=dtype)
 
 
 def request_for(pack, width, height, length, vae, spill):
@@ -136,21 +133,7 @@ def measure(ctx: Context, pack) -> dict:
             "disk_ratio": pairwise_ratio(disk["ours"], disk["memcpy"])}
 
 
-def measure_gpu(ctx: Context, pack) -> dict:
-    gray = pack.module("zc_nodes.adapters.gray_padding")
-    width, height, length = canvas(ctx)
-    vae = wan21_vae("cuda")
-    with torch.inference_mode():
-        gray.encode_gray(vae, 64, 64, 5)  # warm-up: kernels, the VAE moved onto the device
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        gray.encode_gray(vae, width, height, length)
-        torch.cuda.synchronize()
-    return {"seconds": time.perf_counter() - t0, "device": torch.cuda.get_device_name(0),
-            "width": width, "height": height, "length": length}
-
-
-def rows_for(data: dict, gpu: dict | None, gpu_why: str) -> list[Row]:
+def rows_for(data: dict) -> list[Row]:
     size = f"{data['width']}x{data['height']}, {data['length']} frames"
     shape = "x".join(str(d) for d in data["latent_shape"])
     rows = [Row("P1", f"Wan I2V gray padding: the one-time VAE encode, {size} (Wan 2.1 VAE architecture, "
@@ -173,12 +156,6 @@ def rows_for(data: dict, gpu: dict | None, gpu_why: str) -> list[Row]:
         else:
             rows.append(Row(rid, f"Wan I2V adapter, {what}, {size}: once per process", "(info)",
                             f"{measured}; the encode it saves: {data['encode_s']:.1f} s", INFO))
-    if gpu is None:
-        rows.append(Row("P3", f"Wan I2V gray padding: the one-time VAE encode on a GPU, {size}", "(info)",
-                        gpu_why, NOT_MEASURED))
-    else:
-        rows.append(Row("P3", f"Wan I2V gray padding: the one-time VAE encode on a GPU, {size}", "(info)",
-                        f"{gpu['seconds']:.2f} s on {gpu['device']} (float32, CUDA-synchronised)", INFO))
     return rows
 
 
@@ -201,20 +178,12 @@ def run(ctx: Context) -> Section:
             ("P1", "Wan I2V gray padding: the one-time VAE encode (CPU)", "(info)"),
             ("P2a", "Wan I2V adapter, a cached hop (padding from memory) vs one memcpy of the latent",
              f"ours ≤ {MEMCPY_GOAL:g} × memcpy (the hot path's goal)"),
-            ("P2b", "Wan I2V adapter, the first hop after a restart (padding from the disk cache)", "(info)"),
-            ("P3", "Wan I2V gray padding: the one-time VAE encode on a GPU", "(info)"))]
+            ("P2b", "Wan I2V adapter, the first hop after a restart (padding from the disk cache)", "(info)"))]
         return section
     pack = ctx.comfy  # started by bench/run.py for this section
     data = measure(ctx, pack)
-    gpu, why = None, NOT_ON_GPU
-    if ctx.cuda:
-        try:
-            gpu = measure_gpu(ctx, pack)
-        except Exception as exc:  # noqa: BLE001 - the row says what happened
-            why = f"raised {type(exc).__name__}: {exc}"
-            print(why, file=sys.stderr)
-    section.rows = rows_for(data, gpu, why)
+    section.rows = rows_for(data)
     section.details = details_for(data)
-    section.data = {**data, "gpu": gpu or {"not_measured": why}}
+    section.data = data
     return section
 
