@@ -18,8 +18,8 @@ Sections, in order (each also runs alone with --only):
              resident memory over a soak
   padding    Wan I2V's gray padding as core builds it: the one-time VAE encode at 832x480, 81
              frames (the real Wan 2.1 VAE architecture, CPU; minutes on a small CPU), then the
-             cached hop from memory and from the disk cache against the hot path's memcpy goal;
-             the GPU encode where CUDA is present (else NOT MEASURED)
+             cached hop from memory and from the disk cache against the hot path's memcpy goal
+             (the GPU encode is row P3 of the gpu section)
   farm       a Wan 2.1 720p shot through Redis on loopback against the local path, and 4 workers'
              aggregate store throughput (a real redis-server; NOT MEASURED without one)
   gpu        every GPU row, from the JSON tools/gpu/run_all.py wrote (--gpu-json, default

@@ -132,7 +132,8 @@ def temporal_inpaint(target_shape, tail: torch.Tensor, fill: torch.Tensor) -> In
     return InpaintLatent(samples=samples, noise_mask=mask)
 
 
-def wan_i2v_concat(target_shape, tail: torch.Tensor, padding: torch.Tensor) -> WanI2VConcat:
+def wan_i2v_concat(target_shape, tail: torch.Tensor, padding: torch.Tensor, *,
+                   padding_constant: bool = False) -> WanI2VConcat:
     """Wan 2.1 I2V / 2.2 A14B I2V conditioning that starts the new shot from the tail.
 
     Mirrors ComfyUI's WanImageToVideo, with tail latents in place of an encoded
@@ -160,17 +161,26 @@ def wan_i2v_concat(target_shape, tail: torch.Tensor, padding: torch.Tensor) -> W
     Causal caveat: slot 0 expects the encoding of one pixel frame and gets a
     continuation latent, so it decodes approximately; the new shot's first
     (k-1)*4+1 pixel frames (``overlap_pixel_frames``) repeat the old shot's end.
+
+    Each tensor is new and the caller's alone, made with one fill each: the image is the padding
+    copied whole (one contiguous copy; its first k frames are then overwritten by the tail), the
+    samples a zero fill (``alloc.filled``: either may come prepared ahead, see ``alloc``).
+    ``padding_constant``: the caller promises nobody ever writes ``padding`` (a cache entry), so
+    its copy may be prepared ahead of the next call (``alloc.filled``'s ``constant``).
     """
     target = _check_target(target_shape)
     tail = _check_tail(tail, target)
     batch, channels, frames, height, width = target
     k = tail.shape[2]
     padding = require_floating("padding", require_tensor("padding", padding))
-    image = alloc.empty(target, dtype=tail.dtype, device=tail.device)
     if padding.ndim == 5 and tuple(padding.shape[1:]) == target[1:] and padding.shape[0] in (1, batch):
-        image[:, :, k:] = padding[:, :, k:].to(device=tail.device, dtype=tail.dtype)
+        if padding.dtype == tail.dtype and padding.device == tail.device:
+            image = alloc.filled(target, padding, constant=padding_constant)
+        else:  # converted as it is copied; a converted copy is never the same tensor twice
+            image = alloc.empty(target, dtype=tail.dtype, device=tail.device)
+            image.copy_(padding.expand(target))
     elif padding.numel() == channels:
-        image[:, :, k:] = _per_channel("padding", padding, channels, tail)
+        image = alloc.filled(target, _per_channel("padding", padding, channels, tail))
     else:
         raise ContinuityError(
             f"padding of shape {shape_text(padding.shape)} fits neither the target "
@@ -179,5 +189,5 @@ def wan_i2v_concat(target_shape, tail: torch.Tensor, padding: torch.Tensor) -> W
             f"({frames} latent frames, batch 1), or the latent format's process_out of zeros")
     image[:, :, :k] = tail
     concat_mask = _frame_mask((1, 1) + target[2:], k, tail.device)
-    samples = torch.zeros(target, dtype=tail.dtype, device=tail.device)
+    samples = alloc.filled(target, torch.zeros(1, dtype=tail.dtype, device=tail.device))
     return WanI2VConcat(concat_latent_image=image, concat_mask=concat_mask, samples=samples)

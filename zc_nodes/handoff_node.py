@@ -34,7 +34,7 @@ alloc.set_first_touch_hint(prefer_huge_pages)  # the next shot's latent is fille
 ADAPTERS = adapters.COMBO
 
 
-def _prepared_latents():
+def prepared_pool():
     """The process's pool of latents filled ahead, registered as alloc's source on first use."""
     global _PREPARED
     if _PREPARED is None:
@@ -227,7 +227,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 raise ContinuityError(
                     f"{exc}. For the first shot of a film connect 'fallback_first_frame'; otherwise "
                     f"run a ZeroCopyLatentStore with tag {buffer_tag!r} first") from None
-            with _prepared_latents().deferred():
+            with prepared_pool().deferred():
                 return cls.first_shot(positive, negative, vae, clip, width, height, length, model,
                                       fallback_first_frame, buffer_tag, adapter, prompt_summary)
         fallback_notes += farm_link.origin_notes(shot.meta)  # the worker another shot came from
@@ -236,7 +236,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             ratio=blend_ratio, image=fallback_first_frame, vae=vae, color_anchor=bool(color_anchor),
             prompt=prompt_summary)
         # the next latent of this canvas is made ready between shots, once this Handoff is done
-        with _prepared_latents().deferred():
+        with prepared_pool().deferred():
             if adapter == adapters.PIXEL_BRIDGE:
                 return cls.bridge_shot(shot, positive, negative, vae, bridge_vae or vae, clip, model,
                                        settings, fallback_notes)

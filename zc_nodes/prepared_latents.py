@@ -18,6 +18,12 @@ the device). The memory is bounded: at most ``MAX_KEPT`` prepared tensors and
 ``max_bytes`` together (``$ZEROCOPY_PREPARED_MB``, default 512; 0 turns the preparing off),
 the least recently asked for go first, and ``release()`` gives them all back when ComfyUI
 is short of RAM.
+
+A fill is usually a few values (one per channel), compared by value. Wan I2V's concat image is
+a copy of a whole cached latent (the gray padding, 8 MiB at 480p): that fill is a *constant*
+(``alloc.filled(..., constant=True)``: its owner never writes it), known by identity, and the
+prepared copy's entry keeps a reference to it, so no other tensor can take its identity while
+the entry lives (the reference may keep an evicted cache entry alive until the entry goes too).
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ from . import log
 
 MIN_BYTES = 1 << 20
 MAX_KEPT = 4
+MAX_FILL_VALUES = 4096
+"""A fill of more values is prepared only when it is a constant: comparing and copying it on every
+request would cost what preparing saves."""
 DEFAULT_MAX_MB = 512
 
 
@@ -51,8 +60,12 @@ def default_max_bytes() -> int:
     return mb << 20
 
 
-def _key(shape: tuple, value: torch.Tensor) -> tuple:
-    """What makes two requests the same: shape, dtype, and the fill's own shape and values."""
+def _key(shape: tuple, value: torch.Tensor, constant: bool = False) -> tuple:
+    """What makes two requests the same: shape, dtype, and the fill's own shape and values; for a
+    constant fill (a whole latent its owner never writes) the fill's identity instead of its
+    values (the entry keeps a reference to it, so no other tensor can take that identity)."""
+    if constant:
+        return (shape, value.dtype, tuple(value.shape), "constant", id(value))
     return (shape, value.dtype, tuple(value.shape), tuple(value.reshape(-1).tolist()))
 
 
@@ -65,7 +78,8 @@ class PreparedLatents:
         # huge-page hint); torch.empty by default
         self._empty = empty or (lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device))
         self._lock = threading.Lock()
-        self._ready: collections.OrderedDict[tuple, torch.Tensor] = collections.OrderedDict()
+        # key -> (the prepared tensor, the constant it was made from, or None for a fill of values)
+        self._ready: collections.OrderedDict[tuple, tuple[torch.Tensor, object]] = collections.OrderedDict()
         self._jobs: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
         self._deferred: list | None = None  # requests made inside deferred(), not yet queued
@@ -73,21 +87,30 @@ class PreparedLatents:
         self.missed = 0   # requests of a preparable size that found none ready
 
     # -- the alloc hook ----------------------------------------------------
-    def __call__(self, shape: tuple, value: torch.Tensor) -> torch.Tensor | None:
-        """``zc_continuity.alloc.filled``'s source: the prepared tensor for (shape, value), or None."""
+    def __call__(self, shape: tuple, value: torch.Tensor, constant: bool = False) -> torch.Tensor | None:
+        """``zc_continuity.alloc.filled``'s source: the prepared tensor for (shape, value), or None.
+        ``constant``: the caller promises nobody writes ``value`` (alloc.filled's ``constant``):
+        it is known by identity and referenced, not copied."""
         if value.device.type != "cpu" or self.max_bytes <= 0:
             return None
         nbytes = value.element_size() * _numel(shape)
         if nbytes < MIN_BYTES or nbytes > self.max_bytes:
             return None
-        key = _key(shape, value)
+        if not constant and value.numel() > MAX_FILL_VALUES:
+            return None
+        key = _key(shape, value, constant)
         with self._lock:
-            ready = self._ready.pop(key, None)
+            entry = self._ready.pop(key, None)
+            # a constant's entry keeps the tensor it was copied from: found under this identity,
+            # it is a copy of this very tensor
+            ready = entry[0] if entry is not None and entry[1] is (value if constant else None) else None
             if ready is not None:
                 self.served += 1
             else:
                 self.missed += 1
-        self._schedule(key, shape, value.detach().clone())  # the one after this, made meanwhile
+        # the one after this, made meanwhile: a fill of a few values is made again from the values
+        # in its key (the caller may write its own tensor), a constant is kept by reference
+        self._schedule(key, shape, value.detach() if constant else None, value if constant else None)
         return ready
 
     @contextlib.contextmanager
@@ -105,32 +128,34 @@ class PreparedLatents:
                 for job in jobs:
                     self._queue(*job)
 
-    def _schedule(self, key: tuple, shape: tuple, value: torch.Tensor) -> None:
+    def _schedule(self, key: tuple, shape: tuple, value: torch.Tensor | None, keep: object) -> None:
         with self._lock:
             if self._deferred is not None:
-                self._deferred.append((key, shape, value))
+                self._deferred.append((key, shape, value, keep))
                 return
-        self._queue(key, shape, value)
+        self._queue(key, shape, value, keep)
 
-    def _queue(self, key: tuple, shape: tuple, value: torch.Tensor) -> None:
+    def _queue(self, key: tuple, shape: tuple, value: torch.Tensor | None, keep: object) -> None:
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._work, name="zerocopy-prepare",
                                                 daemon=True)
                 self._thread.start()
-        self._jobs.put((key, shape, value))
+        self._jobs.put((key, shape, value, keep))
 
     def _work(self) -> None:
         while True:
-            key, shape, value = self._jobs.get()
+            key, shape, value, keep = self._jobs.get()
             try:
                 with self._lock:
                     wanted = key not in self._ready
                 if wanted:
+                    if value is None:  # a fill of values: (shape, dtype, its shape, its values)
+                        value = torch.tensor(key[3], dtype=key[1]).reshape(key[2])
                     out = self._empty(shape, dtype=value.dtype, device=value.device)
                     out.copy_(value.expand(shape))
                     with self._lock:
-                        self._ready[key] = out
+                        self._ready[key] = (out, keep)
                         self._trim()
             except Exception as exc:  # noqa: BLE001 - out of memory here only costs the next hop time
                 log.warning("could not prepare the next latent %s: %s", list(shape), exc)
@@ -143,7 +168,7 @@ class PreparedLatents:
             self._ready.popitem(last=False)
 
     def _bytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in self._ready.values())
+        return sum(t.numel() * t.element_size() for t, _ in self._ready.values())
 
     # -- control -----------------------------------------------------------
     def wait(self) -> None:

@@ -2,7 +2,8 @@
 
 Nothing here measures: the GPU command runs on a machine with CUDA (its children measure, each in
 a fresh process), writes one document (format GPU_FORMAT), and this section turns it into rows
-G1-G11 and their details, on any machine. Without that document every row is NOT MEASURED with
+G1-G11 and P3 (the Wan I2V gray padding's encode on the GPU: the padding section's P1 and P2 run
+on the CPU) and their details, on any machine. Without that document every row is NOT MEASURED with
 the reason; a run the command could not finish makes its rows NOT MEASURED (or FAIL when it
 raised) with what it reported. No figure is carried over from anywhere else, none is estimated.
 """
@@ -57,12 +58,15 @@ ROWS = {
              f"ours ≤ {overhead.OURS_VS_VAE_GOAL:g} × VAE"),
     "G11c": ("default flags: the hot path's goals (Wan 2.1 720p vs file and memcpy, FLUX vs file)",
              HOT_GOALS),
+    "P3": ("Wan I2V gray padding: the one-time VAE encode on a GPU (Wan 2.1 VAE architecture, width 96, "
+           "random weights; P1 is the CPU's)", "(info)"),
 }
 # Which run of the GPU command fills which rows (tools/gpu/run_all.py names its runs so).
 SOURCES = {"device_tier": ("G1a", "G1b", "G1c", "G1d", "G2", "G3", "G4", "G5"),
            "residency": ("G6", "G7", "G8", "G9"),
            "overhead_gpu_only": ("G10a", "G10b", "G10c"),
-           "overhead_default": ("G11a", "G11b", "G11c")}
+           "overhead_default": ("G11a", "G11b", "G11c"),
+           "padding_gpu": ("P3",)}
 ALLOCATOR_RUNS = (("residency_classic_cudaMallocAsync", "cudaMallocAsync (ComfyUI's default on NVIDIA)",
                    "cudaMallocAsync"),
                   ("residency_classic_native", "native", "native"),
@@ -131,6 +135,8 @@ def rows_for(doc: dict | None, why: str = NOT_RUN) -> list[Row]:
     rows += residency_rows(runs)
     for name in ("overhead_gpu_only", "overhead_default"):
         rows += overhead_rows(name, runs.get(name))
+    padding = runs.get("padding_gpu")
+    rows += [padding_row(padding["result"])] if measured(padding) else unmeasured(SOURCES["padding_gpu"], padding)
     return rows
 
 
@@ -379,6 +385,35 @@ def overhead_rows(name: str, run_: dict | None) -> list[Row]:
         result = PASS if len(verdicts) == len(checks) else NOT_MEASURED
     rows.append(row(ids[2], f"{where}: " + "; ".join(texts), result))
     return rows
+
+
+# --------------------------------------------------------------------------- the padding encode
+
+
+def padding_row(r: dict) -> Row:
+    """P3 from tools/gpu/padding_gpu.py: the first encode at the canvas and the median of the rest,
+    per dtype; an encode that raised makes the row a FAIL."""
+    size = f"{r['width']}x{r['height']}, {r['length']} frames"
+    parts, failed = [], False
+    for name, label in (("comfy_default", "ComfyUI's VAE dtype"), ("float32", "float32")):
+        e = r.get("encodes", {}).get(name)
+        if e is None:
+            parts.append(f"{label}: not reported")
+        elif "error" in e:
+            failed = True
+            parts.append(f"{label} ({e.get('dtype', '?')}): raised {e['error']}")
+        elif "same_as" in e:
+            parts.append(f"{label}: the same run (ComfyUI chose float32)")
+        else:
+            later = e["seconds"][1:]
+            parts.append(f"{label} ({e['dtype']}): {e['first_s']:.2f} s the first time at this canvas"
+                         + (f", then {fmt_time(median(later))} (median of {len(later)})" if later else "")
+                         + f"; peak {fmt_bytes(e.get('peak_bytes', 0))} on the GPU")
+    shape = next((e["latent_shape"] for e in r.get("encodes", {}).values() if e.get("latent_shape")), None)
+    text = (f"{size} on {r.get('gpu', '?')}: " + "; ".join(parts)
+            + (f" → latent {'x'.join(str(d) for d in shape)}" if shape else "")
+            + " (after a 64x64 warm-up encode; CUDA-synchronised)")
+    return row("P3", text, FAIL if failed else INFO)
 
 
 # --------------------------------------------------------------------------- details

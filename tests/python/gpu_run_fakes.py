@@ -3,7 +3,8 @@
 None of these numbers was measured: they are made up to drive the code that plans the runs,
 merges their JSON and builds the benchmark's GPU rows and README table
 (tools/gpu/run_all.py, bench/sections/gpu.py). Each builder returns the JSON a child writes
-(tools/gpu/device_tier.py, residency_check.py, overhead_gpu.py), shaped as the child writes it.
+(tools/gpu/device_tier.py, residency_check.py, overhead_gpu.py, padding_gpu.py), shaped as the
+child writes it.
 FakeTorch stands in for the few torch.cuda figures run_all.py records about the machine.
 """
 
@@ -87,6 +88,19 @@ def fake_overhead(flags: str, *, ours=1e-3, memcpy=9e-4) -> dict:
             "via_nodes": True, "reps": 3, "idle_s": 0.3, "results": results, "seconds": 1.0}
 
 
+def fake_padding_gpu(*, default_dtype="bfloat16", error: str | None = None, reps=3) -> dict:
+    def encode(dtype: str, first: float) -> dict:
+        if error is not None and dtype == default_dtype:
+            return {"dtype": dtype, "error": error}
+        return {"dtype": dtype, "device": "cuda:0", "first_s": first, "seconds": [first] + [first / 2] * (reps - 1),
+                "latent_shape": [1, 16, 21, 60, 104], "peak_bytes": 3 << 30}
+    encodes = {"comfy_default": encode(default_dtype, 2.0)}
+    encodes["float32"] = ({"dtype": "float32", "same_as": "comfy_default"} if default_dtype == "float32"
+                          else encode("float32", 4.0))
+    return {"gpu": FAKE_GPU, "comfyui": "fake", "width": 832, "height": 480, "length": 81, "reps": reps,
+            "vae_width": 96, "weights": "fake", "encodes": encodes, "seconds": 1.0}
+
+
 def fake_results() -> dict:
     """What each fake child writes, by the key the fake child script picks (see test_bench_gpu_tools.py)."""
     return {"device": fake_device_tier(),
@@ -94,7 +108,8 @@ def fake_results() -> dict:
             "native": fake_residency_check(backend="native"),
             "native_expandable": fake_residency_check(backend="native", expandable=True),
             "dynamic": fake_residency_check(backend="cudaMallocAsync", dynamic=True),
-            "gpu-only": fake_overhead("gpu-only"), "default": fake_overhead("default")}
+            "gpu-only": fake_overhead("gpu-only"), "default": fake_overhead("default"),
+            "padding": fake_padding_gpu()}
 
 
 class FakeTorch:

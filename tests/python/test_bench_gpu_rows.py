@@ -27,6 +27,7 @@ def measured(result: dict) -> dict:
 def document(**runs) -> dict:
     """A run_all document with every run measured from the fakes, unless given otherwise."""
     base = {"device_tier": measured(fakes.fake_device_tier()),
+            "padding_gpu": measured(fakes.fake_padding_gpu()),
             "residency_prepare": {"label": "fake", "status": "measured", "seconds": 1.0, "exit": 0},
             "residency_classic_cudaMallocAsync": measured(fakes.fake_residency_check(backend="cudaMallocAsync")),
             "residency_dynamic": measured(fakes.fake_residency_check(dynamic=True)),
@@ -76,6 +77,20 @@ def test_a_complete_fake_run_fills_every_row():
     assert "expandable 3" in rows["G9"].measured
     assert rows["G10a"].result == PASS and rows["G10c"].result == PASS and rows["G11b"].result == PASS
     assert "latents on cuda:0" in rows["G10a"].measured and "latents on cpu" in rows["G11a"].measured
+    assert rows["P3"].result == INFO and "832x480, 81 frames" in rows["P3"].measured
+    assert "(bfloat16): 2.00 s the first time" in rows["P3"].measured and "(float32): 4.00 s" in rows["P3"].measured
+    assert "then 1.00 s (median of 2)" in rows["P3"].measured and "latent 1x16x21x60x104" in rows["P3"].measured
+
+
+def test_the_padding_encode_row_says_what_raised_and_what_comfyui_chose():
+    raised = by_id(gpu.rows_for(document(padding_gpu=measured(fakes.fake_padding_gpu(error="OutOfMemoryError: x")))))
+    assert raised["P3"].result == FAIL and "raised OutOfMemoryError: x" in raised["P3"].measured
+    assert "(float32): 4.00 s" in raised["P3"].measured  # the other dtype still measured
+    same = by_id(gpu.rows_for(document(padding_gpu=measured(fakes.fake_padding_gpu(default_dtype="float32")))))
+    assert same["P3"].result == INFO and "the same run (ComfyUI chose float32)" in same["P3"].measured
+    cut = by_id(gpu.rows_for(document(padding_gpu={"label": "fake", "status": "not_measured", "seconds": 120.0,
+                                                   "reason": "no result within 120 s"})))
+    assert cut["P3"].result == NOT_MEASURED and "no result within 120 s" in cut["P3"].measured
 
 
 def test_what_the_gpu_run_found_wrong_is_a_fail():

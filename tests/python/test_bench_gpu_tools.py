@@ -78,6 +78,23 @@ def test_the_plan_runs_every_gpu_row_in_order_each_allocator_setting_alone(tmp_p
     assert shots[shots.index("--shots") + 1] == "3"
 
 
+def test_the_plan_measures_p3_right_after_the_device_tier_bounded_at_p1s_canvas(tmp_path):
+    """P3 (the gray padding's encode on the GPU): a short run second, so the budget never cuts it;
+    P1's canvas (832x480, 81 frames; 17 with --quick), ComfyUI choosing the allocator."""
+    comfy = fake_comfyui(tmp_path)
+    for extra, frames, cap in (((), "81", 120), (("--quick",), "17", 60)):
+        children = run_all.plan(options(tmp_path, "--comfyui", str(comfy), *extra), python="py")
+        assert [c.name for c in children][:2] == ["device_tier", "padding_gpu"]
+        padding = children[1]
+        assert padding.argv[1].endswith("tools/gpu/padding_gpu.py") and padding.cap_s == cap
+        assert padding.argv[padding.argv.index("--length") + 1] == frames
+        assert padding.argv[padding.argv.index("--comfyui") + 1] == str(comfy)
+        assert padding.result is not None and padding.result.name == "padding_gpu.json"
+        env = padding.environment({"PYTORCH_CUDA_ALLOC_CONF": "mine", "PATH": "/bin"})
+        assert "PYTORCH_CUDA_ALLOC_CONF" not in env and env["COMFYUI_PATH"] == str(comfy)
+    assert sum(run_all.MODES["full"]["caps"][k] for k in ("device_tier", "padding")) < 480
+
+
 def test_without_comfyui_only_the_device_tier_runs_and_the_others_say_why(tmp_path, monkeypatch):
     monkeypatch.delenv("COMFYUI_PATH", raising=False)
     children = run_all.plan(options(tmp_path))
@@ -102,13 +119,16 @@ def test_plan_prints_without_a_gpu_and_measures_nothing(tmp_path):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the refusal cannot be shown")
-@pytest.mark.parametrize("tool", ["run_all.py", "device_tier.py", "overhead_gpu.py", "residency_check.py"])
+@pytest.mark.parametrize("tool", ["run_all.py", "device_tier.py", "overhead_gpu.py", "residency_check.py",
+                                  "padding_gpu.py"])
 def test_without_cuda_each_gpu_tool_refuses_in_one_line(tmp_path, tool):
     args = {"run_all.py": ["--out", str(tmp_path / "gpu.json"), "--work-dir", str(tmp_path / "w")],
             "device_tier.py": ["--json", str(tmp_path / "gpu.json")],
             "overhead_gpu.py": ["--comfyui", str(fake_comfyui(tmp_path)), "--flags", "default",
                                 "--json", str(tmp_path / "gpu.json"), "--work-dir", str(tmp_path / "w")],
-            "residency_check.py": ["--comfyui", str(fake_comfyui(tmp_path)), "--work-dir", str(tmp_path / "w")]}[tool]
+            "residency_check.py": ["--comfyui", str(fake_comfyui(tmp_path)), "--work-dir", str(tmp_path / "w")],
+            "padding_gpu.py": ["--comfyui", str(fake_comfyui(tmp_path)), "--json", str(tmp_path / "gpu.json"),
+                               "--work-dir", str(tmp_path / "w")]}[tool]
     proc = subprocess.run([sys.executable, str(REPO / "tools" / "gpu" / tool), *args], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2
@@ -128,7 +148,7 @@ if "--prepare-only" in args:
     sys.exit(0)
 results = json.loads({payload!r})
 conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or ""
-key = ("dynamic" if opt("--modes") == "dynamic" else
+key = ("dynamic" if opt("--modes") == "dynamic" else "padding" if opt("--length") else
        "native_expandable" if "expandable" in conf else opt("--allocator") or opt("--flags") or "device")
 doc = results[key]
 doc["env_seen"] = {{n: os.environ.get(n) for n in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", "COMFYUI_PATH")}}
@@ -139,7 +159,7 @@ json.dump(doc, open(opt("--json"), "w"))
 def fake_scripts(tmp_path: Path, payload: dict | None = None) -> dict:
     script = tmp_path / "fake_child.py"
     script.write_text(FAKE_CHILD.format(payload=json.dumps(payload or fakes.fake_results())))
-    return {"device_tier": script, "residency": script, "overhead": script}
+    return {"device_tier": script, "residency": script, "overhead": script, "padding": script}
 
 
 def test_children_run_in_turn_and_their_json_is_merged_into_one_document(tmp_path):
@@ -154,6 +174,8 @@ def test_children_run_in_turn_and_their_json_is_merged_into_one_document(tmp_pat
     assert seen["overhead_gpu_only"]["COMFYUI_PATH"] == str(comfy)
     assert runs["residency_classic_native_expandable"]["result"]["runs"][1]["shots"][0]["allocator"][
         "expandable_segments"] == 3
+    assert runs["padding_gpu"]["result"]["encodes"]["float32"]["dtype"] == "float32"
+    assert seen["padding_gpu"]["COMFYUI_PATH"] == str(comfy)
     machine = run_all.machine_record(fakes.FakeTorch(), comfy)
     doc = run_all.document(machine, opts, runs, 12.0)
     assert doc["format"] == run_all.FORMAT and doc["mode"] == "full" and doc["budget_s"] == 480
@@ -168,7 +190,8 @@ def test_a_child_without_a_result_is_failed_and_one_past_the_budget_is_not_measu
     broken.write_text("import sys; print('it broke here'); sys.exit(3)\n")
     comfy = fake_comfyui(tmp_path)
     children = run_all.plan(options(tmp_path, "--comfyui", str(comfy), "--only", "device_tier", "overhead_default"),
-                            scripts={"device_tier": broken, "residency": broken, "overhead": broken})
+                            scripts={"device_tier": broken, "residency": broken, "overhead": broken,
+                                     "padding": broken})
     clock = iter([0.0, 1.0, 10_000.0, 10_001.0]).__next__  # the second child finds the budget spent
     runs = run_all.run_children(children, 100.0, tmp_path / "logs", clock=clock, say=lambda _: None)
     assert runs["device_tier"]["status"] == "failed" and "exited 3" in runs["device_tier"]["reason"]

@@ -56,12 +56,14 @@ def test_each_run_lands_in_out_as_it_ends_and_at_most_eight_files_come_back(tmp_
     with_result = 0
     for child in children:
         each(child, {"label": child.name, "status": "not_measured", "seconds": 0.0, "reason": "FAKE"})
-        with_result += child.result is not None
+        with_result += child.result is not None and child.name not in run_all.JOINS_PREVIOUS_FILE
         assert len(list((tmp_path / "out").iterdir())) == with_result  # written as each run ends
     each.flush()
     files = sorted((tmp_path / "out").iterdir())
     assert len(files) + 1 <= 8  # + device_run.log
     assert [f.name for f in files][0] == "gpu-1-device_tier.json"
+    first = json.loads(files[0].read_text())  # padding_gpu (P3) joined the device tier's file
+    assert list(first["runs"]) == ["device_tier", "padding_gpu"] and first["part"] == "device_tier"
     second = json.loads((tmp_path / "out" / "gpu-2-residency_classic_cudaMallocAsync.json").read_text())
     assert list(second["runs"]) == ["residency_prepare", "residency_classic_cudaMallocAsync"]
     assert second["format"] == run_all.FORMAT and not list((tmp_path / "out").glob("*.tmp"))

@@ -37,6 +37,14 @@ DEVICE_TIER = {
     "two_devices": {"not_measured": "one GPU (fixture)"},
     "async_copy": {"plain_s": [2e-3], "caller_s": [1e-5], "done_s": [1e-3], "identical": True},
 }
+# Row P3's run, as tools/gpu/padding_gpu.py writes it: FIXTURE figures.
+PADDING_GPU = {
+    "gpu": FIXTURE_GPU, "comfyui": "0.0-fixture", "width": 832, "height": 480, "length": 81, "reps": 2,
+    "vae_width": 96, "weights": "fixture", "seconds": 1.0,
+    "encodes": {"comfy_default": {"dtype": "bfloat16", "device": "cuda:0", "first_s": 1.25, "seconds": [1.25, 0.5],
+                                  "latent_shape": [1, 16, 21, 60, 104], "peak_bytes": 1 << 30},
+                "float32": {"dtype": "float32", "error": "RuntimeError: fixture"}},
+}
 
 
 def part(name: str, runs: dict) -> dict:
@@ -47,8 +55,9 @@ def part(name: str, runs: dict) -> dict:
 def returned(folder: Path) -> Path:
     """What device_run.sh would return from a run ended by its limit during residency_dynamic (FIXTURE)."""
     folder.mkdir()
-    (folder / "gpu-1-device_tier.json").write_text(json.dumps(part("device_tier", {"device_tier": {
-        "label": "fixture", "status": "measured", "seconds": 1.0, "exit": 0, "result": DEVICE_TIER}})))
+    (folder / "gpu-1-device_tier.json").write_text(json.dumps(part("device_tier", {  # P3's run joins it
+        "device_tier": {"label": "fixture", "status": "measured", "seconds": 1.0, "exit": 0, "result": DEVICE_TIER},
+        "padding_gpu": {"label": "fixture", "status": "measured", "seconds": 1.0, "exit": 0, "result": PADDING_GPU}})))
     (folder / "gpu-2-residency_classic_cudaMallocAsync.json").write_text(json.dumps(part(
         "residency_classic_cudaMallocAsync", {
             "residency_prepare": {"label": "fixture", "status": "measured", "seconds": 1.0, "exit": 0},
@@ -82,8 +91,10 @@ def test_one_command_fills_the_g_rows_the_readme_and_the_machine(tmp_path):
                           capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = {line.split("|")[1].strip(): line for line in (results / "bench.md").read_text().splitlines()
-            if line.startswith("| G")}
+            if line.startswith(("| G", "| P3 "))}
     assert "**PASS**" in rows["G1c"] and "10.0 µs" in rows["G1c"]
+    assert "**FAIL**" in rows["P3"] and "(bfloat16): 1.25 s the first time" in rows["P3"]  # float32 raised
+    assert "raised RuntimeError: fixture" in rows["P3"] and "| P3 |" in readme.read_text()
     assert "NOT MEASURED" in rows["G7"] and "did not finish" in rows["G7"]
     assert "NOT MEASURED" in rows["G10a"] and "not reached" in rows["G10a"]
     assert "NOT MEASURED" in rows["G6"] and "no result within 150 s" in rows["G6"]

@@ -76,6 +76,55 @@ def test_the_mask_and_samples_of_an_inpaint_come_prepared_and_exact(pool):
         assert got.noise_mask[:, :, :1].eq(0).all() and got.noise_mask[:, :, 1:].eq(1).all()
 
 
+def wan_i2v_expected(tail, padding):
+    image = padding.clone()
+    image[:, :, :tail.shape[2]] = tail
+    return image
+
+
+def test_wan_i2vs_concat_image_comes_prepared_as_a_private_copy_of_the_cached_padding(pool):
+    """The cached gray padding is a constant (known by identity): from the second hop on, the concat
+    image and the empty latent come made ahead, equal to a fresh build, and the caller's alone: a
+    write into one hop's tensors reaches neither the cache entry nor the next hop."""
+    padding = torch.randn(SHAPE)
+    kept = padding.clone()
+    tail = torch.randn(1, 16, 1, 60, 104)
+    first = assemble.wan_i2v_concat(SHAPE, tail, padding, padding_constant=True)
+    pool.wait()
+    second = assemble.wan_i2v_concat(SHAPE, tail, padding, padding_constant=True)
+    assert (pool.served, pool.missed) == (2, 2)  # the image and the samples, ready the second time
+    for got in (first, second):
+        assert torch.equal(got.concat_latent_image, wan_i2v_expected(tail, padding))
+        assert torch.equal(got.samples, torch.zeros(SHAPE)) and got.samples.dtype == torch.float32
+        assert got.concat_latent_image.data_ptr() != padding.data_ptr()
+    second.concat_latent_image.fill_(7.0)  # a downstream node writing in place
+    second.samples.fill_(7.0)
+    pool.wait()
+    third = assemble.wan_i2v_concat(SHAPE, tail, padding, padding_constant=True)
+    assert pool.served == 4 and torch.equal(padding, kept)
+    assert torch.equal(third.concat_latent_image, wan_i2v_expected(tail, padding))
+    assert torch.equal(third.samples, torch.zeros(SHAPE))
+
+
+def test_a_constant_is_never_served_to_another_tensor_and_a_large_fill_is_left_to_alloc(pool):
+    padding = torch.randn(SHAPE)
+    tail = torch.zeros(1, 16, 1, 60, 104)
+    assemble.wan_i2v_concat(SHAPE, tail, padding, padding_constant=True)
+    pool.wait()
+    twin = padding.clone()  # equal values, another tensor: its copy is made in the hop
+    other = padding + 1
+    for candidate in (twin, other):
+        got = assemble.wan_i2v_concat(SHAPE, tail, candidate, padding_constant=True)
+        assert torch.equal(got.concat_latent_image, wan_i2v_expected(tail, candidate))
+        pool.wait()
+    assert pool.served == 2  # the samples twice; no concat image
+    served = pool.served
+    plain = assemble.wan_i2v_concat(SHAPE, tail, padding)  # not said constant: never prepared
+    assert torch.equal(plain.concat_latent_image, wan_i2v_expected(tail, padding))
+    assert pool.served == served + 1  # the samples only
+    assert pool(SHAPE, padding) is None  # a fill of many values that is not constant
+
+
 def test_preparation_waits_for_the_deferred_block_to_end(pool):
     with pool.deferred():
         alloc.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))

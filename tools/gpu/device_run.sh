@@ -9,12 +9,14 @@
 #     unpacks the carried ComfyUI and sets COMFYUI_PATH, imports every carried module;
 #  2. without a CUDA device stops here: one line "device_run: no CUDA device ...", exit status 2;
 #  3. prints nvidia-smi and the torch/CUDA versions;
-#  4. runs tools/gpu/run_all.py with the time left (less a margin): device tier, residency (classic,
-#     dynamic VRAM), overhead on the GPU, allocator variants, in that order; each run's JSON lands
-#     in $OUT (gpu-N-RUN.json) the moment it ends, and everything printed goes to $OUT/device_run.log
-#     as it is printed: a command stopped at its limit still returns what it measured.
-# At most 8 files come back: the log and 7 run files. Exit status: run_all's (0: every run measured,
-# 1: some not), 2: no CUDA device, 3: the carried set is incomplete or the set-up failed.
+#  4. runs tools/gpu/run_all.py with the time left (less a margin): device tier, the gray padding's
+#     encode (P3), residency (classic, dynamic VRAM), overhead on the GPU, allocator variants, in that
+#     order; each run's JSON lands in $OUT (gpu-N-RUN.json) the moment it ends, and everything
+#     printed goes to $OUT/device_run.log as it is printed: a command stopped at its limit still
+#     returns what it measured.
+# At most 8 files come back: the log and 7 run files (P3's record joins the device tier's file).
+# Exit status: run_all's (0: every run measured, 1: some not), 2: no CUDA device, 3: the carried
+# set is incomplete or the set-up failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD

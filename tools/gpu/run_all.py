@@ -13,6 +13,10 @@ a process starts), in this order, within one time budget (--budget-s):
                                        tensors by reference (with and without a host copy), an
                                        in-place write after put, a consumer on a side stream, two
                                        devices where present, the async host copy vs .to("cpu")
+  padding_gpu                          tools/gpu/padding_gpu.py: row P3, the Wan I2V gray padding's
+                                       one-time VAE encode (832x480, 81 frames; 17 with --quick) in
+                                       ComfyUI's VAE dtype and in float32 (its record joins the device
+                                       tier's file, see EachRun)
   residency_prepare                    writes the random-weight Wan 2.1-layout DiT (~6 GiB) once
   residency_classic_cudaMallocAsync    tools/gpu/residency_check.py: 10 shots unlocked and locked,
                                        classic model management, ComfyUI's default allocator
@@ -56,7 +60,7 @@ from tools.gpu.cuda_required import require_cuda  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = {"device_tier": HERE / "device_tier.py", "residency": HERE / "residency_check.py",
-           "overhead": HERE / "overhead_gpu.py"}
+           "overhead": HERE / "overhead_gpu.py", "padding": HERE / "padding_gpu.py"}
 FORMAT = "zerocopy-gpu-bench/1"  # bench.sections.gpu.GPU_FORMAT reads this
 ALLOC_ENV = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")  # PyTorch versions differ in which they read
 # (run name suffix, label, allocator setting in the environment, residency_check --allocator)
@@ -70,12 +74,21 @@ ALLOCATORS = {
 # recorded as not measured.
 MODES = {
     "full": {"shots": 10, "model_gb": 6.0, "card_gb": 24.0, "overhead_reps": 9, "device_reps": 21,
-             "caps": {"device_tier": 120, "residency_prepare": 150, "residency": 150, "overhead": 180}},
+             "padding_frames": 81, "padding_reps": 3,
+             "caps": {"device_tier": 120, "padding": 120, "residency_prepare": 150, "residency": 150,
+                      "overhead": 180}},
     "quick": {"shots": 3, "model_gb": 1.0, "card_gb": 24.0, "overhead_reps": 3, "device_reps": 5,
-              "caps": {"device_tier": 60, "residency_prepare": 60, "residency": 60, "overhead": 90}},
+              "padding_frames": 17, "padding_reps": 2,
+              "caps": {"device_tier": 60, "padding": 60, "residency_prepare": 60, "residency": 60,
+                       "overhead": 90}},
 }
-ORDER = ("device_tier", "residency_prepare", "residency_classic_cudaMallocAsync", "residency_dynamic",
-         "overhead_gpu_only", "overhead_default", "residency_classic_native", "residency_classic_native_expandable")
+ORDER = ("device_tier", "padding_gpu", "residency_prepare", "residency_classic_cudaMallocAsync",
+         "residency_dynamic", "overhead_gpu_only", "overhead_default", "residency_classic_native",
+         "residency_classic_native_expandable")
+# The GPU machine returns at most 8 files: the log and one per run with a result, but there are 8 such
+# runs. A run named here has its record added to the file of the run before it (rewritten whole),
+# not a file of its own: a short run, right after one that writes its file.
+JOINS_PREVIOUS_FILE = ("padding_gpu",)
 MIN_START_S = 20  # a run is not started with less of the budget left
 
 
@@ -144,6 +157,11 @@ def plan(opts, scripts: dict[str, Path] = SCRIPTS, python: str = sys.executable)
                                 [python, str(scripts["device_tier"]), "--json", str(work / "device_tier.json"),
                                  "--reps", str(size["device_reps"])], work / "device_tier.json", caps["device_tier"],
                                 env={name: None for name in ALLOC_ENV}),
+        "padding_gpu": ChildRun("padding_gpu", "Wan I2V gray padding: the one-time VAE encode (P3)",
+                                [python, str(scripts["padding"]), "--comfyui", comfy or "",
+                                 "--length", str(size["padding_frames"]), "--reps", str(size["padding_reps"]),
+                                 "--json", str(work / "padding_gpu.json"), "--work-dir", str(work / "padding")],
+                                work / "padding_gpu.json", caps["padding"], env=comfy_default),
         "residency_prepare": ChildRun("residency_prepare", f"random DiT, ~{size['model_gb']:g} GiB",
                                       residency + ["--prepare-only"], None, caps["residency_prepare"],
                                       env={"COMFYUI_PATH": comfy}),
@@ -327,31 +345,39 @@ class EachRun:
     """Writes each run's record into a folder as soon as it ends (so a command cut short by its time
     limit still returns what it measured): gpu-N-RUN.json, a GPU_FORMAT document with just that run
     (and the records of runs without a result of their own, e.g. residency_prepare, that ended
-    before it). bench/sections/gpu.py merges a folder of them."""
+    before it). A run in JOINS_PREVIOUS_FILE is added to the last file written instead (that file is
+    rewritten with both; it is replaced atomically, so a command ended meanwhile still returns the
+    earlier run's record). bench/sections/gpu.py merges a folder of them."""
 
     def __init__(self, folder: Path, machine: dict, opts):
         self.folder, self.machine, self.opts = folder, machine, opts
         self.pending: dict[str, dict] = {}
         self.count = 0
+        self.last: tuple[Path, str, dict] | None = None  # the last file written: path, part, its runs
         folder.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, child: ChildRun, record: dict) -> None:
         self.pending[child.name] = record
         if child.result is not None:
-            self.flush(child.name)
+            self.flush(child.name, join=child.name in JOINS_PREVIOUS_FILE)
 
-    def flush(self, name: str | None = None) -> None:
+    def flush(self, name: str | None = None, join: bool = False) -> None:
         if not self.pending:
             return
-        name = name or next(iter(self.pending))
-        self.count += 1
-        doc = document(self.machine, self.opts, self.pending, sum(r.get("seconds", 0) for r in self.pending.values()))
-        doc["part"] = name
-        path = self.folder / f"gpu-{self.count}-{name}.json"
+        if join and self.last is not None:
+            path, part, runs = self.last
+            runs = {**runs, **self.pending}
+        else:
+            part = name or next(iter(self.pending))
+            self.count += 1
+            path, runs = self.folder / f"gpu-{self.count}-{part}.json", dict(self.pending)
+        doc = document(self.machine, self.opts, runs, sum(r.get("seconds", 0) for r in runs.values()))
+        doc["part"] = part
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n")
         os.replace(tmp, path)
-        print(f"run_all: wrote {path}", flush=True)
+        print(f"run_all: wrote {path}" + (f" (with {', '.join(self.pending)})" if join else ""), flush=True)
+        self.last = (path, part, runs)
         self.pending = {}
 
 

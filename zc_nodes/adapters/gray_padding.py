@@ -55,7 +55,7 @@ MEMORY_ENTRIES = 8
 FILE_FORMAT = "zerocopy-gray-padding/1"
 
 _lock = threading.Lock()
-_memory: OrderedDict[tuple, torch.Tensor] = OrderedDict()
+_memory: OrderedDict[tuple, tuple[torch.Tensor, Path | None]] = OrderedDict()  # key -> (latent, its file)
 _identities: "weakref.WeakKeyDictionary[object, str]" = weakref.WeakKeyDictionary()
 _THREADS = torch.get_num_threads()
 """torch's CPU pool size when the pack was imported: the one-time encode runs with it, also
@@ -234,27 +234,27 @@ def gray_padding(vae, width: int, height: int, length: int, spill_dir=None) -> P
         hit = _memory.get(key)
         if hit is not None:
             _memory.move_to_end(key)
+    if hit is not None:  # every hop of a film: no file system call
+        return Padding(hit[0], "memory", 0.0, hit[1])
     folder = _safe_folder(spill_dir) if not key[0].startswith("object-") else None
     path = folder / file_name(key) if folder is not None else None
-    if hit is not None:
-        return Padding(hit, "memory", 0.0, path)
     start = time.perf_counter()
     if path is not None and path.exists():
         latent = read_file(path, key)
         if latent is not None:
-            _remember(key, latent)
+            _remember(key, latent, path)
             return Padding(latent, "disk", time.perf_counter() - start, path)
     latent = encode_gray(vae, width, height, length).detach().to("cpu")
     seconds = time.perf_counter() - start
-    _remember(key, latent)
     if path is not None and not write_file(path, key, latent):
         path = None
+    _remember(key, latent, path)
     return Padding(latent, "encoded", seconds, path)
 
 
-def _remember(key: tuple, latent: torch.Tensor) -> None:
+def _remember(key: tuple, latent: torch.Tensor, path: Path | None) -> None:
     with _lock:
-        _memory[key] = latent
+        _memory[key] = (latent, path)
         _memory.move_to_end(key)
         while len(_memory) > MEMORY_ENTRIES:
             _memory.popitem(last=False)

@@ -79,11 +79,11 @@ class WanI2V(Adapter):
         frames, height, width = target[2:]
         pixels = (frames - 1) * spec.temporal_ratio + 1
         w, h = width * spec.spatial_ratio, height * spec.spatial_ratio
-        fill = comfy_adapter.empty_fill(request.latent_format, spec.channels)
         if request.vae is None:
-            return fill, ["padding: no VAE connected, so the padding frames hold the latent format's "
-                          "empty value (process_out(0)); core's WanImageToVideo pads with the VAE "
-                          "encoding of gray frames: connect the model's VAE"], EMPTY
+            return self.empty_fill(request), [
+                "padding: no VAE connected, so the padding frames hold the latent format's empty value "
+                "(process_out(0)); core's WanImageToVideo pads with the VAE encoding of gray frames: "
+                "connect the model's VAE"], EMPTY
         start = request.start_pixels if request.fresh_first_frame else None
         try:
             if start is not None:
@@ -98,9 +98,10 @@ class WanI2V(Adapter):
                 raise
             why = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
             warn_fallback(why)
-            return fill, [f"padding: WARNING the VAE could not encode the gray padding ({why}); the "
-                          "padding frames hold the latent format's empty value (process_out(0)), "
-                          "which core's WanImageToVideo never uses: connect the model's VAE"], EMPTY
+            return self.empty_fill(request), [
+                f"padding: WARNING the VAE could not encode the gray padding ({why}); the padding "
+                "frames hold the latent format's empty value (process_out(0)), which core's "
+                "WanImageToVideo never uses: connect the model's VAE"], EMPTY
         want = (1,) + tuple(target[1:])
         if tuple(latent.shape) != want:
             raise ContinuityError(
@@ -115,10 +116,17 @@ class WanI2V(Adapter):
                             "it depends on the image)"], START
         return latent, [got.note(w, h, pixels)], GRAY
 
+    @staticmethod
+    def empty_fill(request: BuildRequest):
+        """The old padding: the latent format's empty value per channel (process_out(0))."""
+        return comfy_adapter.empty_fill(request.latent_format, request.spec.channels)
+
     def build(self, request: BuildRequest) -> BuildResult:
         target = request.target()
         padding, notes, kind = self.padding(request, target)
-        result = assemble.wan_i2v_concat(target, request.video, padding)
+        # the cached gray padding is never written (gray_padding hands out the cache entry itself),
+        # so the next hop's copy of it can be made ahead, between shots
+        result = assemble.wan_i2v_concat(target, request.video, padding, padding_constant=kind == GRAY)
         values = result.conditioning_values()
         differences = {START: [], GRAY: [CAUSAL_PADDING], EMPTY: [EMPTY_PADDING]}[kind] + [NO_CLIP_VISION]
         if not request.fresh_first_frame:
