@@ -1,4 +1,4 @@
-"""Section: the Wan I2V gray padding (issue 29). What the padding as core builds it costs.
+"""Section: the Wan I2V gray padding. What the padding as core builds it costs.
 
 The wan_i2v adapter pads ``concat_latent_image`` with the VAE encoding of mid-gray frames, as
 core's WanImageToVideo does (``zc_nodes.adapters.gray_padding``). That is one VAE encode over the

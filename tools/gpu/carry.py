@@ -22,7 +22,7 @@ REPO = HERE.parents[1]
 CARRY_LIST = HERE / "carry-wheels.txt"
 IMAGE_LIST = HERE / "image-list.txt"
 CARRY_DIR = REPO / ".gpu-carry"      # the one ignored path that travels (docs/gpu.md)
-LIMIT_CARRY = 60 << 20               # the carried files (issue 28)
+LIMIT_CARRY = 60 << 20               # the carried files
 LIMIT_TRIP = 64 << 20                # everything that travels: tracked + untracked-not-ignored + carried
 MAX_CARRY_PATHS = 8
 
