@@ -56,6 +56,9 @@ IDLE_S = 0.3
 VAE_DIM = 96  # the released Wan 2.1 VAE's width
 
 
+GOAL_CANVAS = (832, 480, 81)  # the canvas the hop's goal is judged at (480p, 81 frames)
+
+
 def canvas(ctx: Context) -> tuple[int, int, int]:
     return ctx.pick((832, 480, 81), (832, 480, 17), (64, 64, 9))
 
@@ -147,6 +150,9 @@ def measure(ctx: Context, pack) -> dict:
                 disk_sources.append(value.notes[0])
         disk = interleaved({"ours": restart_hop, "memcpy": memcpy}, reps, idle=IDLE_S, after=after_disk)
         hop_note = build(request).notes[0]
+        goal = None
+        if (width, height, length) != GOAL_CANVAS and not ctx.smoke:
+            goal = goal_canvas_hops(pack, gray, vae, spill, first.latent, build, before, after, reps)
     assert all("from the disk cache" in note for note in disk_sources), disk_sources[:1]
     assert "from the in-memory cache" in hop_note, hop_note
     return {"width": width, "height": height, "length": length, "encode_s": first.seconds,
@@ -157,7 +163,31 @@ def measure(ctx: Context, pack) -> dict:
             "memory_ratio": pairwise_ratio(memory["ours"], memory["memcpy"]),
             "unprepared_ratio": pairwise_ratio(memory["unprepared"], memory["memcpy"]),
             "old_ratio": pairwise_ratio(memory["old"], memory["memcpy"]),
-            "disk_ratio": pairwise_ratio(disk["ours"], disk["memcpy"])}
+            "disk_ratio": pairwise_ratio(disk["ours"], disk["memcpy"]),
+            "goal": goal}
+
+
+def goal_canvas_hops(pack, gray, vae, spill, encoded, build, before, after, reps) -> dict:
+    """Cached hops at GOAL_CANVAS when this mode encodes a shorter clip (quick mode: an 81-frame
+    encode takes about an hour on this CPU): the padding cache holds a stand-in of the right shape
+    (random values) under the 81-frame key. A cached hop copies the padding whole and never reads
+    its values, so its time is the real one; the padding's values are not (P1 encodes those)."""
+    gw, gh, gl = GOAL_CANVAS
+    shape = list(encoded.shape)
+    shape[2] = 1 + (gl - 1) // 4  # Wan's latent frames of gl pixel frames
+    stand_in = torch.randn(shape, generator=torch.Generator().manual_seed(2), dtype=encoded.dtype)
+    gray._remember(gray.cache_key(vae, gw, gh, gl), stand_in, None)  # what an encode would have kept
+    request = request_for(pack, gw, gh, gl, vae, spill)
+    memcpy = Memcpy([torch.randn(stand_in.shape)])
+    for name in ("ours", "ours"):  # warm-up: the pool holds this canvas' latents
+        before(name)
+        after(name, build(request))
+    times = interleaved({"ours": lambda: build(request), "memcpy": memcpy}, reps, idle=IDLE_S,
+                        before=before, after=after)
+    note = build(request).notes[0]
+    assert "from the in-memory cache" in note, note
+    return {"width": gw, "height": gh, "length": gl, "latent_bytes": stand_in.numel() * stand_in.element_size(),
+            "times": times, "ratio": pairwise_ratio(times["ours"], times["memcpy"])}
 
 
 def rows_for(data: dict) -> list[Row]:
@@ -181,8 +211,21 @@ def rows_for(data: dict) -> list[Row]:
             measured += (f"; with nothing made ahead (a canvas' first hop): {data['unprepared_ratio']:.2f} × "
                          f"({fmt_time(median(memory['unprepared']))}); the old empty-value padding (no VAE): "
                          f"{data['old_ratio']:.2f} × ({fmt_time(median(memory['old']))})")
-            rows.append(Row(rid, f"Wan I2V adapter, {what}, {size}: the whole build vs one memcpy of the "
-                                 "latent", goal, measured, PASS if ratio <= MEMCPY_GOAL else FAIL))
+            at_goal = data.get("goal")
+            if at_goal is None:
+                rows.append(Row(rid, f"Wan I2V adapter, {what}, {size}: the whole build vs one memcpy of "
+                                     "the latent", goal, measured, PASS if ratio <= MEMCPY_GOAL else FAIL))
+                continue
+            t = at_goal["times"]
+            goal_size = f"{at_goal['width']}x{at_goal['height']}, {at_goal['length']} frames"
+            rows.append(Row(rid, f"Wan I2V adapter, {what}, {goal_size}: the whole build vs one memcpy of "
+                                 "the latent", goal,
+                            f"{at_goal['ratio']:.2f} × (ours {fmt_time(median(t['ours']))}, libc memcpy "
+                            f"{fmt_time(median(t['memcpy']))} of the {fmt_bytes(at_goal['latent_bytes'])} latent; "
+                            "the cache holding a stand-in padding of this canvas' shape, as this mode encodes "
+                            f"{data['length']} frames only; medians of {data['reps']}); at {size} with the "
+                            f"encoded padding: {measured}",
+                            PASS if at_goal["ratio"] <= MEMCPY_GOAL else FAIL))
         else:
             rows.append(Row(rid, f"Wan I2V adapter, {what}, {size}: once per process", "(info)",
                             f"{measured}; the encode it saves: {data['encode_s']:.1f} s", INFO))
