@@ -1,4 +1,5 @@
 /* win32_test.c — the test programs' own OS services (platform_test.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <wchar.h>
@@ -175,9 +176,22 @@ int zc_os_test_spawn(const char *const *argv, int quiet, zc_os_process *p)
         si.hStdOutput = null_out;
         si.hStdError = GetStdHandle(STD_ERROR_HANDLE);
     }
-    if (err == 0 && !CreateProcessW(exe, cmd, NULL, NULL, quiet ? TRUE : FALSE, 0, NULL, NULL, &si,
-                                    &pi))
-        err = (int)GetLastError();
+    /* A start that fails with ERROR_INTERNAL_ERROR says nothing about the
+     * program: Wine's process creation does it now and then on a loaded
+     * machine (a CI run saw it once).  Try again a few times, saying so
+     * on stderr; any other error, or the fourth, is returned. */
+    for (int attempt = 1; err == 0; attempt++) {
+        if (CreateProcessW(exe, cmd, NULL, NULL, quiet ? TRUE : FALSE, 0, NULL, NULL, &si, &pi))
+            break;
+        DWORD why = GetLastError();
+        if (why != ERROR_INTERNAL_ERROR || attempt == 4) {
+            err = (int)why;
+            break;
+        }
+        fprintf(stderr, "  (starting %s failed with Windows error %lu; try %d of 4 in %d ms)\n",
+                argv[0], (unsigned long)why, attempt + 1, 250 * attempt);
+        Sleep(250u * (DWORD)attempt);
+    }
     if (null_out != INVALID_HANDLE_VALUE)
         CloseHandle(null_out);
     free(exe);
