@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from zc_nodes.residency.units import fmt_bytes  # noqa: F401  (one formatter for the pack and the benchmark)
+from zc_residency.units import fmt_bytes  # noqa: F401  (one formatter for the pack and the benchmark)
 
 if TYPE_CHECKING:
     import torch
@@ -146,7 +146,7 @@ def git_commit() -> str:
         out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "engine", "zc_engine",
-                                "zc_nodes", "zc_continuity", "bench", "tools",
+                                "zc_nodes", "zc_residency", "zc_continuity", "bench", "tools",
                                 "tests/integration/tiny_models.py", ":(exclude)bench/results"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
         return (out or "unknown") + (" (with uncommitted changes)" if dirty else "")

@@ -34,7 +34,8 @@ import os
 import signal
 import threading
 
-from . import log, ui_events
+from . import ui_events
+from ._pack import log
 
 _lock = threading.RLock()  # RLock: a signal handler may interrupt the main thread holding it
 # Shots stored since the last flush: (tag, generation, node id or None).

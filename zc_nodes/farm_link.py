@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 import threading
 
-from . import log, runtime, ui_events
+from . import runtime, ui_events
+from ._pack import log
 
 _lock = threading.Lock()
 _farm = None

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from .api_version import io
 
-from . import comfy_adapter, farm_link, film_view, log, runtime
+from . import comfy_adapter, farm_link, film_view, runtime
+from ._pack import log
 from .handoff_node import store_state
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, film_join

@@ -11,7 +11,8 @@ for reading its files.
 
 from __future__ import annotations
 
-from . import log, runtime
+from . import runtime
+from ._pack import log
 from ..zc_engine import CorruptFile, film as engine_film
 
 START_IMAGE = "start_image"

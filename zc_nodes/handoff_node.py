@@ -18,8 +18,9 @@ import math
 import torch
 from .api_version import FOLDED, io
 
-from . import (adapters, comfy_adapter, cpu_threads, family_resolution, handoff_tail, log,
-               pixel_bridge, prepared_latents, prompt_cache, runtime, ui_events)
+from . import (adapters, comfy_adapter, cpu_threads, family_resolution, handoff_tail, pixel_bridge,
+               prepared_latents, prompt_cache, runtime, ui_events)
+from ._pack import log
 from .sockets import ContinuityToken
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from . import farm_link, film_view

@@ -17,7 +17,8 @@ import math
 
 from .api_version import io
 
-from . import comfy_adapter, family_resolution, farm_link, film_view, load_lineage, log, runtime
+from . import comfy_adapter, family_resolution, farm_link, film_view, load_lineage, runtime
+from ._pack import log
 from .handoff_node import store_state
 from .store_node import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, load

@@ -20,8 +20,8 @@ already short of memory.
 
 from __future__ import annotations
 
-from . import log, prepared_latents
-from .residency.hooks import HookSet, mark
+from . import prepared_latents
+from ._pack import HookSet, log, mark
 
 MARKER = "__zc_store_release_hook__"
 _hooks = HookSet(MARKER)

@@ -36,7 +36,7 @@ import threading
 
 import torch
 
-from . import log
+from ._pack import log
 
 MIN_BYTES = 1 << 20
 MAX_KEPT = 4

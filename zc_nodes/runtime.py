@@ -16,7 +16,7 @@ import os
 import threading
 from pathlib import Path
 
-from . import log
+from ._pack import log
 
 _lock = threading.Lock()
 _store = None

@@ -30,7 +30,7 @@ import inspect
 import threading
 from dataclasses import asdict, dataclass, field
 
-from . import log
+from ._pack import log
 
 ON, OFF, ABSENT = "on", "off", "absent"
 
@@ -284,7 +284,7 @@ def run_against_comfy() -> SelfCheck:
     import torch
 
     from .api_version import comfy_api
-    from .residency import comfy_memory
+    from ..zc_residency import comfy_memory
 
     patcher_module = _import("comfy.model_patcher")
     try:

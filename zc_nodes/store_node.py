@@ -16,8 +16,9 @@ import math
 
 from .api_version import io
 
-from . import (color_anchor, comfy_adapter, durability, farm_link, load_lineage, log, prompt_graph, runtime,
+from . import (color_anchor, comfy_adapter, durability, farm_link, load_lineage, prompt_graph, runtime,
                ui_events)
+from ._pack import log
 from .sockets import ContinuityToken
 from ..zc_continuity import lineage, ltx, seam, shot as shot_description
 from ..zc_continuity.bundle_layout import VIDEO_KEY

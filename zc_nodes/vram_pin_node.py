@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from .api_version import io
 
-from . import log, self_check, ui_events
-from .residency import get_service
-from .residency.allocator import inspect_and_tune
-from .residency.comfy_memory import dynamic_vram_enabled, is_dynamic_patcher
-from .residency.policy import DEFAULT_POLICY, POLICY_NAMES, parse_policy
-from .residency.report import lock_state, node_report
-from .residency.service import DISABLED, LockOutcome
+from . import self_check, ui_events
+from ._pack import log
+from ..zc_residency import get_service
+from ..zc_residency.allocator import inspect_and_tune
+from ..zc_residency.comfy_memory import dynamic_vram_enabled, is_dynamic_patcher
+from ..zc_residency.policy import DEFAULT_POLICY, POLICY_NAMES, parse_policy
+from ..zc_residency.report import lock_state, node_report
+from ..zc_residency.service import DISABLED, LockOutcome
 
 DEFAULT_HEADROOM_GB = 4.0
 GIB = 1 << 30

@@ -242,7 +242,7 @@ def measure_cpu(ctx: Context) -> dict:
 
     mm = importlib.import_module("comfy.model_management")
     patcher_module = importlib.import_module("comfy.model_patcher")
-    service = ctx.comfy.module("zc_nodes.residency").get_service()
+    service = ctx.comfy.module("zc_residency").get_service()
     folder = Path(ctx.tmp_dir) / "residency_models"
     tiny_models.register_model_folder("diffusion_models", folder)
     built = tiny_models.build_tiny_wan21_dit(folder, "t2v", seed=70)

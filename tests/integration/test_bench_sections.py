@@ -126,7 +126,7 @@ def test_residency_section_counts_comfyui_calls_and_leaves_nothing_behind(bench_
     assert [r["bytes_loaded"] for r in evidence] == [size, 0, 0]
     assert (bench_ctx.out_dir / "residency.png").is_file() and section.plots == ["residency.png"]
 
-    service = bench_ctx.comfy.module("zc_nodes.residency").get_service()
+    service = bench_ctx.comfy.module("zc_residency").get_service()
     assert not service.registry and not len(service.hooks)
     for (owner, name), original in originals.items():
         stored = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)

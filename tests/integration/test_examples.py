@@ -128,7 +128,7 @@ def test_wan21_i2v_example_runs_on_the_tiny_models(comfy, schemas, loaded_pack, 
     assert shipped_types - tiny_types == {"CLIPLoader", "LoadImage", "CLIPVisionLoader", "CLIPVisionEncode"}
     assert not validate(workflow, schemas)
     prompt = to_api_prompt(workflow, schemas)
-    residency = sys.modules[loaded_pack.__name__ + ".zc_nodes.residency"]
+    residency = sys.modules[loaded_pack.__name__ + ".zc_residency"]
     try:
         run = comfy.run(prompt)
     finally:  # the example's VRAM pin locks the model process-wide: leave no lock to later tests

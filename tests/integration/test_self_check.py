@@ -62,6 +62,6 @@ def test_a_changed_free_memory_turns_off_only_the_lock(comfy, self_check, pack, 
     report = comfy.output(run, pin, 1)
     assert report.startswith("ZeroCopyVRAMPin: NOT LOCKED"), report
     assert "startup self-check" in report and "keep_loaded" in report
-    service = sys.modules[pack.__name__ + ".zc_nodes.residency"].get_service()
+    service = sys.modules[pack.__name__ + ".zc_residency"].get_service()
     assert not service.registry and not len(service.hooks)
     assert comfy.output(run, pin, 0) is not None  # the model passes through

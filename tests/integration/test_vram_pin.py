@@ -62,7 +62,7 @@ def _stored(owner, name):
 def originals(residency_pack, mm):
     """ComfyUI's own functions, captured while nothing is locked (other test modules may have
     run workflows with ZeroCopyVRAMPin: their locks are released first)."""
-    service = sys.modules[residency_pack.__name__ + ".zc_nodes.residency"].get_service()
+    service = sys.modules[residency_pack.__name__ + ".zc_residency"].get_service()
     service.release_all("test setup")
     assert not service.registry and not len(service.hooks)
     return {(id(owner), name): (owner, name, _stored(owner, name)) for owner, name in _hook_targets(mm)}
@@ -72,7 +72,7 @@ def originals(residency_pack, mm):
 def residency(residency_pack, originals, mm, captures):
     """The pack's residency service, with every lock released and every model unloaded
     afterwards (and ComfyUI's functions checked to be its own again)."""
-    service = sys.modules[residency_pack.__name__ + ".zc_nodes.residency"].get_service()
+    service = sys.modules[residency_pack.__name__ + ".zc_residency"].get_service()
     service.release_all("test setup")
     service.history.clear()  # what earlier tests' nodes (same node ids) held must not explain this test's loads
     mm.unload_all_models()
@@ -87,8 +87,8 @@ def residency(residency_pack, originals, mm, captures):
 
 @pytest.fixture
 def fmt_bytes(residency_pack):
-    """Bytes as the pack writes them (zc_nodes/residency/units.py, as ComfyUI loaded it)."""
-    return sys.modules[residency_pack.__name__ + ".zc_nodes.residency.units"].fmt_bytes
+    """Bytes as the pack writes them (zc_residency/units.py, as ComfyUI loaded it)."""
+    return sys.modules[residency_pack.__name__ + ".zc_residency.units"].fmt_bytes
 
 
 @pytest.fixture(scope="module")

@@ -73,7 +73,8 @@ FAILING_SPILL = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     import torch
     from zc_engine import LatentStore
-    from zc_nodes import durability, log, runtime, ui_events
+    from zc_engine import log
+    from zc_nodes import durability, runtime, ui_events
     import logging
     lines = []
     class Keep(logging.Handler):

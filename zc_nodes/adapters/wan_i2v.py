@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import time
 
-from .. import comfy_adapter, log, ui_events
+from .. import comfy_adapter, ui_events
+from .._pack import log
 from ...zc_continuity import assemble
 from ...zc_continuity._checks import shape_text
 from ...zc_continuity.errors import ContinuityError

@@ -44,12 +44,12 @@ def projection_for(meta: dict, channels: int):
 
 
 def residency_report() -> dict:
-    """The residency/allocator report of zc_nodes/residency (``report()``), or why there is none."""
+    """The residency/allocator report of zc_residency (``report()``), or why there is none."""
     import importlib
 
-    package = __name__.rsplit(".", 1)[0]  # <pack>.zc_nodes
+    package = __name__.rsplit(".", 2)[0]  # <pack>
     try:
-        module = importlib.import_module(f"{package}.residency")
+        module = importlib.import_module(f"{package}.zc_residency")
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.endswith("residency"):
             return {"available": False, "reason": "the VRAM residency node (ZeroCopyVRAMPin) is not part "
@@ -60,11 +60,11 @@ def residency_report() -> dict:
         report = getattr(report, "report", None)
     if report is None:
         try:
-            report = importlib.import_module(f"{package}.residency.report").report
+            report = importlib.import_module(f"{package}.zc_residency.report").report
         except (ModuleNotFoundError, AttributeError):
             report = None
     if not callable(report):
-        return {"available": False, "reason": "zc_nodes.residency has no report() function yet"}
+        return {"available": False, "reason": "zc_residency has no report() function yet"}
     try:
         data = report()
     except Exception as exc:  # noqa: BLE001 - shown to the user, logged in full

@@ -1,7 +1,7 @@
 """The residency service: locks, the budget guard, the hooks that make ComfyUI
 honour the locks, the dynamic-VRAM limits, and the per-run evidence.
 
-One instance per process (``zc_nodes.residency.get_service()``): ComfyUI clones
+One instance per process (``zc_residency.get_service()``): ComfyUI clones
 V3 node classes per call, so the state lives here. Hooks are installed when
 the first model is locked and removed, restoring ComfyUI's original objects,
 when the last lock goes.
@@ -13,7 +13,10 @@ import collections
 import time
 from dataclasses import dataclass, field
 
-from .. import log
+if __package__ and "." in __package__:  # <pack>.zc_residency, inside ComfyUI
+    from ..zc_engine import log
+else:  # zc_residency on sys.path beside zc_engine (the tests, the benchmark)
+    from zc_engine import log
 from . import budget, causes, classic, comfy_memory, dynamic_hooks
 from .budget import BudgetCheck
 from .dynamic import ComfyAimdoPort, DynamicResidency
