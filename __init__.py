@@ -7,9 +7,7 @@ line naming the missing nodes, the platform and the fix goes to the log and, thr
 GET /zerocopy/engine, to a toast and the ZeroCopy sidebar (zc_nodes/extension.py).
 """
 
-import logging
-
-_log = logging.getLogger("zerocopy_continuity")
+from .zc_engine import log as _log
 
 # The frontend extension (badges, tail thumbnails, the buffers sidebar), served by
 # ComfyUI at /extensions/<this folder>/.
@@ -22,9 +20,9 @@ try:
 
     _extension.register_engine_route()
 except ImportError as _exc:  # no ComfyUI (comfy_api) here: nothing to show it in
-    _log.debug("[ZeroCopy-Continuity] engine status route not registered: %s", _exc)
+    _log.debug("engine status route not registered: %s", _exc)
 except Exception as _exc:  # noqa: BLE001 - the pack must import
-    _log.warning("[ZeroCopy-Continuity] engine status route not registered: %s", _exc)
+    _log.warning("engine status route not registered: %s", _exc)
 
 # The /zerocopy/ REST API, only when a ComfyUI web server exists (never in tests).
 try:
@@ -32,7 +30,7 @@ try:
 
     _api.register()
 except Exception as _exc:  # noqa: BLE001 - the pack must import even if the API cannot register
-    _log.warning("[ZeroCopy-Continuity] web API not registered: %s", _exc)
+    _log.warning("web API not registered: %s", _exc)
 
 
 # Stored shots reach the disk before a prompt is recorded as done, and SIGTERM/SIGHUP write them
@@ -41,10 +39,10 @@ try:
     from .zc_nodes import durability as _durability
 
     _hooked = _durability.install()
-    _log.info("[ZeroCopy-Continuity] durability: flush at prompt end %s; stop signals %s",
+    _log.info("durability: flush at prompt end %s; stop signals %s",
               "on" if _hooked.get("prompt_end") else "OFF", ", ".join(_hooked.get("signals") or []) or "none")
 except Exception as _exc:  # noqa: BLE001 - the pack must import; say what is not protected
-    _log.error("[ZeroCopy-Continuity] durability hooks not installed (shots may be lost at a stop): %s", _exc)
+    _log.error("durability hooks not installed (shots may be lost at a stop): %s", _exc)
 
 
 async def comfy_entrypoint():

@@ -1,4 +1,6 @@
-"""The pack's logger: every message carries the pack's prefix."""
+"""The pack's logger, for every layer: one stdlib logger, ``zerocopy_continuity``, and every
+message carries the pack's prefix so that users find the pack's lines in ComfyUI's console.
+Keyword arguments (``exc_info=True``) go to the stdlib call unchanged."""
 
 import logging
 
@@ -6,13 +8,22 @@ PREFIX = "[ZeroCopy-Continuity]"
 logger = logging.getLogger("zerocopy_continuity")
 
 
-def info(message: str, *args) -> None:
-    logger.info(f"{PREFIX} {message}", *args)
+def debug(message: str, *args, **kwargs) -> None:
+    logger.debug(f"{PREFIX} {message}", *args, **kwargs)
 
 
-def warning(message: str, *args) -> None:
-    logger.warning(f"{PREFIX} {message}", *args)
+def info(message: str, *args, **kwargs) -> None:
+    logger.info(f"{PREFIX} {message}", *args, **kwargs)
 
 
-def error(message: str, *args) -> None:
-    logger.error(f"{PREFIX} {message}", *args)
+def warning(message: str, *args, **kwargs) -> None:
+    logger.warning(f"{PREFIX} {message}", *args, **kwargs)
+
+
+def error(message: str, *args, **kwargs) -> None:
+    logger.error(f"{PREFIX} {message}", *args, **kwargs)
+
+
+def exception(message: str, *args, **kwargs) -> None:
+    """An error with the traceback of the exception being handled."""
+    logger.exception(f"{PREFIX} {message}", *args, **kwargs)

@@ -36,7 +36,7 @@ class Subscriber:
                 # the publisher and the quick calls say the outage once; here just wait
                 self._stop.wait(self.connection.config.retry_s)
             except Exception:  # noqa: BLE001 - a bad message or callback must not end the thread
-                log.logger.debug("farm: event subscriber error", exc_info=True)
+                log.debug("farm: event subscriber error", exc_info=True)
                 self._stop.wait(self.poll_s)
             finally:
                 if pubsub is not None:

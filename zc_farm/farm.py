@@ -100,7 +100,7 @@ class Farm:
             try:
                 self.on_warning(title, message, fields)
             except Exception:  # noqa: BLE001 - a UI message must never fail the farm
-                log.logger.debug("farm: the warning could not be shown", exc_info=True)
+                log.debug("farm: the warning could not be shown", exc_info=True)
 
     def allocate(self, tag: str, floor: int) -> int:
         """The next farm generation of tag, above floor. Raises FarmUnavailable, and

@@ -89,7 +89,7 @@ class Publisher:
             outcome = publish.publish_shot(self.farm, tag, generation, mode)
             if outcome == "gone":
                 self.farm.count("gone")
-                log.logger.debug("farm: tag %r generation %d left the local store before it could be "
+                log.debug("farm: tag %r generation %d left the local store before it could be "
                                  "published (newer shots of the tag came faster)", tag, generation)
             return
         tag = task[1]

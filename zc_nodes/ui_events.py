@@ -20,10 +20,10 @@ and ``prompt_id`` when known):
 
 from __future__ import annotations
 
-import logging
 import sys
 
-_log = logging.getLogger("zerocopy_continuity")
+from ._pack import log
+
 # Events sent since start, by name (read by tests and the status route; never reset).
 SENT: dict[str, int] = {}
 
@@ -55,7 +55,7 @@ def send(event: str, data: dict) -> bool:
         SENT[event] = SENT.get(event, 0) + 1
         return True
     except Exception:  # noqa: BLE001 - never fail a node for a UI message
-        _log.debug("[ZeroCopy-Continuity] could not send %s", event, exc_info=True)
+        log.debug("could not send %s", event, exc_info=True)
         return False
 
 

@@ -156,8 +156,7 @@ class ResidencyService:
 
     def note_refused(self, lock: ResidencyLock, what: str) -> None:
         lock.evidence.run(self.run_id()).unload_refusals += 1
-        log.logger.debug("%s residency: %s refused for locked %s (0 bytes freed, entry kept)", log.PREFIX, what,
-                         lock.label)
+        log.debug("residency: %s refused for locked %s (0 bytes freed, entry kept)", what, lock.label)
 
     def before_locked_load(self, lock: ResidencyLock, patcher, forced: bool = False) -> None:
         """Just before ComfyUI loads a locked model: note what this load will do that we can see
@@ -321,7 +320,7 @@ class ResidencyService:
         if warning:
             log.warning("residency: %s", text)
         elif debug:
-            log.logger.debug("%s residency: %s", log.PREFIX, text)
+            log.debug("residency: %s", text)
         else:
             log.info("residency: %s", text)
 
@@ -333,7 +332,7 @@ class ResidencyService:
             from .report import lock_state
             self.publisher(lock_state(self, lock))
         except Exception as exc:  # noqa: BLE001 - a UI message must never fail a load
-            log.logger.debug("%s residency: could not publish: %s", log.PREFIX, exc)
+            log.debug("residency: could not publish: %s", exc)
 
     def _event(self, text: str) -> None:
         self.events.append((time.time(), text))

@@ -8,9 +8,8 @@ this module may import ComfyUI lazily, inside functions.
 
 from __future__ import annotations
 
-import logging
+from .._pack import log
 
-_log = logging.getLogger("zerocopy_continuity")
 _registered = False
 
 
@@ -68,7 +67,7 @@ def residency_report() -> dict:
     try:
         data = report()
     except Exception as exc:  # noqa: BLE001 - shown to the user, logged in full
-        _log.exception("[ZeroCopy-Continuity] residency report() failed")
+        log.exception("residency report() failed")
         return {"available": False, "reason": f"the residency report failed: {type(exc).__name__}: {exc}"}
     if not isinstance(data, dict):
         return {"available": False, "reason": f"report() returned {type(data).__name__}, not a dict"}
@@ -118,5 +117,5 @@ def register() -> bool:
                                    farm=farm_link, film=film_view)
     api_routes.add_to_route_table(routes, services)
     _registered = True
-    _log.debug("[ZeroCopy-Continuity] web API registered under %s/", api_routes.PREFIX)
+    log.debug("web API registered under %s/", api_routes.PREFIX)
     return True

@@ -31,12 +31,12 @@ so tests run them on a plain aiohttp application without ComfyUI.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
 
+from .._pack import log
 from . import buffers, preview
 from .redaction import redact_paths
 from .validation import (
@@ -55,7 +55,6 @@ from .validation import (
 
 PREFIX = "/zerocopy"
 API_VERSION = 1
-_log = logging.getLogger("zerocopy_continuity")
 
 # Engine status codes (zc.h) -> HTTP status and error code.
 _ENGINE_STATUS = {
@@ -127,7 +126,7 @@ def _guarded(methods: tuple[str, ...], handler):
             mapped = _engine_error(exc)
             if mapped is not None:
                 return _error(mapped)
-            _log.exception("[ZeroCopy-Continuity] %s %s failed", request.method, request.path)
+            log.exception("%s %s failed", request.method, request.path)
             return _json(
                 {
                     "error": "internal",
@@ -149,7 +148,7 @@ def _store(services: Services):
         mapped = _engine_error(exc)
         if mapped is not None:
             raise mapped from None
-        _log.exception("[ZeroCopy-Continuity] the latent store is unavailable")
+        log.exception("the latent store is unavailable")
         raise ApiError(
             503, "store_unavailable", "the latent store is unavailable; the ComfyUI log has the details"
         ) from None
@@ -372,7 +371,7 @@ def _notify(services: Services, event: str, data: dict) -> None:
     try:
         services.notify(event, data)
     except Exception:  # noqa: BLE001 - a UI message must never fail the request
-        _log.debug("[ZeroCopy-Continuity] could not notify the UI", exc_info=True)
+        log.debug("could not notify the UI", exc_info=True)
 
 
 def add_to_app(app: web.Application, services: Services) -> None:
