@@ -43,34 +43,15 @@ def projection_for(meta: dict, channels: int):
 
 
 def residency_report() -> dict:
-    """The residency/allocator report of zc_residency (``report()``), or why there is none."""
-    import importlib
+    """GET /zerocopy/residency: zc_residency's ``report()``, or why there is none. Called only
+    inside ComfyUI (``register``), where the pack's packages are siblings."""
+    from ...zc_residency.report import report
 
-    package = __name__.rsplit(".", 2)[0]  # <pack>
-    try:
-        module = importlib.import_module(f"{package}.zc_residency")
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.endswith("residency"):
-            return {"available": False, "reason": "the VRAM residency node (ZeroCopyVRAMPin) is not part "
-                                                  "of this version of the pack"}
-        raise
-    report = getattr(module, "report", None)
-    if report is not None and not callable(report):  # a submodule residency/report.py
-        report = getattr(report, "report", None)
-    if report is None:
-        try:
-            report = importlib.import_module(f"{package}.zc_residency.report").report
-        except (ModuleNotFoundError, AttributeError):
-            report = None
-    if not callable(report):
-        return {"available": False, "reason": "zc_residency has no report() function yet"}
     try:
         data = report()
     except Exception as exc:  # noqa: BLE001 - shown to the user, logged in full
         log.exception("residency report() failed")
         return {"available": False, "reason": f"the residency report failed: {type(exc).__name__}: {exc}"}
-    if not isinstance(data, dict):
-        return {"available": False, "reason": f"report() returned {type(data).__name__}, not a dict"}
     return {"available": True, **_jsonable(data)}
 
 
