@@ -20,8 +20,7 @@ from .api_version import io
 
 from . import comfy_adapter, farm_link, film_view, runtime
 from ._pack import log
-from .handoff_node import store_state
-from .store_node import DEFAULT_TAG, tag_problem, validate_tag
+from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, film_join
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import NotFound, ZeroCopyError

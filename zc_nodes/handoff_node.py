@@ -22,7 +22,7 @@ from . import (adapters, comfy_adapter, cpu_threads, family_resolution, handoff_
                prepared_latents, prompt_cache, runtime, ui_events)
 from ._pack import log
 from .sockets import ContinuityToken
-from .store_node import DEFAULT_TAG, tag_problem, validate_tag
+from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
 from . import farm_link, film_view
 from ..zc_continuity import bundle_layout, families, lineage, shapes, shot as shot_description, streams
 from ..zc_continuity.certificate import Certificate
@@ -61,13 +61,6 @@ def finish(result, certificate: Certificate | None, info: str | None = None, *, 
     video = comfy_adapter.unbind_streams(result.latent["samples"])[0]
     ui_events.notify_handoff(certificate, latent_shape=tuple(video.shape), first_shot=first_shot)
     return io.NodeOutput(result.positive, result.latent, result.negative, info)
-
-
-def store_state() -> str:
-    """A fingerprint of every tag's newest generation: what a Handoff with a linked tag (unknown
-    when ComfyUI asks fingerprints) re-runs on."""
-    entries = sorted((t["tag"], t["last_generation"]) for t in runtime.store().describe()["tags"])
-    return "store:" + ";".join(f"{tag}@{gen}" for tag, gen in entries) + farm_link.linked_state()
 
 
 class ZeroCopyLatentHandoff(io.ComfyNode):

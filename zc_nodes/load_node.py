@@ -19,8 +19,7 @@ from .api_version import io
 
 from . import comfy_adapter, family_resolution, farm_link, film_view, load_lineage, runtime
 from ._pack import log
-from .handoff_node import store_state
-from .store_node import DEFAULT_TAG, tag_problem, validate_tag
+from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, load
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import NotFound, digest_tensor

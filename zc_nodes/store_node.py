@@ -20,37 +20,16 @@ from . import (color_anchor, comfy_adapter, durability, farm_link, load_lineage,
                ui_events)
 from ._pack import log
 from .sockets import ContinuityToken
+from .tag_inputs import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import lineage, ltx, seam, shot as shot_description
 from ..zc_continuity.bundle_layout import VIDEO_KEY
 from ..zc_continuity.errors import ContinuityError
-from ..zc_engine import InvalidInput
 from ..zc_engine.store import SeamRequest
-from ..zc_engine._library import check, encode, lib
-
-DEFAULT_TAG = "default_continuity"
-
-
-def tag_problem(tag) -> str | None:
-    """The engine's message for a bad tag, or None."""
-    try:
-        check(lib.zc_tag_check(encode(tag, "buffer_tag")))
-    except (InvalidInput, TypeError) as exc:
-        return f"buffer_tag: {exc}"
-    return None
-
 
 def node_id(cls) -> str | None:
     """The ComfyUI node id of the running node (its hidden UNIQUE_ID), or None when the class is
     called directly (the benchmark, scripts)."""
     return getattr(getattr(cls, "hidden", None), "unique_id", None)
-
-
-def validate_tag(buffer_tag) -> bool | str:
-    """validate_inputs for a tag input: a linked tag arrives as None (its value is not known
-    before execution, where it is checked), a typed one is checked now."""
-    if buffer_tag is None:
-        return True
-    return tag_problem(buffer_tag) or True
 
 
 class ZeroCopyLatentStore(io.ComfyNode):

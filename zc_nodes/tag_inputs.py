@@ -1,0 +1,35 @@
+"""The inputs the continuity nodes share: the buffer tag (its default and its check) and the
+fingerprint a node with a linked tag re-runs on. Every node takes these from here; no node
+imports another node."""
+
+from __future__ import annotations
+
+from . import farm_link, runtime
+from ..zc_engine import InvalidInput
+from ..zc_engine._library import check, encode, lib
+
+DEFAULT_TAG = "default_continuity"
+
+
+def tag_problem(tag) -> str | None:
+    """The engine's message for a bad tag, or None."""
+    try:
+        check(lib.zc_tag_check(encode(tag, "buffer_tag")))
+    except (InvalidInput, TypeError) as exc:
+        return f"buffer_tag: {exc}"
+    return None
+
+
+def validate_tag(buffer_tag) -> bool | str:
+    """validate_inputs for a tag input: a linked tag arrives as None (its value is not known
+    before execution, where it is checked), a typed one is checked now."""
+    if buffer_tag is None:
+        return True
+    return tag_problem(buffer_tag) or True
+
+
+def store_state() -> str:
+    """A fingerprint of every tag's newest generation: what a Handoff with a linked tag (unknown
+    when ComfyUI asks fingerprints) re-runs on."""
+    entries = sorted((t["tag"], t["last_generation"]) for t in runtime.store().describe()["tags"])
+    return "store:" + ";".join(f"{tag}@{gen}" for tag, gen in entries) + farm_link.linked_state()
