@@ -104,6 +104,13 @@ def _plain_args(tensor: torch.Tensor) -> tuple | None:
             _dims_packer(ndim).pack(*tensor.shape, *tensor.stride()) if ndim else None)
 
 
+def check_tag(tag: str, what: str = "tag") -> None:
+    """Raise InvalidInput with the engine's message when the store would refuse ``tag`` (the
+    engine's rule, zc_tag_check); ``what`` names the value in the message. TypeError for a
+    non-str."""
+    check(lib.zc_tag_check(encode(tag, what)))
+
+
 def digest_bytes(data: bytes | memoryview) -> str:
     """XXH3-64 (seed 0) of raw bytes, computed by the engine."""
     buf = (ctypes.c_char * len(data)).from_buffer_copy(data) if len(data) else None

@@ -5,8 +5,7 @@ imports another node."""
 from __future__ import annotations
 
 from . import farm_link, runtime
-from ..zc_engine import InvalidInput
-from ..zc_engine._library import check, encode, lib
+from ..zc_engine import InvalidInput, check_tag
 
 DEFAULT_TAG = "default_continuity"
 
@@ -14,7 +13,7 @@ DEFAULT_TAG = "default_continuity"
 def tag_problem(tag) -> str | None:
     """The engine's message for a bad tag, or None."""
     try:
-        check(lib.zc_tag_check(encode(tag, "buffer_tag")))
+        check_tag(tag, "buffer_tag")
     except (InvalidInput, TypeError) as exc:
         return f"buffer_tag: {exc}"
     return None

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ALL_DTYPES, canonical_bytes, random_tensor, same_bits
-from zc_engine import LatentStore, digest_tensor, format_digest
+from zc_engine import InvalidInput, LatentStore, check_tag, digest_tensor, format_digest
 
 
 @st.composite
@@ -182,3 +182,12 @@ def test_put_reports_the_digests_it_stored_and_digest_tensor_agrees():
         assert digest_tensor(torch.empty(0, 3)) == digest_tensor(torch.empty(2, 0))
         assert digest_tensor(torch.tensor(2.5)) == format_digest(xxhash.xxh3_64_intdigest(
             torch.tensor(2.5).numpy().tobytes()))
+
+
+def test_check_tag_names_the_value_and_the_rule():
+    check_tag("shot_01.take-2")
+    with pytest.raises(InvalidInput) as refused:
+        check_tag("../etc", "buffer_tag")
+    assert "../etc" in str(refused.value)
+    with pytest.raises(TypeError, match="buffer_tag must be a str"):
+        check_tag(7, "buffer_tag")

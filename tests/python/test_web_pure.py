@@ -10,15 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from web_api_helpers import read_png
 
-from zc_engine import InvalidInput, LatentStore
-from zc_engine._library import check, lib
+from zc_engine import InvalidInput, LatentStore, check_tag
 from zc_nodes.api import buffers, preview
 from zc_nodes.api.validation import ApiError, parse_int, parse_tag
 
 
 def engine_accepts(tag: str) -> bool:
     try:
-        check(lib.zc_tag_check(tag.encode("utf-8")))
+        check_tag(tag)
     except InvalidInput:
         return False
     return True
