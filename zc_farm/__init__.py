@@ -11,8 +11,8 @@ so the pack starts without it). Nothing here imports ComfyUI; the node layer's g
     records     what Redis holds about one published shot
     transfer    a shot's bytes into Redis in bounded chunks, and back, checked against its digest
     identity    what makes two stored shots the same shot
-    publish     which local shots Redis lacks, and publishing them (renumbered when taken)
-    publisher   the background thread that publishes, retries and reconciles
+    publishing  which local shots Redis lacks, and publishing one (renumbered when taken)
+    publisher_thread  the background thread that publishes in order, retries and catches up
     events      the subscriber thread that hears other workers' new shots
     farm        Farm: the one object a worker holds (allocate + put, pull, status)
 

@@ -24,8 +24,8 @@ from .config import FarmConfig
 from .connection import Connection, FarmUnavailable
 from .events import Subscriber
 from .keys import Keys
-from .publisher import Publisher
-from .publish import ALLOCATED, CLAIM, local_identity, parent_of
+from .publisher_thread import Publisher
+from .publishing import ALLOCATED, CLAIM, local_identity, parent_of
 from .records import MAX_GENERATION, ShotRecord, generation_of
 from .scripts import Scripts
 

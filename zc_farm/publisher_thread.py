@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import threading
 
-from . import publish
+from . import publishing
 from ._pack import log
 from .connection import FarmUnavailable
 
@@ -83,17 +83,17 @@ class Publisher:
     def _do(self, task) -> None:
         if task[0] == SHOT:
             _, tag, generation, mode = task
-            if mode == publish.ALLOCATED and self._newer_queued(tag, generation) >= self.farm.config.keep:
+            if mode == publishing.ALLOCATED and self._newer_queued(tag, generation) >= self.farm.config.keep:
                 self.farm.count("skipped")  # the newer ones queued would trim it from Redis at once
                 return
-            outcome = publish.publish_shot(self.farm, tag, generation, mode)
+            outcome = publishing.publish_shot(self.farm, tag, generation, mode)
             if outcome == "gone":
                 self.farm.count("gone")
                 log.debug("farm: tag %r generation %d left the local store before it could be "
                                  "published (newer shots of the tag came faster)", tag, generation)
             return
         tag = task[1]
-        found = publish.catch_up(self.farm, tag)
+        found = publishing.catch_up(self.farm, tag)
         with self._cond:  # right behind this task, before anything stored later
             queued = {(t[1], t[2]) for t in self._tasks if t[0] == SHOT}
             found = [(g, mode) for g, mode in found if (tag, g) not in queued]
@@ -106,7 +106,7 @@ class Publisher:
     def queued_claims(self, tag: str) -> list[int]:
         """The generations of tag queued to be published as claims (numbered locally)."""
         with self._cond:
-            return [t[2] for t in self._tasks if t[0] == SHOT and t[1] == tag and t[3] == publish.CLAIM]
+            return [t[2] for t in self._tasks if t[0] == SHOT and t[1] == tag and t[3] == publishing.CLAIM]
 
     def _newer_queued(self, tag: str, generation: int) -> int:
         with self._cond:
