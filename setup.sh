@@ -96,7 +96,7 @@ echo "setup: engine $(.venv/bin/zc --version) ready; zc runs from the wheel's en
 ./test.sh --plan | { grep -v ' runs$' || true; } | sed 's|^plan: |setup: ./test.sh here: |'
 
 if [ "$demo" = 1 ]; then
-    .venv/bin/python -m zc_engine.demo
+    .venv/bin/python tools/engine_demo.py
     if [ -n "${COMFYUI_PATH:-}" ]; then
         echo "setup: the same continuity through real ComfyUI ($COMFYUI_PATH): a tiny 3-shot chain"
         .venv/bin/python tools/comfy_chain_demo.py

@@ -7,7 +7,7 @@ restores the newest shot of every tag (verifying every digest), regenerates
 the originals from their seeds and compares them bit for bit. It prints the
 certificate and the timings.
 
-    python -m zc_engine.demo [--dir DIR] [--shots N]
+    python tools/engine_demo.py [--dir DIR] [--shots N]
 """
 
 from __future__ import annotations
@@ -23,7 +23,11 @@ from pathlib import Path
 
 import torch
 
-from . import LatentStore, digest_tensor
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from zc_engine import LatentStore, digest_tensor  # noqa: E402
 
 # family -> {stream name: shape}; "latent_tensor" is the video (or image) stream.
 SHAPES = {
@@ -137,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     (spill_dir / "expected.json").write_text(json.dumps(record))
     print("demo: restoring in a new process")
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, "-m", "zc_engine.demo", "--restore-from", str(spill_dir)],
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--restore-from", str(spill_dir)],
                           capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         print(proc.stderr, file=sys.stderr)
