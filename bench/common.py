@@ -147,7 +147,7 @@ def git_commit() -> str:
                              capture_output=True, text=True, timeout=10).stdout.strip()
         dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "engine", "zc_engine",
                                 "zc_nodes", "zc_residency", "zc_continuity", "bench", "tools",
-                                "tests/integration/tiny_models.py", ":(exclude)bench/results"],
+                                ":(exclude)bench/results"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
         return (out or "unknown") + (" (with uncommitted changes)" if dirty else "")
     except (OSError, subprocess.SubprocessError):

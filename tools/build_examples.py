@@ -1068,7 +1068,7 @@ def start_comfyui(root: Path) -> None:
     import nodes
 
     asyncio.run(nodes.init_extra_nodes(init_custom_nodes=False, init_api_nodes=False))
-    for pack in (REPO / "tests" / "integration" / "zc_test_nodes", REPO):
+    for pack in (REPO / "tools" / "standins" / "zc_test_nodes", REPO):
         assert asyncio.run(nodes.load_custom_node(str(pack), module_parent="custom_nodes")), pack
     for _, pack, variable in NEEDS_PACKS.values():  # the peer packs some examples use, when given
         if os.environ.get(variable):

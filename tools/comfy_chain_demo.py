@@ -3,7 +3,7 @@
 Runs ComfyUI (COMFYUI_PATH) in-process on the CPU with this pack loaded, a tiny
 random-weight Wan 2.1 T2V DiT built on the spot (no download), and stand-ins for
 the text encoder and conditioning (UMT5-XXL cannot be built tiny; they come from
-the test-only node package tests/integration/zc_test_nodes). Shot 1 is sampled
+the test-only node package tools/standins/zc_test_nodes). Shot 1 is sampled
 from an empty latent and stored; shots 2 and 3 each start from the previous
 shot's tail through ZeroCopyLatentHandoff, with a VAE that raises if it is ever
 called. Prints every certificate and checks, outside the graph, that each

@@ -7,7 +7,7 @@
     fakes = comfy.test_nodes                # the ZCTest* module (FakeUMT5Clip, ...)
     outputs = comfy.run(prompt, targets=["7"])   # {node id: that node's cached outputs}
 
-This pack and the test-only ZCTest* nodes (tests/integration/zc_test_nodes: stand-ins for
+This pack and the test-only ZCTest* nodes (tools/standins/zc_test_nodes: stand-ins for
 the text encoder, conditioning and a VAE that raises if called) are loaded through
 ComfyUI's own custom-node loader. The integration tests have their own, richer harness
 (tests/integration/conftest.py: events, validation errors).
@@ -22,7 +22,8 @@ import uuid
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TEST_NODES = REPO / "tests" / "integration" / "zc_test_nodes"
+STANDINS = REPO / "tools" / "standins"
+TEST_NODES = STANDINS / "zc_test_nodes"
 
 
 class _Server:
@@ -45,7 +46,7 @@ class ComfyInProcess:
         if not (root / "comfy").is_dir():
             raise SystemExit(f"{root} is not a ComfyUI checkout (no comfy/ folder); fix COMFYUI_PATH")
         sys.path.insert(0, str(root))
-        sys.path.insert(0, str(REPO / "tests" / "integration"))  # tiny_models
+        sys.path.insert(0, str(STANDINS))  # tiny_models
         from comfy.cli_args import args
         if cpu:  # before comfy.model_management is imported; cpu=False: the caller's flags (tools/gpu/)
             args.cpu = True

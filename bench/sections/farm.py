@@ -61,7 +61,7 @@ with LatentStore(spill_dir=spill) as store:
 
 
 def _skip_reason() -> str | None:
-    sys.path.insert(0, str(REPO / "tests" / "python"))
+    sys.path.insert(0, str(REPO / "tools" / "standins"))
     from redis_server import skip_reason
     return skip_reason()
 

@@ -235,7 +235,7 @@ def offload_calls(shot: dict) -> int:
 
 def measure_cpu(ctx: Context) -> dict:
     """Both films on the in-process ComfyUI; everything put back afterwards."""
-    helpers = str(REPO / "tests" / "integration")  # tiny_models (ComfyInProcess puts it there too)
+    helpers = str(REPO / "tools" / "standins")  # tiny_models (ComfyInProcess puts it there too)
     if helpers not in sys.path:
         sys.path.insert(0, helpers)
     import tiny_models

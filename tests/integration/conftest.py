@@ -4,7 +4,7 @@ ComfyUI checkout; otherwise every test here is skipped with that reason.
 Fixtures (all session-scoped unless noted):
   comfy            ComfyUI imported in-process (args.cpu), tmp input/output folders;
                    comfy.run(prompt) validates + executes an API-format prompt.
-  zc_test_nodes    the TEST-ONLY fake node pack in ./zc_test_nodes (ZCTest* nodes), loaded
+  zc_test_nodes    the TEST-ONLY fake node pack in tools/standins/zc_test_nodes (ZCTest* nodes), loaded
                    through ComfyUI's own custom-node loader; returns the loaded module.
   captures         (function) zc_test_nodes with its capture store emptied and ComfyUI's
                    output cache reset, so every capture node of the test really runs.
@@ -47,7 +47,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 COMFYUI_PATH = os.environ.get("COMFYUI_PATH")
-ZC_TEST_NODES_DIR = HERE / "zc_test_nodes"
+ZC_TEST_NODES_DIR = REPO / "tools" / "standins" / "zc_test_nodes"
 TEST_CLIENT_ID = "zc-integration-test"  # with a client id the executor reports per-node events
 
 

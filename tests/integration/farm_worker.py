@@ -26,6 +26,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+STANDINS = REPO / "tools" / "standins"
+sys.path.insert(0, str(STANDINS))  # tiny_models
 
 from conftest import Comfy, Graph  # noqa: E402
 from test_families_support import ksampler  # noqa: E402
@@ -53,7 +55,7 @@ class Worker:
             tiny_models.register_model_folder(kind, folder)
             shutil.copy(source, folder / source.name)
         self.unet, self.vae = unet.name, vae.name
-        self.nodes = self.comfy.load_custom_node(HERE / "zc_test_nodes")
+        self.nodes = self.comfy.load_custom_node(STANDINS / "zc_test_nodes")
         pack = self.comfy.load_custom_node(REPO)
         self.farm_link = sys.modules[f"{pack.__name__}.zc_nodes.farm_link"]
         self.runtime = sys.modules[f"{pack.__name__}.zc_nodes.runtime"]

@@ -38,7 +38,6 @@ from comfy_server import Server
 from comfy_server import get as _get
 
 REPO = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 SCREENSHOT_DIR = REPO / "build" / "browser"
 TAG = "zc_browser_film"
 RUN_TIMEOUT_S = 120
@@ -82,7 +81,7 @@ def server(frontend, comfy, zc_test_nodes, tiny_wan21_i2v, wan21_vae, tmp_path_f
     base = tmp_path_factory.mktemp("comfy_base")
     (base / "custom_nodes").mkdir()
     os.symlink(REPO, base / "custom_nodes" / "ComfyUI-ZeroCopy-Continuity")
-    os.symlink(HERE / "zc_test_nodes", base / "custom_nodes" / "zc_test_nodes")
+    os.symlink(REPO / "tools" / "standins" / "zc_test_nodes", base / "custom_nodes" / "zc_test_nodes")
     for kind, model in (("diffusion_models", tiny_wan21_i2v), ("vae", wan21_vae)):
         (base / "models" / kind).mkdir(parents=True)
         os.symlink(model.path, base / "models" / kind / model.name)

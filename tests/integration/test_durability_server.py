@@ -32,7 +32,6 @@ import pytest
 from comfy_server import Server, get
 
 REPO = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 ZC = REPO / "build" / "zc"
 SHOT = {"channels": 16, "frames": 3, "height": 152, "width": 152}  # 4.43 MB of float32
 TAG = "durable_film"
@@ -43,7 +42,7 @@ def _base(tmp_path: Path) -> Path:
     base = tmp_path / "comfy_base"
     (base / "custom_nodes").mkdir(parents=True)
     os.symlink(REPO, base / "custom_nodes" / "ComfyUI-ZeroCopy-Continuity")
-    os.symlink(HERE / "zc_test_nodes", base / "custom_nodes" / "zc_test_nodes")
+    os.symlink(REPO / "tools" / "standins" / "zc_test_nodes", base / "custom_nodes" / "zc_test_nodes")
     return base
 
 
