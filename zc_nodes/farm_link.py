@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 
-from . import runtime, ui_events
+from . import _pack, runtime, ui_events
 from ._pack import log
 
 _lock = threading.Lock()
@@ -137,7 +137,7 @@ def complete_film(tag: str) -> int:
 
 def origin_notes(meta: dict) -> list[str]:
     """Certificate lines for a shot another worker made (its farm metadata says which)."""
-    from ..zc_farm import identity
+    identity = _pack.farm_identity
     worker = meta.get(identity.WORKER_KEY)
     farm = active()
     own = farm.config.worker_id if farm is not None else None

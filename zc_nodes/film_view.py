@@ -4,32 +4,33 @@ The engine reads the film from the spill files alone (zc_engine.film): each shot
 the takes at every place, the chosen line and the stale shots. The shared store writes its
 spill files in the background, so a caller that needs the shots it just stored flushes first.
 
-``newest`` for a Handoff or a Load means the end of the chosen line. With no take chosen that is
-the tag's newest generation (the engine keeps that invariant), so only a film with choices pays
-for reading its files.
+``continue_from`` is the one answer to "which stored shot does this tag continue from", for the
+Handoff and the Load: the farm's newer shot first, then the generation asked for, else
+``newest``, the end of the chosen line. With no take chosen that is the tag's newest generation
+(the engine keeps that invariant), so only a film with choices pays for reading its files. Every
+function here that reads the store takes it as an argument (default: the pack's shared one).
 """
 
 from __future__ import annotations
 
-from . import runtime
-from ._pack import log
-from ..zc_engine import CorruptFile, film as engine_film
+from . import farm_link, runtime
+from ._pack import CorruptFile, engine_film, log
 
 START_IMAGE = "start_image"
 
 
-def describe(tag: str, *, verify: bool = False) -> dict:
+def describe(tag: str, *, verify: bool = False, store=None) -> dict:
     """The film under ``tag`` (the engine's JSON, see docs/film.md), spills flushed first."""
-    store = runtime.store()
+    store = store or runtime.store()
     store.flush()
     doc = engine_film.describe_film(store.spill_dir, tag, verify=verify)
     doc.setdefault("drift", None)  # an engine older than the drift: none known
     return doc
 
 
-def has_choices(tag: str) -> bool:
+def has_choices(tag: str, store=None) -> bool:
     """Whether the user chose a take anywhere in the film (cheap: one file's existence)."""
-    return engine_film.has_choices(runtime.store().spill_dir, tag)
+    return engine_film.has_choices((store or runtime.store()).spill_dir, tag)
 
 
 def choices_state(tag: str) -> str:
@@ -41,6 +42,20 @@ def choices_state(tag: str) -> str:
     except FileNotFoundError:
         return ""
     return f"{info.st_mtime_ns}:{info.st_size}"
+
+
+def continue_from(store, tag: str, generation: int = 0):
+    """(bundle, notes): the stored shot ``tag`` continues from, verified. A newer shot another
+    worker stored is imported first (or the asked generation, when this worker lacks it); then
+    ``generation`` when it is not 0, else ``newest``. The notes say what ``newest`` skipped or
+    followed, then which worker the shot came from. NotFound when there is no such shot,
+    CorruptFile when none verifies."""
+    farm_link.pull(tag, generation)
+    if generation:
+        bundle, notes = store.get(tag, generation, verify=True), []
+    else:
+        bundle, notes = newest(store, tag)
+    return bundle, notes + farm_link.origin_notes(bundle.meta)
 
 
 def newest(store, tag: str):
@@ -58,10 +73,10 @@ def newest(store, tag: str):
 
 def _newest(store, tag: str):
     """(bundle, skipped, notes on the chosen takes) behind ``newest``."""
-    if not has_choices(tag):
+    if not has_choices(tag, store):
         bundle, skipped = store.get_newest_verified(tag)
         return bundle, skipped, []
-    doc = describe(tag)
+    doc = describe(tag, store=store)
     bundle, skipped = store.first_verified(tag, reversed(doc.get("line", [])))
     if bundle is not None:
         notes = []

@@ -209,13 +209,8 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         positive, negative = cls.conditioning(clip, prompt, positive, negative_prompt, negative)
         store = runtime.store()
         fallback_notes: list[str] = []
-        try:
-            farm_link.pull(buffer_tag, generation)  # a newer shot another worker stored, if any
-            # verified: the stored bytes are still the ones that were digested
-            if generation:
-                shot = store.get(buffer_tag, generation, verify=True)
-            else:
-                shot, fallback_notes = film_view.newest(store, buffer_tag)  # skips said, chosen takes
+        try:  # verified: the stored bytes are still the ones that were digested
+            shot, fallback_notes = film_view.continue_from(store, buffer_tag, generation)
         except NotFound as exc:
             if fallback_first_frame is None:
                 raise ContinuityError(
@@ -224,7 +219,6 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             with prepared_pool().deferred():
                 return cls.first_shot(positive, negative, vae, clip, width, height, length, model,
                                       fallback_first_frame, buffer_tag, adapter, prompt_summary)
-        fallback_notes += farm_link.origin_notes(shot.meta)  # the worker another shot came from
         settings = handoff_tail.TailSettings(
             width=width, height=height, length=length, tail_frames=tail_frames, mode=continuity_mode,
             ratio=blend_ratio, image=fallback_first_frame, vae=vae, color_anchor=bool(color_anchor),

@@ -30,21 +30,18 @@ FRAMES_FROM = ["end", "start"]
 
 def pick(store, tag: str, shot: str, generation: int):
     """(stored bundle, notes) for the choice; raises a clear error when there is no such shot."""
-    notes: list[str] = []
-    if shot == "generation":
-        if generation < 1:
-            raise ContinuityError(f"shot 'generation' needs generation 1 or more (got {generation}); set "
-                                  "'generation', or choose shot 'newest' or 'first'")
-        return store.get(tag, generation, verify=True), notes
-    if shot == "first":
-        kept = store.generations(tag)
-        if not kept:
-            return store.get(tag, 0, verify=True), notes  # raises NotFound with the engine's message
-        first = min(kept)
-        notes.append(f"first: generation {first}, the oldest the store still holds for the tag")
-        return store.get(tag, first, verify=True), notes
-    bundle, found = film_view.newest(store, tag)
-    return bundle, notes + found
+    if shot == "generation" and generation < 1:
+        raise ContinuityError(f"shot 'generation' needs generation 1 or more (got {generation}); set "
+                              "'generation', or choose shot 'newest' or 'first'")
+    if shot != "first":  # the farm's newer shot, the generation asked for, or the newest
+        return film_view.continue_from(store, tag, generation if shot == "generation" else 0)
+    kept = store.generations(tag)
+    if not kept:
+        return store.get(tag, 0, verify=True), []  # raises NotFound with the engine's message
+    first = min(kept)
+    bundle = store.get(tag, first, verify=True)
+    return bundle, [f"first: generation {first}, the oldest the store still holds for the tag",
+                    *farm_link.origin_notes(bundle.meta)]
 
 
 class ZeroCopyLatentLoad(io.ComfyNode):
@@ -122,8 +119,6 @@ class ZeroCopyLatentLoad(io.ComfyNode):
             raise ValueError(f"shot {shot!r} is not one of {', '.join(SHOTS)}")
         store = runtime.store()
         try:
-            if shot != "first":  # another worker's newer shot (or the generation asked for)
-                farm_link.pull(buffer_tag, generation if shot == "generation" else 0)
             stored, notes = pick(store, buffer_tag, shot, generation)
         except NotFound as exc:
             raise ContinuityError(f"{exc}; run a ZeroCopyLatentStore with tag {buffer_tag!r} first, or "
@@ -149,7 +144,7 @@ class ZeroCopyLatentLoad(io.ComfyNode):
         load_lineage.note(getattr(cls.hidden, "unique_id", None), None if from_start and frames else
                           load_lineage.ServedTail(stored.tag, stored.generation, cut[0].shape[axis], handed[0]))
         lines.append("bit-identical: yes (the stored bytes, as views; no copy)")
-        lines += [f"note: {n}" for n in notes + farm_link.origin_notes(stored.meta)]
+        lines += [f"note: {n}" for n in notes]
         info = "\n".join(lines)
         log.info(info.replace("\n", " | "))
         return io.NodeOutput({"samples": comfy_adapter.nested(cut)}, info)
