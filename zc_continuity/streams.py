@@ -78,6 +78,20 @@ def audio_length(pixel_frames: int, rate: Fraction) -> int:
     return max(1, round(Fraction(pixel_frames) * rate))
 
 
+def fresh_audio_shape(spec: FamilySpec, batch: int, pixel_frames: int) -> tuple:
+    """The audio stream shape of a new shot no stored audio sizes: the family's fixed dimensions,
+    ``batch``, and ``audio_length(pixel_frames)`` at the family's fixed rate. Only for families
+    that fix both the rate and the channels (MiniMax H3); the caller says why others cannot."""
+    layout = _require_audio_spec(spec)
+    if layout.latents_per_pixel_frame is None or layout.channels is None:
+        raise ValueError(f"{spec.display_name}: no fixed audio rate and channels to size a fresh stream")
+    shape = [batch] + [0] * (layout.rank - 1)
+    for axis, size in layout.fixed_dims:
+        shape[axis] = size
+    shape[layout.time_axis] = audio_length(pixel_frames, layout.latents_per_pixel_frame)
+    return tuple(shape)
+
+
 def audio_tail(stored_audio_len: int, stored_pixels: int, overlap_pixels: int,
                rate: Fraction) -> AudioTail:
     """The audio that plays during the last ``overlap_pixels`` frames of the stored shot."""

@@ -301,11 +301,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 f"{spec.display_name}: the audio stream's size depends on the audio VAE and frame "
                 "rate, which only a stored shot gives; start the film with ComfyUI's own nodes "
                 "(LTXVEmptyLatentAudio + LTXVConcatAVLatent) and store that shot")
-        shape = [batch] + [0] * (layout.rank - 1)
-        for axis, size in layout.fixed_dims:
-            shape[axis] = size
-        shape[layout.time_axis] = streams.audio_length(length, layout.latents_per_pixel_frame)
-        return tuple(shape), layout.latents_per_pixel_frame
+        return streams.fresh_audio_shape(spec, batch, length), layout.latents_per_pixel_frame
 
     @staticmethod
     def latent_format(model, spec, meta):

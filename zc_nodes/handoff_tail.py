@@ -54,39 +54,6 @@ class TailSettings:
     prompt: str = ""  # the new shot's prompt, for its lineage
 
 
-def check_video(shot, video: torch.Tensor, spec) -> None:
-    want = 5 if spec.is_video else 4
-    if video.dim() != want:
-        layout = "[B,C,T,H,W]" if spec.is_video else "[B,C,H,W]"
-        raise ContinuityError(
-            f"tag {shot.tag!r} holds a latent of shape {list(video.shape)}, but {spec.display_name} "
-            f"latents are {layout}; store a tail made by a {spec.display_name} model, or pick the "
-            "model of the stored shot")
-    if video.shape[1] != spec.channels:
-        raise ContinuityError(
-            f"channel mismatch: tag {shot.tag!r} holds {video.shape[1]}-channel latents but "
-            f"{spec.display_name} uses {spec.channels}; store and hand off with the same model family")
-    if spec.max_batch is not None and video.shape[0] > spec.max_batch:
-        raise ContinuityError(f"{spec.display_name} supports batch size {spec.max_batch}, but tag "
-                              f"{shot.tag!r} holds a batch of {video.shape[0]}; store one clip per tag")
-
-
-def take_video_tail(shot, video, spec, requested: int, notes: list[str]) -> torch.Tensor:
-    if not spec.is_video:
-        if requested != 1:
-            notes.append(f"tail_frames {requested}: an image family hands off the last stored image, "
-                         "whole")
-        return tail.take_tail(video, 1)
-    k = families.aligned_tail_frames(requested, spec)
-    if k != requested:
-        notes.append(f"tail_frames {requested} -> {k}: {spec.display_name} tails are whole VAE "
-                     f"chunks ({spec.length_rule.first_latents}+{spec.length_rule.latent_step}j latents)")
-    if k > video.shape[2]:
-        raise ContinuityError(f"tail_frames {k} is more than the {video.shape[2]} latent frames tag "
-                              f"{shot.tag!r} holds; lower tail_frames")
-    return tail.take_tail(video, k)
-
-
 def piece_digest(shot, video: torch.Tensor, piece: torch.Tensor) -> str:
     """The digest of the stored tail as stored. When the tail is the whole video stream (an
     image family's last image, or tail_frames covering the shot) of a host shot, that is the
@@ -164,13 +131,8 @@ def audio_part(shot, streams_, spec, video, k: int, settings: TailSettings, prep
             f"tag {shot.tag!r} holds only a video stream, and {spec.display_name} needs the stored "
             "audio stream to size the new one; store the whole audio-video latent (before "
             "LTXVSeparateAVLatent)")
-    rate = spec.audio.latents_per_pixel_frame
-    shape = [batch] + [0] * (spec.audio.rank - 1)
-    for axis, size in spec.audio.fixed_dims:
-        shape[axis] = size
-    shape[spec.audio.time_axis] = streams.audio_length(settings.length, rate)
-    prepared.audio_shape = tuple(shape)
-    prepared.audio_rate = rate
+    prepared.audio_shape = streams.fresh_audio_shape(spec, batch, settings.length)
+    prepared.audio_rate = spec.audio.latents_per_pixel_frame
     prepared.notes.append("audio: the stored shot has no audio stream; the new shot's audio is "
                           "generated from scratch")
 
@@ -178,9 +140,9 @@ def audio_part(shot, streams_, spec, video, k: int, settings: TailSettings, prep
 def prepare(shot, streams_, spec, settings: TailSettings) -> PreparedTail:
     """The tail of the stored shot, ready for ``spec``'s adapters at the new canvas."""
     video = streams_[0]
-    check_video(shot, video, spec)
+    tail.check_stored_video(shot.tag, video, spec)
     notes: list[str] = []
-    piece = take_video_tail(shot, video, spec, settings.tail_frames, notes)
+    piece = tail.take_video_tail(shot.tag, video, spec, settings.tail_frames, notes)
     stored_digest = piece_digest(shot, video, piece)
     used = piece
     if spec.is_video or settings.image_on_canvas:

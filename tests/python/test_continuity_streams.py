@@ -97,3 +97,10 @@ def test_audio_checks_name_the_problem():
     with pytest.raises(ContinuityError, match="spans 30 pixel frames but the stored shot has only 22"):
         streams.audio_tail(37, 22, 30, Fraction(5, 3))
     assert streams.audio_target_shape((1, 8, 17, 16), 2, 25, LTX2) == (2, 8, 25, 16)
+
+
+def test_a_fresh_audio_stream_has_the_family_layout_and_comfyuis_length():
+    # MiniMax H3 audio is [B, 32, 2, T] with T = round(F / 24 * 40) (nodes_minimax_h3)
+    assert streams.fresh_audio_shape(MINIMAX_H3, 2, 121) == (2, 32, 2, round(121 / 24 * 40))
+    with pytest.raises(ValueError, match="no fixed audio rate"):
+        streams.fresh_audio_shape(LTX2, 1, 97)  # LTX-2's rate depends on the user's frame rate
