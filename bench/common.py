@@ -43,7 +43,7 @@ class Context:
     vae_path: Path | None = None   # --vae: a real VAE's weights for the drift section
     comfy: object | None = None    # the in-process ComfyUI (tools/comfy_inprocess.py), once started
     cuda: bool = False             # torch.cuda.is_available()
-    gpu_json: Path | None = None   # --gpu-json: what tools/gpu/run_all.py wrote (the gpu section's input)
+    gpu_json: Path | None = None   # --gpu-json: what bench/gpu/run_all.py wrote (the gpu section's input)
 
     @property
     def quick(self) -> bool:

@@ -22,8 +22,8 @@ Sections, in order (each also runs alone with --only):
              (the GPU encode is row P3 of the gpu section)
   farm       a Wan 2.1 720p shot through Redis on loopback against the local path, and 4 workers'
              aggregate store throughput (a real redis-server; NOT MEASURED without one)
-  gpu        every GPU row, from the JSON tools/gpu/run_all.py wrote (--gpu-json, default
-             DIR/gpu.json, or the folder tools/gpu/device_run.sh returned; tools/gpu/import_results.py
+  gpu        every GPU row, from the JSON bench/gpu/run_all.py wrote (--gpu-json, default
+             DIR/gpu.json, or the folder bench/gpu/device_run.sh returned; bench/gpu/import_results.py
              does that and the README in one command); NOT MEASURED, with the reason, where there is none
 
 With COMFYUI_PATH set, ComfyUI is imported in-process (CPU) and the real nodes are measured;
@@ -155,7 +155,7 @@ def parse_args(argv):
     ap.add_argument("--update", action="store_true",
                     help="with --only: keep the other sections of OUT/bench.json, replace these")
     ap.add_argument("--gpu-json", type=Path, default=None,
-                    help="the JSON tools/gpu/run_all.py wrote, or the folder tools/gpu/device_run.sh returned "
+                    help="the JSON bench/gpu/run_all.py wrote, or the folder bench/gpu/device_run.sh returned "
                          "(default: OUT/gpu.json when it exists)")
     args = ap.parse_args(argv)
     if args.vae is not None and not args.vae.is_file():
@@ -165,8 +165,8 @@ def parse_args(argv):
     if args.update and not (args.out / "bench.json").is_file():
         ap.error(f"--update: there is no {args.out / 'bench.json'} to update; run the whole program first")
     if args.gpu_json is not None and not args.gpu_json.exists():
-        ap.error(f"--gpu-json {args.gpu_json}: no such file or folder (tools/gpu/run_all.py writes the file; "
-                 "a folder: what tools/gpu/device_run.sh returned)")
+        ap.error(f"--gpu-json {args.gpu_json}: no such file or folder (bench/gpu/run_all.py writes the file; "
+                 "a folder: what bench/gpu/device_run.sh returned)")
     return args
 
 

@@ -2,7 +2,7 @@
 
     from tools.comfy_inprocess import ComfyInProcess
     comfy = ComfyInProcess(Path(os.environ["COMFYUI_PATH"]), work_dir)   # starts ComfyUI (args.cpu)
-    # cpu=False leaves the device flags the caller set on comfy.cli_args.args (tools/gpu/overhead_gpu.py)
+    # cpu=False leaves the device flags the caller set on comfy.cli_args.args (bench/gpu/overhead_gpu.py)
     module = comfy.pack                     # this node pack, as ComfyUI's loader imported it
     fakes = comfy.test_nodes                # the ZCTest* module (FakeUMT5Clip, ...)
     outputs = comfy.run(prompt, targets=["7"])   # {node id: that node's cached outputs}
@@ -48,7 +48,7 @@ class ComfyInProcess:
         sys.path.insert(0, str(root))
         sys.path.insert(0, str(STANDINS))  # tiny_models
         from comfy.cli_args import args
-        if cpu:  # before comfy.model_management is imported; cpu=False: the caller's flags (tools/gpu/)
+        if cpu:  # before comfy.model_management is imported; cpu=False: the caller's flags (bench/gpu/)
             args.cpu = True
         import folder_paths
         for sub in ("input", "output"):

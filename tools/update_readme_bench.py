@@ -1,7 +1,7 @@
 """Put the benchmark's summary table into README.md, between the bench markers.
 
 The table is generated from bench/results/bench.md (written by bench/run.py; its GPU rows come
-from the JSON tools/gpu/run_all.py writes), never typed by hand. `--check` exits 1 if the README
+from the JSON bench/gpu/run_all.py writes), never typed by hand. `--check` exits 1 if the README
 is out of date (the test suite runs it).
 
     python tools/update_readme_bench.py [--check]

@@ -24,7 +24,7 @@ correct is done here, with torch:
   reachable until its deleter runs): the allocator then reuses the block only after that
   stream has passed every read queued before the free.
 
-The CUDA paths cannot run without a GPU: tools/gpu/device_tier.py checks them on one, and the
+The CUDA paths cannot run without a GPU: bench/gpu/device_tier.py checks them on one, and the
 CPU tests drive their stream choices with fakes of torch's CUDA streams.
 """
 

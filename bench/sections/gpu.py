@@ -1,4 +1,4 @@
-"""Section "gpu": every GPU row of the benchmark, from the JSON tools/gpu/run_all.py wrote.
+"""Section "gpu": every GPU row of the benchmark, from the JSON bench/gpu/run_all.py wrote.
 
 Nothing here measures: the GPU command runs on a machine with CUDA (its children measure, each in
 a fresh process), writes one document (format GPU_FORMAT), and this section turns it into rows
@@ -15,13 +15,13 @@ import json
 from bench.common import (FAIL, INFO, NOT_MEASURED, PASS, Context, Row, Section, fmt_bytes, fmt_time,
                           md_table, median)
 from bench.sections import overhead
-from tools.gpu.run_all import FORMAT as GPU_FORMAT
+from bench.gpu.run_all import FORMAT as GPU_FORMAT
 
-NAME, TITLE = "gpu", "5. GPU rows (tools/gpu/run_all.py)"
+NAME, TITLE = "gpu", "5. GPU rows (bench/gpu/run_all.py)"
 GET_GOAL_S = 50e-6  # the store's get goal (row E2), for device tensors too
-NOT_RUN = "tools/gpu/run_all.py has not run (no GPU was available)"
-NOT_RUN_HERE = "tools/gpu/run_all.py has not run on this GPU machine yet (no gpu.json to read)"
-HOW_TO_RUN = ("run `tools/gpu/run_all.py` on a CUDA machine (it writes bench/results/gpu.json), then "
+NOT_RUN = "bench/gpu/run_all.py has not run (no GPU was available)"
+NOT_RUN_HERE = "bench/gpu/run_all.py has not run on this GPU machine yet (no gpu.json to read)"
+HOW_TO_RUN = ("run `bench/gpu/run_all.py` on a CUDA machine (it writes bench/results/gpu.json), then "
               "`bench/run.py --only gpu --update` and `tools/update_readme_bench.py` on any machine")
 HOT_GOALS = "; ".join(f"{next(x.label for x in overhead.SHAPES if x.key == key).split(',')[0]} ≤ {goal:g} × {side}"
                       for key, side, goal in overhead.HOT_PATH_GOALS)
@@ -61,7 +61,7 @@ ROWS = {
     "P3": ("Wan I2V gray padding: the one-time VAE encode on a GPU (Wan 2.1 VAE architecture, width 96, "
            "random weights; P1 is the CPU's)", "(info)"),
 }
-# Which run of the GPU command fills which rows (tools/gpu/run_all.py names its runs so).
+# Which run of the GPU command fills which rows (bench/gpu/run_all.py names its runs so).
 SOURCES = {"device_tier": ("G1a", "G1b", "G1c", "G1d", "G2", "G3", "G4", "G5"),
            "residency": ("G6", "G7", "G8", "G9"),
            "overhead_gpu_only": ("G10a", "G10b", "G10c"),
@@ -82,8 +82,8 @@ def load(ctx: Context) -> tuple[dict | None, str]:
     """The GPU document, or None and why there is none."""
     if ctx.gpu_json is None:
         return None, NOT_RUN_HERE if ctx.cuda else NOT_RUN
-    if ctx.gpu_json.is_dir():  # what tools/gpu/device_run.sh returned: one file per run, and its log
-        from tools.gpu.import_results import merge_folder
+    if ctx.gpu_json.is_dir():  # what bench/gpu/device_run.sh returned: one file per run, and its log
+        from bench.gpu.import_results import merge_folder
         try:
             return merge_folder(ctx.gpu_json), ""
         except (OSError, ValueError) as exc:
@@ -118,7 +118,7 @@ def about(doc: dict | None, why: str) -> str:
              else "ComfyUI not used (no COMFYUI_PATH)")
     return (f"{gpus}; driver {m.get('driver', '?')}, torch {m.get('torch', '?')}, CUDA {m.get('cuda', '?')}; "
             f"{comfy}; {doc.get('date_utc', '?')}, "
-            f"{doc.get('mode', '?')} mode, {doc.get('elapsed_s', 0):.0f} s (tools/gpu/run_all.py, git "
+            f"{doc.get('mode', '?')} mode, {doc.get('elapsed_s', 0):.0f} s (bench/gpu/run_all.py, git "
             f"{m.get('git', '?')})")
 
 
@@ -391,7 +391,7 @@ def overhead_rows(name: str, run_: dict | None) -> list[Row]:
 
 
 def padding_row(r: dict) -> Row:
-    """P3 from tools/gpu/padding_gpu.py: the first encode at the canvas and the median of the rest,
+    """P3 from bench/gpu/padding_gpu.py: the first encode at the canvas and the median of the rest,
     per dtype; an encode that raised makes the row a FAIL."""
     size = f"{r['width']}x{r['height']}, {r['length']} frames"
     parts, failed = [], False
@@ -424,7 +424,7 @@ def details_for(doc: dict | None, why: str = NOT_RUN) -> str:
         return (f"Not measured: {why}. Every G row comes from one command: {HOW_TO_RUN} (docs/benchmarks.md). "
                 "It refuses to run without CUDA; no GPU figure is claimed before it has run.")
     m = doc["machine"]
-    lines = [f"From `{doc.get('written_by', 'tools/gpu/run_all.py')}`: {about(doc, '')}.", ""]
+    lines = [f"From `{doc.get('written_by', 'bench/gpu/run_all.py')}`: {about(doc, '')}.", ""]
     gpus = [[g["index"], g["name"], fmt_bytes(g.get("memory_bytes", 0)), g.get("capability", "?")]
             for g in m.get("gpus", [])]
     if gpus:

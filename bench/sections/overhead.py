@@ -17,7 +17,7 @@ Ratios are medians of per-repetition ratios of sides measured interleaved in the
 shape's routes are measured before any VAE roundtrip runs: a roundtrip of many GiB leaves the
 machine reclaiming memory for a while afterwards, which would fall on the next shape's reps;
 for the same reason the full-size Wan 2.1 VAE's roundtrips come after every lighter one.
-The same measurement runs on a GPU from tools/gpu/overhead_gpu.py (``measure_shapes`` with the
+The same measurement runs on a GPU from bench/gpu/overhead_gpu.py (``measure_shapes`` with the
 device ComfyUI's samplers return latents on).
 """
 

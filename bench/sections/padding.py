@@ -23,8 +23,8 @@ build when nothing was made ahead (the first hop of a canvas, or ``ZEROCOPY_PREP
 The memcpy is overhead's: libc's memcpy of the latent into a buffer allocated and touched
 beforehand, so neither side pays a fresh allocation's first touch inside the timing.
 
-The one-time encode on a GPU is row P3 of the GPU section (``tools/gpu/padding_gpu.py``, run by
-``tools/gpu/run_all.py`` on the GPU machine). The full-mode encode is long on a small CPU
+The one-time encode on a GPU is row P3 of the GPU section (``bench/gpu/padding_gpu.py``, run by
+``bench/gpu/run_all.py`` on the GPU machine). The full-mode encode is long on a small CPU
 (minutes: one VAE pass over 81 frames at 480p), so quick mode encodes 17 frames and smoke mode a
 64x64 canvas; the canvas is in every row.
 """

@@ -12,8 +12,8 @@ count the unload/offload calls that reached ComfyUI, the DiT's load calls, their
 bytes ComfyUI counted as loaded (growth of ``model_loaded_weight_memory``).
 
 The GPU figures (per-shot load time and bytes moved on a real card, the reason for each reload,
-dynamic VRAM, allocator statistics per backend) come from tools/gpu/run_all.py, which runs
-tools/gpu/residency_check.py; the gpu section turns its JSON into rows G6-G9.
+dynamic VRAM, allocator statistics per backend) come from bench/gpu/run_all.py, which runs
+bench/gpu/residency_check.py; the gpu section turns its JSON into rows G6-G9.
 """
 
 from __future__ import annotations
@@ -406,5 +406,5 @@ def details(cpu: dict | None) -> str:
     out += ["", "### GPU", "",
             "The GPU figures of this section (rows G6-G9: load time and bytes moved per shot on a real card, the "
             "reason the pin's report gives for each reload, dynamic VRAM, allocator statistics per backend) come "
-            "from `tools/gpu/run_all.py`; see the section GPU rows."]
+            "from `bench/gpu/run_all.py`; see the section GPU rows."]
     return "\n".join(out)

@@ -6,7 +6,7 @@ ComfyUI's accounting (current_loaded_models, loaded bytes) stays true. On
 --cpu the load device is the CPU, so "resident" means what ComfyUI counts as
 loaded (LoadedModel entry + model_loaded_weight_memory); the bookkeeping and
 every code path are ComfyUI's own. Dynamic VRAM needs a GPU: it is covered by
-tests/python/test_residency_dynamic.py (fake aimdo) and tools/gpu/residency_check.py.
+tests/python/test_residency_dynamic.py (fake aimdo) and bench/gpu/residency_check.py.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 None of these numbers was measured: they are made up to drive the code that plans the runs,
 merges their JSON and builds the benchmark's GPU rows and README table
-(tools/gpu/run_all.py, bench/sections/gpu.py). Each builder returns the JSON a child writes
-(tools/gpu/device_tier.py, residency_check.py, overhead_gpu.py, padding_gpu.py), shaped as the
+(bench/gpu/run_all.py, bench/sections/gpu.py). Each builder returns the JSON a child writes
+(bench/gpu/device_tier.py, residency_check.py, overhead_gpu.py, padding_gpu.py), shaped as the
 child writes it.
 FakeTorch stands in for the few torch.cuda figures run_all.py records about the machine.
 """
@@ -113,7 +113,7 @@ def fake_results() -> dict:
 
 
 class FakeTorch:
-    """A FAKE of the torch attributes tools/gpu/run_all.py records about the machine."""
+    """A FAKE of the torch attributes bench/gpu/run_all.py records about the machine."""
 
     def __init__(self, names=(FAKE_GPU,)):
         props = [types.SimpleNamespace(name=n, total_memory=80 << 30, major=9, minor=0) for n in names]

@@ -1,4 +1,4 @@
-"""The benchmark's GPU rows (bench/sections/gpu.py) from the document tools/gpu/run_all.py writes, and
+"""The benchmark's GPU rows (bench/sections/gpu.py) from the document bench/gpu/run_all.py writes, and
 the README table made from them. The documents are FAKES (gpu_run_fakes.py): made-up figures that
 drive the row logic, never measurements. No timing is asserted."""
 
@@ -15,7 +15,7 @@ import gpu_run_fakes as fakes
 from bench.common import FAIL, INFO, NOT_MEASURED, PASS, Context
 from bench.sections import gpu
 from tools import update_readme_bench
-from tools.gpu import run_all
+from bench.gpu import run_all
 
 REPO = Path(__file__).resolve().parents[2]
 

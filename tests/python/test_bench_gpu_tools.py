@@ -1,4 +1,4 @@
-"""The GPU command's CPU-side logic (tools/gpu/run_all.py), without a GPU: its arguments, the plan
+"""The GPU command's CPU-side logic (bench/gpu/run_all.py), without a GPU: its arguments, the plan
 of child runs, running them within the budget, merging their JSON, the machine record, the
 refusal without CUDA; and the device-tier script's plumbing with a fake of torch.cuda. The fake
 children write made-up figures (gpu_run_fakes.py): nothing here is a measurement, and no timing is
@@ -19,7 +19,7 @@ import pytest
 import torch
 
 import gpu_run_fakes as fakes
-from tools.gpu import device_tier, run_all
+from bench.gpu import device_tier, run_all
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,7 +86,7 @@ def test_the_plan_measures_p3_right_after_the_device_tier_bounded_at_p1s_canvas(
         children = run_all.plan(options(tmp_path, "--comfyui", str(comfy), *extra), python="py")
         assert [c.name for c in children][:2] == ["device_tier", "padding_gpu"]
         padding = children[1]
-        assert padding.argv[1].endswith("tools/gpu/padding_gpu.py") and padding.cap_s == cap
+        assert padding.argv[1].endswith("bench/gpu/padding_gpu.py") and padding.cap_s == cap
         assert padding.argv[padding.argv.index("--length") + 1] == frames
         assert padding.argv[padding.argv.index("--comfyui") + 1] == str(comfy)
         assert padding.result is not None and padding.result.name == "padding_gpu.json"
@@ -110,7 +110,7 @@ def test_only_plans_what_was_asked_and_the_model_the_residency_runs_need(tmp_pat
 
 
 def test_plan_prints_without_a_gpu_and_measures_nothing(tmp_path):
-    proc = subprocess.run([sys.executable, str(REPO / "tools" / "gpu" / "run_all.py"), "--plan",
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "gpu" / "run_all.py"), "--plan",
                            "--work-dir", str(tmp_path / "w"), "--out", str(tmp_path / "gpu.json")],
                           capture_output=True, text=True, timeout=120, env={**os.environ, "COMFYUI_PATH": ""})
     assert proc.returncode == 0, proc.stderr
@@ -129,7 +129,7 @@ def test_without_cuda_each_gpu_tool_refuses_in_one_line(tmp_path, tool):
             "residency_check.py": ["--comfyui", str(fake_comfyui(tmp_path)), "--work-dir", str(tmp_path / "w")],
             "padding_gpu.py": ["--comfyui", str(fake_comfyui(tmp_path)), "--json", str(tmp_path / "gpu.json"),
                                "--work-dir", str(tmp_path / "w")]}[tool]
-    proc = subprocess.run([sys.executable, str(REPO / "tools" / "gpu" / tool), *args], capture_output=True,
+    proc = subprocess.run([sys.executable, str(REPO / "bench" / "gpu" / tool), *args], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if "needs a CUDA GPU" in line]
@@ -246,7 +246,7 @@ def test_the_driver_and_comfyui_commit_are_recorded_or_said_unknown(tmp_path):
 
 
 class FakeCuda:
-    """A FAKE of the torch.cuda calls tools/gpu/device_tier.py makes, so that its plumbing runs on the
+    """A FAKE of the torch.cuda calls bench/gpu/device_tier.py makes, so that its plumbing runs on the
     CPU. Streams and events do nothing: the figures it yields mean nothing and are not looked at."""
 
     class Stream:

@@ -58,7 +58,7 @@ def test_without_comfyui_every_row_is_not_measured(tmp_path):
     assert [r.id for r in section.rows] == ["R1", "R2", "R3"]
     assert all(r.result == NOT_MEASURED and r.measured == residency.NEEDS_COMFYUI for r in section.rows)
     assert section.plots == [] and "not measured" in section.details.lower()
-    assert "tools/gpu/run_all.py" in section.details  # where its GPU rows come from
+    assert "bench/gpu/run_all.py" in section.details  # where its GPU rows come from
     json.dumps(section.to_json())
 
 

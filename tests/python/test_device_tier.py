@@ -1,6 +1,6 @@
 """The device tier's torch side (zc_engine.device) where it can run without a GPU: the private
 hold, the host copy, the consumer wait, and the no-leak ordering of a by-reference put. The CUDA
-paths (events, pinned copies on a side stream, two devices) are measured by tools/gpu/run_all.py
+paths (events, pinned copies on a side stream, two devices) are measured by bench/gpu/run_all.py
 on a GPU; none was available for these tests."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The GPU run's preparation (tools/gpu/prepare_device.sh, carry.py, device_run.sh, run_all.py's
-per-run files) and its dry run (tools/gpu/dry_run.sh), without a GPU. The dry run itself needs
+"""The GPU run's preparation (bench/gpu/prepare_device.sh, carry.py, device_run.sh, run_all.py's
+per-run files) and its dry run (bench/gpu/dry_run.sh), without a GPU. The dry run itself needs
 .gpu-carry/ (made by prepare_device.sh, with the network) and a Python 3.12: skipped, with the
 reason, where they are missing. Records and wheel names below are FAKES, not measurements."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.gpu import carry, import_check, run_all
+from bench.gpu import carry, import_check, run_all
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,7 +40,7 @@ def test_the_wheel_check_finds_missing_extra_doubled_and_foreign_wheels(tmp_path
     problems = carry.check_wheels(tmp_path, wanted)
     assert any(p.startswith("blake3-1.0.11-cp313-cp313-win_amd64.whl: not a wheel CPython 3.12") for p in problems)
     assert any(p.startswith("redis==8.1.0: found") for p in problems)
-    assert any("not in tools/gpu/carry-wheels.txt" in p for p in problems)
+    assert any("not in bench/gpu/carry-wheels.txt" in p for p in problems)
 
 
 class _Opts:
@@ -71,17 +71,17 @@ def test_each_run_lands_in_out_as_it_ends_and_at_most_eight_files_come_back(tmp_
 
 def test_device_run_needs_out_and_the_carried_folder(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "OUT"}
-    done = subprocess.run(["bash", str(REPO / "tools" / "gpu" / "device_run.sh")], capture_output=True, text=True,
+    done = subprocess.run(["bash", str(REPO / "bench" / "gpu" / "device_run.sh")], capture_output=True, text=True,
                           env=env, timeout=60)
     assert done.returncode == 3 and "set OUT" in done.stderr
 
 
 @pytest.mark.skipif(not (REPO / ".gpu-carry" / "wheels").is_dir(),
-                    reason="no .gpu-carry/: run COMFYUI_PATH=... tools/gpu/prepare_device.sh first (needs PyPI)")
+                    reason="no .gpu-carry/: run COMFYUI_PATH=... bench/gpu/prepare_device.sh first (needs PyPI)")
 def test_the_dry_run_proves_the_carried_set_complete():
     """A Python 3.12 stand-in for the image, the carried wheels installed as on the GPU machine: ComfyUI
     imports, the pack's five nodes register, --plan lists every run, device_run.sh exits 2 in one line."""
-    done = subprocess.run(["bash", str(REPO / "tools" / "gpu" / "dry_run.sh")], capture_output=True, text=True,
+    done = subprocess.run(["bash", str(REPO / "bench" / "gpu" / "dry_run.sh")], capture_output=True, text=True,
                           timeout=1500)
     if done.returncode == 77:
         pytest.skip(done.stdout.strip().splitlines()[-1])

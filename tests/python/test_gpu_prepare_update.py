@@ -1,4 +1,4 @@
-"""tools/gpu/import_results.py: the files the GPU machine returns become the G rows and the README.
+"""bench/gpu/import_results.py: the files the GPU machine returns become the G rows and the README.
 
 Every JSON document below is a HAND-WRITTEN FIXTURE, not a measurement: its figures are made up to
 drive the merge and the row logic (and say so in their names). No timing is asserted.
@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools.gpu import import_results, run_all
+from bench.gpu import import_results, run_all
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_GPU = "FIXTURE GPU (hand-written test fixture, not a measurement)"
@@ -22,7 +22,7 @@ MACHINE = {"gpus": [{"index": 0, "name": FIXTURE_GPU, "memory_bytes": 1 << 30, "
            "cpu": "fixture", "cores": 1, "memory": "fixture", "os": "fixture", "python": "fixture",
            "git": "fixture", "comfyui": {"path": "/fixture/ComfyUI", "version": "0.0-fixture",
                                          "commit": "f1x7ure0000000000000000000000000000000000"}}
-# The device tier's result, as tools/gpu/device_tier.py writes it: FIXTURE figures.
+# The device tier's result, as bench/gpu/device_tier.py writes it: FIXTURE figures.
 DEVICE_TIER = {
     "device": FIXTURE_GPU, "device_count": 1, "torch": "fixture", "allocator_backend": "native", "reps": 1,
     "latent": {"shape": [1, 16, 21, 90, 160], "bytes": 19_353_600},
@@ -37,7 +37,7 @@ DEVICE_TIER = {
     "two_devices": {"not_measured": "one GPU (fixture)"},
     "async_copy": {"plain_s": [2e-3], "caller_s": [1e-5], "done_s": [1e-3], "identical": True},
 }
-# Row P3's run, as tools/gpu/padding_gpu.py writes it: FIXTURE figures.
+# Row P3's run, as bench/gpu/padding_gpu.py writes it: FIXTURE figures.
 PADDING_GPU = {
     "gpu": FIXTURE_GPU, "comfyui": "0.0-fixture", "width": 832, "height": 480, "length": 81, "reps": 2,
     "vae_width": 96, "weights": "fixture", "seconds": 1.0,
@@ -86,7 +86,7 @@ def test_one_command_fills_the_g_rows_the_readme_and_the_machine(tmp_path):
     readme = tmp_path / "README.md"
     shutil.copy(REPO / "README.md", readme)
     env = {k: v for k, v in os.environ.items() if k != "COMFYUI_PATH"}
-    done = subprocess.run([sys.executable, str(REPO / "tools" / "gpu" / "import_results.py"),
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "gpu" / "import_results.py"),
                            str(returned(tmp_path / "out")), "--results", str(results), "--readme", str(readme)],
                           capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -1,5 +1,5 @@
 """The allocator report and expandable_segments, against FakeTorchCuda (a fake of the
-few torch.cuda calls used; a real GPU run is tools/gpu/residency_check.py)."""
+few torch.cuda calls used; a real GPU run is bench/gpu/residency_check.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The dynamic-VRAM residency lock against FakeAimdo (a fake of the few comfy-aimdo
 calls it uses; see residency_fakes.py). The real thing is checked on a GPU by
-tools/gpu/residency_check.py."""
+bench/gpu/residency_check.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Step 2 of 2 (docs/gpu.md): every GPU row, as ONE command on the GPU machine, within its limit.
-#   OUT=/folder/for/results bash tools/gpu/device_run.sh        (needs .gpu-carry/ from step 1)
+#   OUT=/folder/for/results bash bench/gpu/device_run.sh        (needs .gpu-carry/ from step 1)
 # Environment: OUT (required: results go there), ZC_DEVICE_LIMIT_S (the command's whole limit,
 # default 540), PYTHON (default /opt/torch/.venv/bin/python3 where it exists, else python3),
 # ZC_DEVICE_WORK (scratch, default /tmp/zc_device: installed wheels, ComfyUI, the random DiT),
@@ -9,7 +9,7 @@
 #     unpacks the carried ComfyUI and sets COMFYUI_PATH, imports every carried module;
 #  2. without a CUDA device stops here: one line "device_run: no CUDA device ...", exit status 2;
 #  3. prints nvidia-smi and the torch/CUDA versions;
-#  4. runs tools/gpu/run_all.py with the time left (less a margin): device tier, the gray padding's
+#  4. runs bench/gpu/run_all.py with the time left (less a margin): device tier, the gray padding's
 #     encode (P3), residency (classic, dynamic VRAM), overhead on the GPU, allocator variants, in that
 #     order; each run's JSON lands in $OUT (gpu-N-RUN.json) the moment it ends, and everything
 #     printed goes to $OUT/device_run.log as it is printed: a command stopped at its limit still
@@ -38,7 +38,7 @@ fail() { echo "device_run: $*" | tee -a "$LOG" >&2; exit 3; }
 
 log "start $(date -u +%FT%TZ); limit ${LIMIT} s; python $PYTHON; checkout $(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')"
 [ -d "$CARRY/wheels" ] && [ -f "$CARRY/ComfyUI.tar.xz" ] ||
-    fail "no .gpu-carry/ (wheels/, ComfyUI.tar.xz): run tools/gpu/prepare_device.sh first and carry .gpu-carry"
+    fail "no .gpu-carry/ (wheels/, ComfyUI.tar.xz): run bench/gpu/prepare_device.sh first and carry .gpu-carry"
 
 # 1. The carried wheels and ComfyUI.
 rm -rf "$WORK/site" "$WORK/ComfyUI" && mkdir -p "$WORK" || fail "cannot make $WORK"
@@ -98,9 +98,9 @@ budget=$((LIMIT - SECONDS - MARGIN))
 [ "$budget" -ge 20 ] || { echo "device_run: only ${budget} s left for the runs; nothing was measured"; exit 1; }
 echo "device_run: run_all.py with --budget-s $budget (${SECONDS} s spent on set-up)"
 # shellcheck disable=SC2086
-"$PYTHON" tools/gpu/run_all.py --budget-s "$budget" --each-dir "$OUT" --tee --work-dir "$WORK/run" \
+"$PYTHON" bench/gpu/run_all.py --budget-s "$budget" --each-dir "$OUT" --tee --work-dir "$WORK/run" \
     --out "$WORK/gpu.json" ${ZC_RUN_ALL_ARGS:-}
 status=$?
 echo "device_run: done in ${SECONDS} s, exit ${status}; $(ls "$OUT" | tr '\n' ' ')"
-echo "device_run: then, here or on any machine: python tools/gpu/import_results.py FOLDER-WITH-THE-RETURNED-FILES"
+echo "device_run: then, here or on any machine: python bench/gpu/import_results.py FOLDER-WITH-THE-RETURNED-FILES"
 exit $status

@@ -1,6 +1,6 @@
 """The one refusal every GPU tool makes: without CUDA it says so in one line and measures nothing.
 
-    from tools.gpu.cuda_required import require_cuda
+    from bench.gpu.cuda_required import require_cuda
     torch = require_cuda("device_tier")      # exits 2 with one line when there is no CUDA device
 """
 

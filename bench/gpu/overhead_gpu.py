@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The benchmark's overhead measurement (bench/sections/overhead.py) on a GPU, under one of
-ComfyUI's device set-ups. tools/gpu/run_all.py runs it once per set-up, each in a fresh process.
+ComfyUI's device set-ups. bench/gpu/run_all.py runs it once per set-up, each in a fresh process.
 
-    python tools/gpu/overhead_gpu.py --comfyui PATH --flags gpu-only|default --json OUT [--reps 9]
+    python bench/gpu/overhead_gpu.py --comfyui PATH --flags gpu-only|default --json OUT [--reps 9]
 
   gpu-only  ComfyUI's --gpu-only: its intermediate device is the GPU, so samplers return latents
             there; the Store then holds them by reference (the device tier) and SaveLatent copies
@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.gpu.cuda_required import refuse, require_cuda  # noqa: E402
+from bench.gpu.cuda_required import refuse, require_cuda  # noqa: E402
 
 FLAGS = ("gpu-only", "default")
 VAE_REPS = 2  # a roundtrip is ~1000x ours: two decide the ratio

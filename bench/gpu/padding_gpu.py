@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Row P3: the Wan I2V gray padding's one-time VAE encode on a GPU (P1 is the same encode on the
-CPU, bench/sections/padding.py). tools/gpu/run_all.py runs it in a fresh process.
+CPU, bench/sections/padding.py). bench/gpu/run_all.py runs it in a fresh process.
 
-    python tools/gpu/padding_gpu.py --comfyui PATH --json OUT [--width 832] [--height 480]
+    python bench/gpu/padding_gpu.py --comfyui PATH --json OUT [--width 832] [--height 480]
                                     [--length 81] [--reps 3]
 
 What is timed is the encode the pack makes once per VAE and canvas
@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.gpu.cuda_required import refuse, require_cuda  # noqa: E402
+from bench.gpu.cuda_required import refuse, require_cuda  # noqa: E402
 
 WARM_UP = (64, 64, 5)  # width, height, length of the warm-up encode
 

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Does ComfyUI import, and does this pack load in it, with the packages this Python has?
 
-    COMFYUI_PATH=/path/to/ComfyUI python tools/gpu/import_check.py [--cpu] [--work-dir DIR]
+    COMFYUI_PATH=/path/to/ComfyUI python bench/gpu/import_check.py [--cpu] [--work-dir DIR]
 
 The check the GPU dry run makes (tests/python/test_gpu_prepare.py, docs/gpu.md): imports ComfyUI's
 `main` (as `python main.py` would, without starting the server), `execution`, `server` and `nodes`,
 loads ComfyUI's built-in extra nodes and then this pack through ComfyUI's own custom-node loader, and
 checks that all five ZeroCopy nodes are registered. A built-in extra node that fails to import is an
-error unless the module it misses is one tools/gpu/carry-wheels.txt leaves out on purpose (its
+error unless the module it misses is one bench/gpu/carry-wheels.txt leaves out on purpose (its
 `# not carried:` lines). Prints one `import_check: ok ...` line and exits 0, or says what failed
 and exits 1.
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """GPU check for the residency lock (ZeroCopyVRAMPin): one command, no downloads.
 
-    COMFYUI_PATH=/path/to/ComfyUI python tools/gpu/residency_check.py [--shots 10] [--model-gb 6]
+    COMFYUI_PATH=/path/to/ComfyUI python bench/gpu/residency_check.py [--shots 10] [--model-gb 6]
 
 What it does, in fresh processes (the memory mode is chosen at ComfyUI start-up):
 
@@ -29,7 +29,7 @@ into VRAM again), what was still resident after the VAE phase, whether the VAE
 phase needed the tiled fallback, the allocator figures the backend provides and,
 for a locked DiT, the reason the pin's report gives for a reload in that shot
 (the lock state's last_reload_reason / last_reload_causes). Results go to stdout
-and, as JSON, to --json. tools/gpu/run_all.py runs it once per allocator setting
+and, as JSON, to --json. bench/gpu/run_all.py runs it once per allocator setting
 and once for dynamic VRAM.
 
 Allocator (--allocator): comfy-default lets ComfyUI's cuda_malloc decide
@@ -57,7 +57,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.gpu.cuda_required import refuse as refuse_as, require_cuda  # noqa: E402
+from bench.gpu.cuda_required import refuse as refuse_as, require_cuda  # noqa: E402
 
 GIB = 1 << 30
 MIB = 1 << 20

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every GPU row of the benchmark in one command: under 8 minutes on one H200, no downloads.
 
-    COMFYUI_PATH=/path/to/ComfyUI python tools/gpu/run_all.py [--quick] [--out bench/results/gpu.json]
+    COMFYUI_PATH=/path/to/ComfyUI python bench/gpu/run_all.py [--quick] [--out bench/results/gpu.json]
                                                              [--budget-s 480] [--only RUN ...] [--plan]
     # then, on any machine (no GPU needed):
     python bench/run.py --only gpu --update && python tools/update_readme_bench.py
@@ -9,19 +9,19 @@
 Runs, each in a fresh process (the CUDA allocator backend and ComfyUI's memory mode are fixed when
 a process starts), in this order, within one time budget (--budget-s):
 
-  device_tier                          tools/gpu/device_tier.py: LatentStore put/get/verify of CUDA
+  device_tier                          bench/gpu/device_tier.py: LatentStore put/get/verify of CUDA
                                        tensors by reference (with and without a host copy), an
                                        in-place write after put, a consumer on a side stream, two
                                        devices where present, the async host copy vs .to("cpu")
-  padding_gpu                          tools/gpu/padding_gpu.py: row P3, the Wan I2V gray padding's
+  padding_gpu                          bench/gpu/padding_gpu.py: row P3, the Wan I2V gray padding's
                                        one-time VAE encode (832x480, 81 frames; 17 with --quick) in
                                        ComfyUI's VAE dtype and in float32 (its record joins the device
                                        tier's file, see EachRun)
   residency_prepare                    writes the random-weight Wan 2.1-layout DiT (~6 GiB) once
-  residency_classic_cudaMallocAsync    tools/gpu/residency_check.py: 10 shots unlocked and locked,
+  residency_classic_cudaMallocAsync    bench/gpu/residency_check.py: 10 shots unlocked and locked,
                                        classic model management, ComfyUI's default allocator
   residency_dynamic                    the same under dynamic VRAM (comfy-aimdo), where it works
-  overhead_gpu_only                    tools/gpu/overhead_gpu.py under ComfyUI's --gpu-only
+  overhead_gpu_only                    bench/gpu/overhead_gpu.py under ComfyUI's --gpu-only
   overhead_default                     the same under default flags (latents on the CPU)
   residency_classic_native             classic, native allocator (--disable-cuda-malloc)
   residency_classic_native_expandable  classic, native + expandable_segments:True
@@ -56,7 +56,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.gpu.cuda_required import require_cuda  # noqa: E402
+from bench.gpu.cuda_required import require_cuda  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = {"device_tier": HERE / "device_tier.py", "residency": HERE / "residency_check.py",
@@ -127,7 +127,7 @@ def parse_args(argv: list[str] | None):
     ap.add_argument("--plan", action="store_true", help="print the runs and their commands; measure nothing")
     ap.add_argument("--each-dir", type=Path, default=None,
                     help="also write each run's record into this folder the moment it ends (gpu-N-RUN.json, one "
-                         "per run that has a result; tools/gpu/device_run.sh points it at $OUT)")
+                         "per run that has a result; bench/gpu/device_run.sh points it at $OUT)")
     ap.add_argument("--tee", action="store_true",
                     help="copy each child's output, line by line with its name, to this command's output too")
     opts = ap.parse_args(argv)
@@ -308,7 +308,7 @@ def comfyui_record(root: Path | None, run=subprocess.run) -> dict | None:
     except (OSError, subprocess.SubprocessError):
         commit = "unknown (git not available)"
     record = {"path": str(root), "version": version, "commit": commit}
-    source = root / "ZC_SOURCE.json"  # a copy made by tools/gpu/prepare_device.sh: where it came from
+    source = root / "ZC_SOURCE.json"  # a copy made by bench/gpu/prepare_device.sh: where it came from
     if commit.startswith("unknown") and source.is_file():
         try:
             copied = json.loads(source.read_text())
@@ -335,7 +335,7 @@ def machine_record(torch, comfyui: Path | None, run=subprocess.run) -> dict:
 
 
 def document(machine: dict, opts, runs: dict[str, dict], elapsed: float) -> dict:
-    return {"format": FORMAT, "written_by": "tools/gpu/run_all.py",
+    return {"format": FORMAT, "written_by": "bench/gpu/run_all.py",
             "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "mode": opts.mode, "budget_s": opts.budget_s, "elapsed_s": round(elapsed, 1),
             "machine": machine, "runs": runs}

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """What travels to the GPU machine, and the stand-in for its Python here (no GPU needed).
 
-    python tools/gpu/carry.py wheels                 # NAME==VERSION [pure] of carry-wheels.txt, one a line
-    python tools/gpu/carry.py check-wheels DIR       # DIR holds exactly one wheel of each, for CPython 3.12
-    python tools/gpu/carry.py prune-image PYTHON     # uninstall from PYTHON's venv what the image lacks
-    python tools/gpu/carry.py sizes PATH ...         # bytes of each path and in all, and the tree's
+    python bench/gpu/carry.py wheels                 # NAME==VERSION [pure] of carry-wheels.txt, one a line
+    python bench/gpu/carry.py check-wheels DIR       # DIR holds exactly one wheel of each, for CPython 3.12
+    python bench/gpu/carry.py prune-image PYTHON     # uninstall from PYTHON's venv what the image lacks
+    python bench/gpu/carry.py sizes PATH ...         # bytes of each path and in all, and the tree's
 
-Used by tools/gpu/prepare_device.sh and the dry run (tools/gpu/dry_run.sh); docs/gpu.md says how.
+Used by bench/gpu/prepare_device.sh and the dry run (bench/gpu/dry_run.sh); docs/gpu.md says how.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def check_wheels(folder: Path, wanted=None) -> list[str]:
             problems.append(f"{name}=={version}: no wheel")
         elif len(got) > 1 or got[0][0] != version:
             problems.append(f"{name}=={version}: found {', '.join(w for _, w in got)}")
-    problems += [f"{w}: not in tools/gpu/carry-wheels.txt" for name, got in have.items()
+    problems += [f"{w}: not in bench/gpu/carry-wheels.txt" for name, got in have.items()
                  if name != "zerocopy-engine" for _, w in got]
     return problems
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The store's device tier on a real GPU: CUDA tensors held by reference, measured and checked.
 
-    python tools/gpu/device_tier.py --json OUT [--reps 21]     (tools/gpu/run_all.py runs it)
+    python bench/gpu/device_tier.py --json OUT [--reps 21]     (bench/gpu/run_all.py runs it)
 
 Measures, on cuda:0 with a Wan 2.1 720p latent (19.4 MB):
   put_reference   LatentStore.put by reference, no host copy, vs torch.clone() on the device
@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.gpu.cuda_required import require_cuda  # noqa: E402
+from bench.gpu.cuda_required import require_cuda  # noqa: E402
 
 LATENT_SHAPE = (1, 16, 21, 90, 160)  # Wan 2.1 720p, 81 frames: 19,353,600 bytes as float32
 GET_CALLS = 2000

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The files the GPU machine returned, into the benchmark and the README (any machine, no GPU).
 
-    python tools/gpu/import_results.py FOLDER [--results bench/results] [--readme README.md]
+    python bench/gpu/import_results.py FOLDER [--results bench/results] [--readme README.md]
 
-FOLDER holds what tools/gpu/device_run.sh wrote into $OUT: gpu-N-RUN.json (one per run, written as
+FOLDER holds what bench/gpu/device_run.sh wrote into $OUT: gpu-N-RUN.json (one per run, written as
 it ended) and device_run.log. Merges them into one run_all document (RESULTS/gpu.json), where every
 run that did not come back is NOT MEASURED with the reason (the log tells whether it had started),
 never an estimate; then `bench/run.py --only gpu --update` fills the G rows of RESULTS/bench.json
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.gpu.run_all import FORMAT, ORDER  # noqa: E402
+from bench.gpu.run_all import FORMAT, ORDER  # noqa: E402
 
 LOG = "device_run.log"
 
@@ -58,7 +58,7 @@ def merge_folder(folder: Path) -> dict:
             raise ValueError(f"{path} is not a {FORMAT} document (format {doc.get('format')!r})")
         docs.append((path, doc))
     if not docs:
-        raise ValueError(f"{folder} holds no gpu-*.json from tools/gpu/device_run.sh")
+        raise ValueError(f"{folder} holds no gpu-*.json from bench/gpu/device_run.sh")
     log_path = folder / LOG
     log = log_path.read_text(errors="replace") if log_path.is_file() else None
     runs: dict[str, dict] = {}
@@ -68,7 +68,7 @@ def merge_folder(folder: Path) -> dict:
         if name not in runs:
             runs[name] = {"label": name, "status": "not_measured", "seconds": 0.0, "reason": not_back(name, log)}
     first, last = docs[0][1], docs[-1][1]
-    return {"format": FORMAT, "written_by": "tools/gpu/import_results.py (from tools/gpu/run_all.py's files)",
+    return {"format": FORMAT, "written_by": "bench/gpu/import_results.py (from bench/gpu/run_all.py's files)",
             "date_utc": last.get("date_utc"), "mode": first.get("mode"), "budget_s": first.get("budget_s"),
             "elapsed_s": round(sum(r.get("seconds", 0) for r in runs.values()), 1), "machine": first["machine"],
             "runs": {name: runs[name] for name in [*ORDER, *sorted(set(runs) - set(ORDER))]},

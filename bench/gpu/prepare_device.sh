@@ -3,13 +3,13 @@
 # needs and its image lacks, on any Linux machine with the network (no GPU needed):
 #   .gpu-carry/wheels/       the engine wheel this checkout builds (engine/, like ./setup.sh, with
 #                            .venv's scikit-build-core and auditwheel) and, for CPython 3.12 on
-#                            manylinux x86_64, every wheel in tools/gpu/carry-wheels.txt (pip download)
+#                            manylinux x86_64, every wheel in bench/gpu/carry-wheels.txt (pip download)
 #   .gpu-carry/ComfyUI.tar.xz  the ComfyUI tree in COMFYUI_PATH without .git, models, input,
 #                            output, user, temp and caches (xz: 5 MiB; the tree is 27 MiB, the
 #                            trip's limit 64 MiB), with ZC_SOURCE.json (where it came from, commit)
 #   .gpu-carry/manifest.json what is in it and how large
 # then checks the carried size (< 60 MiB; with the working tree < 64 MiB) and prints the carry list.
-#   COMFYUI_PATH=/path/to/ComfyUI tools/gpu/prepare_device.sh [--no-engine-build]
+#   COMFYUI_PATH=/path/to/ComfyUI bench/gpu/prepare_device.sh [--no-engine-build]
 # --no-engine-build takes dist/zerocopy_engine-*.whl as it is (./setup.sh built it).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,7 +42,7 @@ fi
 [ "$(ls "$CARRY.new"/wheels/zerocopy_engine-*.whl | wc -l)" = 1 ] || die "expected one engine wheel"
 
 # 2. The wheels the image lacks, for the GPU machine's Python (not this one's).
-say "downloading $(python3 tools/gpu/carry.py wheels | wc -l) wheels for CPython 3.12 / manylinux x86_64"
+say "downloading $(python3 bench/gpu/carry.py wheels | wc -l) wheels for CPython 3.12 / manylinux x86_64"
 while read -r spec pure; do
     if [ "$pure" = pure ]; then
         tags=(--implementation py --abi none --platform any)
@@ -52,8 +52,8 @@ while read -r spec pure; do
     fi
     "$PY" -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: --python-version 3.12 \
         "${tags[@]}" -d "$CARRY.new/wheels" "$spec" 2>&1 | grep -v "^WARNING: Location" >&2 || true
-done < <(python3 tools/gpu/carry.py wheels)
-python3 tools/gpu/carry.py check-wheels "$CARRY.new/wheels" || die "the downloaded wheels are not the list's (see above)"
+done < <(python3 bench/gpu/carry.py wheels)
+python3 bench/gpu/carry.py check-wheels "$CARRY.new/wheels" || die "the downloaded wheels are not the list's (see above)"
 
 # 3. ComfyUI without .git, models, input/output and caches; where it came from.
 say "copying ComfyUI from $COMFYUI_PATH"
@@ -94,12 +94,12 @@ import json, sys
 from pathlib import Path
 root = Path(sys.argv[1])
 files = sorted(p for p in root.rglob("*") if p.is_file())
-json.dump({"written_by": "tools/gpu/prepare_device.sh", "files": {str(p.relative_to(root)): p.stat().st_size
+json.dump({"written_by": "bench/gpu/prepare_device.sh", "files": {str(p.relative_to(root)): p.stat().st_size
                                                                    for p in files}},
           open(root / "manifest.json", "w"), indent=1)
 EOF
 rm -rf "$CARRY" && mv "$CARRY.new" "$CARRY"
-python3 tools/gpu/carry.py sizes "$CARRY/wheels" "$CARRY/ComfyUI.tar.xz" || die "too large to carry"
+python3 bench/gpu/carry.py sizes "$CARRY/wheels" "$CARRY/ComfyUI.tar.xz" || die "too large to carry"
 say "done in $((SECONDS - started)) s"
 echo "carry: [\"$CARRY\"]"
-echo "next, on the GPU machine (docs/gpu.md): bash tools/gpu/device_run.sh   (carry $CARRY, limit 540 s)"
+echo "next, on the GPU machine (docs/gpu.md): bash bench/gpu/device_run.sh   (carry $CARRY, limit 540 s)"
