@@ -7,7 +7,7 @@ line naming the missing nodes, the platform and the fix goes to the log and, thr
 GET /zerocopy/engine, to a toast and the ZeroCopy sidebar (zc_nodes/extension.py).
 """
 
-from .zc_engine import log as _log
+from . import zc_log as _log  # loads no engine: this file must import without one
 
 # The frontend extension (badges, tail thumbnails, the buffers sidebar), served by
 # ComfyUI at /extensions/<this folder>/.

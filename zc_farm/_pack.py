@@ -7,10 +7,10 @@ from __future__ import annotations
 if __package__ and "." in __package__:  # <pack>.zc_farm
     from ..zc_engine import CorruptFile, GenerationExists, NotFound
     from ..zc_engine.store import digest_bytes
-    from ..zc_engine import log
+    from .. import zc_log as log
 else:  # zc_farm on sys.path beside zc_engine
     from zc_engine import CorruptFile, GenerationExists, NotFound
     from zc_engine.store import digest_bytes
-    from zc_engine import log
+    import zc_log as log
 
 __all__ = ["CorruptFile", "GenerationExists", "NotFound", "digest_bytes", "log"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import threading
 
-from . import _pack, runtime, ui_events
+from . import runtime, ui_events
 from ._pack import log
 
 _lock = threading.Lock()
@@ -137,7 +137,10 @@ def complete_film(tag: str) -> int:
 
 def origin_notes(meta: dict) -> list[str]:
     """Certificate lines for a shot another worker made (its farm metadata says which)."""
-    identity = _pack.farm_identity
+    if __package__ and "." in __package__:  # <pack>.zc_nodes
+        from ..zc_farm import identity
+    else:  # zc_nodes on sys.path beside zc_farm (the tests)
+        from zc_farm import identity
     worker = meta.get(identity.WORKER_KEY)
     farm = active()
     own = farm.config.worker_id if farm is not None else None

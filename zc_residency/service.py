@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 
 if __package__ and "." in __package__:  # <pack>.zc_residency, inside ComfyUI
-    from ..zc_engine import log
+    from .. import zc_log as log
 else:  # zc_residency on sys.path beside zc_engine (the tests, the benchmark)
-    from zc_engine import log
+    import zc_log as log
 from . import budget, causes, classic, comfy_memory, dynamic_hooks
 from .budget import BudgetCheck
 from .dynamic import ComfyAimdoPort, DynamicResidency

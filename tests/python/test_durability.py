@@ -73,7 +73,7 @@ FAILING_SPILL = textwrap.dedent("""
     sys.path.insert(0, sys.argv[1])
     import torch
     from zc_engine import LatentStore
-    from zc_engine import log
+    import zc_log as log
     from zc_nodes import durability, runtime, ui_events
     import logging
     lines = []

@@ -1,6 +1,7 @@
 """The pack's logger, for every layer: one stdlib logger, ``zerocopy_continuity``, and every
 message carries the pack's prefix so that users find the pack's lines in ComfyUI's console.
-Keyword arguments (``exc_info=True``) go to the stdlib call unchanged."""
+Keyword arguments (``exc_info=True``) go to the stdlib call unchanged. A package of its own, so
+that importing it loads no engine (the pack must import without one)."""
 
 import logging
 
