@@ -82,7 +82,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 "(gray_padding/), so later hops and restarts make no VAE call. With no stored "
                 "latent for the tag (the first shot) it starts from fallback_first_frame. The info "
                 "output is the certificate: digests and whether the tail used is bit-identical."),
-            # The spec's ten inputs first (clip ... blend_ratio); then negative, model and continuity,
+            # The ten original inputs first (clip ... blend_ratio); then negative, model and continuity,
             # sockets every example links; the expert rest is folded (FOLDED: advanced=True where this
             # ComfyUI supports it). Names and order never change: saved workflows keep their values.
             inputs=[

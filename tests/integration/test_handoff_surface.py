@@ -1,4 +1,4 @@
-"""The Handoff's node surface: the spec's ten inputs first, the expert rest folded where this
+"""The Handoff's node surface: the ten original inputs first, the expert rest folded where this
 ComfyUI's V3 inputs take ``advanced=True`` (feature-detected), names and order unchanged so saved
 workflows keep their links and widget values (tests/integration/test_examples.py validates and
 runs the shipped examples against the same schema)."""

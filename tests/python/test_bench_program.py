@@ -90,7 +90,7 @@ def test_our_handoff_has_zero_drift_and_the_store_scales(smoke_run):
 
 
 def test_without_redis_server_the_farm_rows_say_not_measured_and_the_command(tmp_path):
-    """Issue 30: a newcomer's machine has no redis-server; the farm rows are NOT MEASURED, say why
+    """A newcomer's machine has no redis-server; the farm rows are NOT MEASURED, say why
     and how to install it, and nothing fails. redis-server is really hidden: the program runs
     with a PATH of symlinks to every program but it."""
     from hidden_tools import NEWCOMER_LACKS, path_without

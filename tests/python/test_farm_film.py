@@ -1,4 +1,4 @@
-"""Issue 23, items 3 and 6: a farm worker's film stays whole and its numbers never name two shots.
+"""A farm worker's film stays whole and its numbers never name two shots.
 Two workers (two LatentStores on two spill folders) and one real redis-server (redis_server.py):
 continuing another worker's shot brings the film's ancestors along, so `zc film` verifies on
 each worker's folder; ZeroCopyFilmAssemble refuses a film it cannot assemble whole (or, asked to,
