@@ -570,7 +570,8 @@ def measure_vae_roundtrips(ctx: Context, routes, shape: Shape, kinds, vaes: dict
                                "ours_vs_vae": pairwise_ratio(runs["ours"], runs["vae"]),
                                "steps": steps}
         ctx.log(f"overhead {shape.key}: {kind} roundtrip {fmt_time(median(runs['vae']))}")
-    routes.cleanup(tag)
+    if warmed:  # every roundtrip skipped: ours never stored the tag, there is nothing to drop
+        routes.cleanup(tag)
 
 
 def make_vaes(ctx: Context, kinds: set[str], vae_reps: dict) -> dict:
