@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import comfy_adapter
+from . import comfy_calls
 from ..zc_continuity import evidence, families
 from ..zc_continuity.shot import ModelFacts
 from ..zc_continuity.errors import ContinuityError
@@ -19,7 +19,7 @@ from ..zc_continuity.errors import ContinuityError
 
 def spec_for_latent_format(latent_format):
     """The family of a ComfyUI latent format object, or None if it cannot be known."""
-    name, geometry = comfy_adapter.latent_format_facts(latent_format)
+    name, geometry = comfy_calls.latent_format_facts(latent_format)
     return ModelFacts(name, "", generic_geometry=geometry).family()
 
 
@@ -35,7 +35,7 @@ def _broken_format(latent_format) -> str:
 def spec_for_model(model):
     if model is None:
         return None
-    latent_format = comfy_adapter.latent_format_of_model(model)
+    latent_format = comfy_calls.latent_format_of_model(model)
     broken = _broken_format(latent_format)
     if broken:
         raise ContinuityError(broken)
@@ -108,8 +108,8 @@ def resolve(model, stored_meta: dict | None, *, stream_shapes=None, vae=None, cl
             "opt in to adapter 'pixel_bridge' (one VAE decode of the stored shot with bridge_vae and "
             "one encode of its last frame with vae; lossy, counted in the certificate)")
     if from_model is not None:
-        return Resolution(from_model, f"the connected model ({comfy_adapter.model_identity(model)})")
-    vae_clue, clip_clue = comfy_adapter.vae_evidence(vae), comfy_adapter.text_encoder_evidence(clip)
+        return Resolution(from_model, f"the connected model ({comfy_calls.model_identity(model)})")
+    vae_clue, clip_clue = comfy_calls.vae_evidence(vae), comfy_calls.text_encoder_evidence(clip)
     if allow_mismatch:  # the bridge builds for the new shot: its VAE and text encoder say which
         target = evidence.infer_family(None, vae_clue, clip_clue)
         if target.spec is not None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from .api_version import io
 
-from . import comfy_adapter, farm_link, film_view, runtime
+from . import comfy_calls, farm_link, film_view, runtime
 from ._pack import log
 from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, film_join
@@ -151,7 +151,7 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
         shots = film_join.shot_range(film_view.line(doc), first_shot, last_shot)
         trims = film_join.seam_trims(shots, seam_trim)
         store = runtime.store()
-        progress = comfy_adapter.progress_bar(len(shots))
+        progress = comfy_calls.progress_bar(len(shots))
         clips, waves, sample_rate, lines = [], [], None, []
         for place, (shot, trim) in enumerate(zip(shots, trims), start=first_shot):
             generation = shot["generation"]
@@ -166,13 +166,13 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
                 raise ContinuityError(f"shot {place} (generation {generation}) holds a batch of "
                                       f"{streams[0].shape[0]}; a film joins one clip per shot, so store "
                                       "batch 1 shots (or split the batch before the Store)")
-            clip = comfy_adapter.vae_decode(vae, streams[0])
+            clip = comfy_calls.vae_decode(vae, streams[0])
             clips.append(clip)
             if audio_vae is not None:
                 if len(streams) < 2:
                     raise ContinuityError(f"shot {place} (generation {generation}) has no audio stream; "
                                           "disconnect audio_vae, or assemble an audio-video (LTX-2) film")
-                wave, rate = comfy_adapter.audio_vae_decode(audio_vae, streams[1])
+                wave, rate = comfy_calls.audio_vae_decode(audio_vae, streams[1])
                 if sample_rate not in (None, rate):
                     raise ContinuityError(f"shot {place} decodes at {rate} Hz, the shots before at "
                                           f"{sample_rate} Hz; use one audio VAE for the whole film")

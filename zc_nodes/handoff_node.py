@@ -18,7 +18,7 @@ import math
 import torch
 from .api_version import FOLDED, io
 
-from . import (adapters, comfy_adapter, cpu_threads, family_resolution, handoff_tail, pixel_bridge,
+from . import (adapters, comfy_calls, cpu_threads, family_resolution, handoff_tail, pixel_bridge,
                prepared_latents, prompt_cache, runtime, ui_events)
 from ._pack import log
 from .sockets import ContinuityToken
@@ -58,7 +58,7 @@ def finish(result, certificate: Certificate | None, info: str | None = None, *, 
     the web UI, then the node's outputs."""
     info = certificate.to_text() if info is None else info
     log.info(info.replace("\n", " | "))
-    video = comfy_adapter.unbind_streams(result.latent["samples"])[0]
+    video = comfy_calls.unbind_streams(result.latent["samples"])[0]
     ui_events.notify_handoff(certificate, latent_shape=tuple(video.shape), first_shot=first_shot)
     return io.NodeOutput(result.positive, result.latent, result.negative, info)
 
@@ -253,14 +253,14 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
         if adapter == adapters.PIXEL_BRIDGE:
             adapter = adapters.AUTO  # nothing stored to bridge from: the fallback frame is the start
         chosen, why = adapters.choose(adapter, spec, model, None)
-        piece = comfy_adapter.encode_first_frame(vae, image, width, height).to(torch.float32)
+        piece = comfy_calls.encode_first_frame(vae, image, width, height).to(torch.float32)
         piece = piece[:, :, :1] if spec.is_video else (piece[:, :, 0] if piece.dim() == 5 else piece)
         latent_format = cls.latent_format(model, spec, None)
         request = adapters.BuildRequest(
             spec=spec, positive=positive, negative=negative, width=width, height=height,
             length=length, batch=piece.shape[0], video=piece, latent_format=latent_format,
             model=model, fresh_first_frame=True, vae=vae, spill_dir=runtime.store().spill_dir,
-            start_pixels=comfy_adapter.resize_image(image[:1], width, height))
+            start_pixels=comfy_calls.resize_image(image[:1], width, height))
         if spec.is_audio_video:
             request.audio_shape, request.audio_rate = cls.fresh_audio(spec, piece.shape[0], length)
         result = chosen.build(request)
@@ -284,7 +284,7 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
     @staticmethod
     def store_start_image(tag: str, piece, spec, model) -> int:
         """Keep the encoded start image under the tag, as the root of the film (its anchor)."""
-        facts = comfy_adapter.model_facts(model)
+        facts = comfy_calls.model_facts(model)
         described = shot_description.describe_shot([piece], model=facts,
                                                    source="ZeroCopyLatentHandoff (start image)")
         meta = dict(described.meta, kind=film_view.START_IMAGE)
@@ -306,9 +306,9 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
     @staticmethod
     def latent_format(model, spec, meta):
         if model is not None:
-            return comfy_adapter.latent_format_of_model(model)
+            return comfy_calls.latent_format_of_model(model)
         name = (meta or {}).get("latent_format") or (spec.latent_format_names[:1] or ("",))[0]
-        return comfy_adapter.latent_format_by_name(name)
+        return comfy_calls.latent_format_by_name(name)
 
     @classmethod
     def continue_shot(cls, shot, positive, negative, vae, clip, model, adapter, settings, fallback_notes):

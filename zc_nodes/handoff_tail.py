@@ -15,7 +15,7 @@ from fractions import Fraction
 
 import torch
 
-from . import color_anchor, comfy_adapter
+from . import color_anchor, comfy_calls
 from ..zc_continuity import blend, bundle_layout, color, families, resample, shapes, streams, tail
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import digest_tensor
@@ -77,7 +77,7 @@ def blend_fallback(used: torch.Tensor, settings: TailSettings, spec) -> torch.Te
     """Encode the fallback frame at the piece's canvas and blend it into its first latent."""
     ratio = spec.spatial_ratio
     width, height = used.shape[-1] * ratio, used.shape[-2] * ratio
-    first = comfy_adapter.encode_first_frame(settings.vae, settings.image, width, height).to(used)
+    first = comfy_calls.encode_first_frame(settings.vae, settings.image, width, height).to(used)
     out = used.clone()
     if spec.is_video:
         out[:, :, :1] = blend.blend(out[:, :, :1], first[:, :, :1], settings.ratio)

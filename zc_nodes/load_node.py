@@ -17,7 +17,7 @@ import math
 
 from .api_version import io
 
-from . import comfy_adapter, family_resolution, farm_link, film_view, load_lineage, runtime
+from . import comfy_calls, family_resolution, farm_link, film_view, load_lineage, runtime
 from ._pack import log
 from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, load
@@ -147,4 +147,4 @@ class ZeroCopyLatentLoad(io.ComfyNode):
         lines += [f"note: {n}" for n in notes]
         info = "\n".join(lines)
         log.info(info.replace("\n", " | "))
-        return io.NodeOutput({"samples": comfy_adapter.nested(cut)}, info)
+        return io.NodeOutput({"samples": comfy_calls.nested(cut)}, info)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from . import comfy_adapter
+from . import comfy_calls
 from ..zc_continuity.errors import ContinuityError
 
 
@@ -30,13 +30,13 @@ def bridge(stored_video: torch.Tensor, bridge_vae, vae, width: int, height: int,
                               "if the stored shot is another family, 'bridge_vae' (the stored shot's)")
     last_item = stored_video[-1:]
     try:
-        pixels = comfy_adapter.vae_decode(bridge_vae, last_item)
+        pixels = comfy_calls.vae_decode(bridge_vae, last_item)
     except Exception as exc:
         raise ContinuityError(
             f"pixel_bridge could not decode the stored latent {list(last_item.shape)} with bridge_vae "
             f"({type(exc).__name__}: {exc}); connect the stored shot's own VAE to 'bridge_vae'") from exc
     frame = pixels[-1:]
-    piece = comfy_adapter.encode_first_frame(vae, frame, width, height).to(torch.float32)
+    piece = comfy_calls.encode_first_frame(vae, frame, width, height).to(torch.float32)
     if image_target and piece.dim() == 5:
         piece = piece[:, :, 0]
     if not image_target and piece.dim() == 4:

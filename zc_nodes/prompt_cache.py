@@ -15,7 +15,7 @@ import threading
 import weakref
 from collections import OrderedDict
 
-from . import comfy_adapter
+from . import comfy_calls
 
 PROMPTS_PER_CLIP = 16
 
@@ -32,8 +32,8 @@ def encode(clip, text: str):
                 entries.move_to_end(text)
                 return entries[text]
     except TypeError:  # an object that cannot be weakly referenced: encode every time
-        return comfy_adapter.encode_prompt(clip, text)
-    conditioning = comfy_adapter.encode_prompt(clip, text)
+        return comfy_calls.encode_prompt(clip, text)
+    conditioning = comfy_calls.encode_prompt(clip, text)
     with _lock:
         entries = _by_clip.setdefault(clip, OrderedDict())
         entries[text] = conditioning

@@ -16,7 +16,7 @@ import math
 
 from .api_version import io
 
-from . import (color_anchor, comfy_adapter, durability, farm_link, load_lineage, prompt_graph, runtime,
+from . import (color_anchor, comfy_calls, durability, farm_link, load_lineage, prompt_graph, runtime,
                ui_events)
 from ._pack import log
 from .sockets import ContinuityToken
@@ -119,7 +119,7 @@ class ZeroCopyLatentStore(io.ComfyNode):
         marker = cls.lineage_marker(samples)
         try:
             shot = shot_description.describe_shot(
-                comfy_adapter.unbind_streams(samples["samples"]), model=comfy_adapter.model_facts(model),
+                comfy_calls.unbind_streams(samples["samples"]), model=comfy_calls.model_facts(model),
                 other_keys=[k for k in samples if k != "samples"],
                 guide_marker=samples.get(ltx.GUIDE_MARKER), lineage_marker=marker,
                 seed=prompt_graph.sampler_seed(getattr(cls.hidden, "prompt", None), node_id(cls)))

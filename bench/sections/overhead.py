@@ -137,7 +137,7 @@ class NodeRoutes:
         self.handoff_node = comfy.module("zc_nodes.handoff_node").ZeroCopyLatentHandoff
         self.runtime = comfy.module("zc_nodes.runtime")
         self.prepared = comfy.module("zc_nodes.prepared_latents")
-        self.comfy_adapter = comfy.module("zc_nodes.comfy_adapter")
+        self.comfy_calls = comfy.module("zc_nodes.comfy_calls")
         test_nodes = comfy.test_nodes
         self.clip = test_nodes.FakeUMT5Clip(8)
         self.raising_vae = test_nodes.ZCTestRaisingVAE.execute().args[0]
@@ -165,7 +165,7 @@ class NodeRoutes:
         return self.models[shape.model]
 
     def latent(self, shape: Shape, streams: list[torch.Tensor]) -> dict:
-        samples = streams[0] if len(streams) == 1 else self.comfy_adapter.nested(streams)
+        samples = streams[0] if len(streams) == 1 else self.comfy_calls.nested(streams)
         return {"samples": samples}
 
     def ours(self, shape: Shape, latent: dict, tag: str, split: list | None = None):
@@ -191,7 +191,7 @@ class NodeRoutes:
         those go as one file per stream, split and joined again as core's
         LTXVSeparateAVLatent / LTXVConcatAVLatent do."""
         samples = latent["samples"]
-        parts = (self.comfy_adapter.unbind_streams(samples) if self.comfy_adapter.is_nested(samples)
+        parts = (self.comfy_calls.unbind_streams(samples) if self.comfy_calls.is_nested(samples)
                  else [samples])
         names, loaded = [], []
         for i, part in enumerate(parts):
@@ -201,7 +201,7 @@ class NodeRoutes:
             self.load_latent.IS_CHANGED(name)       # ComfyUI hashes the file on every queue run
             loaded.append(self.load_latent().load(name)[0]["samples"])
             names.append(name)
-        result = loaded[0] if len(loaded) == 1 else self.comfy_adapter.nested(loaded)
+        result = loaded[0] if len(loaded) == 1 else self.comfy_calls.nested(loaded)
         return names, {"samples": result}
 
     def remove_file(self, names: list[str]) -> None:

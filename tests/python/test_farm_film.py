@@ -149,9 +149,9 @@ def assemble_node(monkeypatch):
                          "zc_assemble_pack": pack}.items():
         monkeypatch.setitem(sys.modules, name, module)
     node = importlib.import_module("zc_assemble_pack.zc_nodes.film_assemble_node")
-    adapter = sys.modules["zc_assemble_pack.zc_nodes.comfy_adapter"]
-    monkeypatch.setattr(adapter, "vae_decode", lambda vae, latent: torch.zeros(latent.shape[2], 2, 2, 3))
-    monkeypatch.setattr(adapter, "progress_bar", lambda total: mock.MagicMock())
+    calls = sys.modules["zc_assemble_pack.zc_nodes.comfy_calls"]
+    monkeypatch.setattr(calls, "vae_decode", lambda vae, latent: torch.zeros(latent.shape[2], 2, 2, 3))
+    monkeypatch.setattr(calls, "progress_bar", lambda total: mock.MagicMock())
     yield node, sys.modules["zc_assemble_pack.zc_nodes.runtime"], sys.modules["zc_assemble_pack.zc_nodes.farm_link"]
     for name in [n for n in sys.modules if n.startswith("zc_assemble_pack")]:
         del sys.modules[name]

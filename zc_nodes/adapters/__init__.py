@@ -9,7 +9,7 @@ own adapter with the freshly encoded frame.
 
 from __future__ import annotations
 
-from .. import comfy_adapter
+from .. import comfy_calls
 from ...zc_continuity.errors import ContinuityError
 from .base import Adapter, BuildRequest, BuildResult
 from .flux_img2img import FluxImg2Img
@@ -38,11 +38,11 @@ def model_variant(spec, model) -> str | None:
     """What the Store records about a model beyond its family, for a later Handoff without it."""
     if model is None:
         return None
-    if spec.name == "wan21" and comfy_adapter.is_wan_i2v(model):
+    if spec.name == "wan21" and comfy_calls.is_wan_i2v(model):
         return "i2v"
-    if spec.name == "hunyuan_video" and comfy_adapter.hunyuan_concat_i2v(model):
+    if spec.name == "hunyuan_video" and comfy_calls.hunyuan_concat_i2v(model):
         return V1_CONCAT
-    if spec.name == "hunyuan_video15" and not comfy_adapter.hunyuan15_has_image_channels(model):
+    if spec.name == "hunyuan_video15" and not comfy_calls.hunyuan15_has_image_channels(model):
         return "t2v"
     return None
 
@@ -88,7 +88,7 @@ def choose(requested: str, spec, model, meta: dict | None) -> tuple[Adapter, str
             f"adapter {requested!r} serves {served}, but the family is {spec.display_name}; use "
             f"'auto' (which picks {auto_choice(spec, model, meta)[0]}) or one of "
             f"{', '.join(n for n, a in REGISTRY.items() if a.supports(spec))}")
-    if requested == "wan_i2v" and model is not None and not comfy_adapter.is_wan_i2v(model):
+    if requested == "wan_i2v" and model is not None and not comfy_calls.is_wan_i2v(model):
         raise ContinuityError("adapter 'wan_i2v' needs an image-to-video Wan model (36 input "
                               "channels); the connected model is text-to-video and would ignore "
                               "the concat conditioning. Use 'temporal_inpaint' or 'auto'")

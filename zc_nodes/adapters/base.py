@@ -4,7 +4,7 @@ An adapter places prepared tail latents at one family's legal insertion point
 and returns the new shot's conditioning and LATENT. Everything before that
 (taking the tail, resampling, blending, the colour anchor, digests) is done
 once for all adapters by the Handoff; every ComfyUI call goes through
-``comfy_adapter``, and tensor layouts come from the pure ``zc_continuity``
+``comfy_calls``, and tensor layouts come from the pure ``zc_continuity``
 functions.
 """
 

@@ -14,7 +14,7 @@ node); no difference to name.
 
 from __future__ import annotations
 
-from .. import comfy_adapter
+from .. import comfy_calls
 from ...zc_continuity import kontext
 from .base import Adapter, BuildRequest, BuildResult
 
@@ -30,7 +30,7 @@ class FluxKontextReference(Adapter):
         result = kontext.kontext_reference(target, request.video)
         values = result.conditioning_values()
         return BuildResult(
-            comfy_adapter.conditioning_with(request.positive, values, append=True),
-            comfy_adapter.conditioning_with(request.negative, values, append=True),
-            {**result.latent_dict(), **comfy_adapter.empty_latent_keys("EmptySD3LatentImage")},
+            comfy_calls.conditioning_with(request.positive, values, append=True),
+            comfy_calls.conditioning_with(request.negative, values, append=True),
+            {**result.latent_dict(), **comfy_calls.empty_latent_keys("EmptySD3LatentImage")},
             [f"flux_kontext_reference: reference {list(request.video.shape)} kept at its stored size"])

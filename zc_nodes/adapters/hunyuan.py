@@ -18,7 +18,7 @@ Every key, mask, padding value and shape equals core's for the same request
 
 from __future__ import annotations
 
-from .. import comfy_adapter
+from .. import comfy_calls
 from ...zc_continuity import hunyuan
 from .base import Adapter, BuildRequest, BuildResult
 
@@ -33,7 +33,7 @@ def causal(request: BuildRequest) -> list[str]:
 
 def uses_concat(request: BuildRequest) -> bool:
     if request.model is not None:
-        return comfy_adapter.hunyuan_concat_i2v(request.model)
+        return comfy_calls.hunyuan_concat_i2v(request.model)
     return request.meta.get("model_variant") == V1_CONCAT
 
 
@@ -48,13 +48,13 @@ class HunyuanI2V(Adapter):
         target = request.target()
         if uses_concat(request):
             result = hunyuan.hunyuan_v1_concat(target, request.video)
-            positive = comfy_adapter.conditioning_with(request.positive, result.conditioning_values())
+            positive = comfy_calls.conditioning_with(request.positive, result.conditioning_values())
             return BuildResult(positive, request.negative, result.latent_dict(),
                                ["hunyuan_i2v: v1 (concat) checkpoint, image keys on the positive "
                                 "conditioning as HunyuanImageToVideo sets them"], causal(request),
                                core_node="HunyuanImageToVideo (guidance_type v1 (concat))")
         result = hunyuan.hunyuan_replace(target, request.video)
-        positive = comfy_adapter.conditioning_with(request.positive, result.positive_values())
+        positive = comfy_calls.conditioning_with(request.positive, result.positive_values())
         notes = ["hunyuan_i2v: v2 (replace); guiding_frame_index gives latent frame 0 the clean "
                  "timestep embedding"]
         if request.video.shape[2] > 1:
@@ -78,8 +78,8 @@ class Hunyuan15I2V(Adapter):
         target = request.target()
         result = hunyuan.hunyuan_concat(target, request.video)
         values = result.conditioning_values()
-        return BuildResult(comfy_adapter.conditioning_with(request.positive, values),
-                           comfy_adapter.conditioning_with(request.negative, values),
+        return BuildResult(comfy_calls.conditioning_with(request.positive, values),
+                           comfy_calls.conditioning_with(request.negative, values),
                            result.latent_dict(),
                            ["hunyuan15_i2v: no clip_vision_output (that needs pixels); the image "
                             "reaches the model through the concat keys only"],

@@ -20,7 +20,7 @@ core's own ``append_keyframe``. Differs, one line each (also in the certificate)
 
 from __future__ import annotations
 
-from .. import comfy_adapter
+from .. import comfy_calls
 from ...zc_continuity import ltx
 from .base import Adapter, BuildRequest, BuildResult
 from .temporal_inpaint import build_streams
@@ -39,7 +39,7 @@ class LtxLatentGuide(Adapter):
         plan = ltx.ltx_guide_plan(target, request.video)
         guide = plan.guide.expand(target[0], *plan.guide.shape[1:])
         scale = (spec.temporal_ratio, spec.spatial_ratio, spec.spatial_ratio)
-        positive, negative, samples, mask = comfy_adapter.ltx_append_guide(
+        positive, negative, samples, mask = comfy_calls.ltx_append_guide(
             request.positive, request.negative, plan.samples, plan.noise_mask, guide, plan.frame_idx,
             plan.strength, scale)
         latent = build_streams(request, samples, mask)

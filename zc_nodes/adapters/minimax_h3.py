@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import comfy_adapter
+from .. import comfy_calls
 from ...zc_continuity import assemble, minimax, shapes
 from ...zc_continuity.errors import ContinuityError
 from .base import Adapter, BuildRequest, BuildResult
@@ -41,22 +41,22 @@ class MiniMaxH3Keyframe(Adapter):
             raise ContinuityError(f"MiniMax H3 supports batch size 1 only, but the stored shot has "
                                   f"batch {request.batch}; store and continue one clip at a time")
         target = shapes.target_shape(1, request.width, request.height, request.length, spec)
-        clip = comfy_adapter.minimax_clip_keyframes_supported()
+        clip = comfy_calls.minimax_clip_keyframes_supported()
         keyframes = minimax.keyframe_entries(request.video, clip_keyframes=clip,
                                              audio_tail=request.audio)
-        positive = comfy_adapter.conditioning_with(request.positive, {"minimax_keyframes": keyframes},
+        positive = comfy_calls.conditioning_with(request.positive, {"minimax_keyframes": keyframes},
                                                    append=True)
-        positive = comfy_adapter.conditioning_with(positive, {"minimax_frame_count": request.length})
+        positive = comfy_calls.conditioning_with(positive, {"minimax_frame_count": request.length})
         if request.fresh_first_frame:
             video = torch.zeros(target, dtype=request.video.dtype, device=request.video.device)
             mask = torch.ones((1, 1) + tuple(target[2:]), dtype=torch.float32, device=video.device)
             hold = "the keyframe is the freshly encoded frame; nothing else is held"
         else:
-            fill = comfy_adapter.empty_fill(request.latent_format, spec.channels)
+            fill = comfy_calls.empty_fill(request.latent_format, spec.channels)
             held = assemble.temporal_inpaint(target, request.video, fill)
             video, mask = held.samples, held.noise_mask
             hold = (f"the {request.video.shape[2]} tail latents are held by the nested noise mask; "
-                    f"{comfy_adapter.minimax_kept_rows_hold()}")
+                    f"{comfy_calls.minimax_kept_rows_hold()}")
         latent = build_streams(request, video, mask)
         kind = ("clip keyframe: the whole tail and its audio" if clip else
                 "one-frame keyframe: the tail's first latent, a chunk-start latent encoded from "

@@ -25,7 +25,7 @@ core node that starts a clip from latents this way (core's video I2V nodes are p
 
 from __future__ import annotations
 
-from .. import comfy_adapter
+from .. import comfy_calls
 from ...zc_continuity import assemble, streams
 from .base import Adapter, BuildRequest, BuildResult
 
@@ -47,7 +47,7 @@ HOLD = {
     "ltx2": "LTX-2 gives kept video and audio tokens timestep 0, so they stay clean",
 }
 """How each family's model holds the kept frames; MiniMax H3's depends on the ComfyUI version
-(``comfy_adapter.minimax_kept_rows_hold``)."""
+(``comfy_calls.minimax_kept_rows_hold``)."""
 
 
 def build_streams(request: BuildRequest, video_samples, video_mask):
@@ -57,8 +57,8 @@ def build_streams(request: BuildRequest, video_samples, video_mask):
         return {"samples": video_samples, "noise_mask": video_mask}
     audio, audio_mask = streams.audio_inpaint(request.audio_shape, request.audio, spec)
     audio, audio_mask = audio.to(video_samples.device), audio_mask.to(video_mask.device)
-    return {"samples": comfy_adapter.nested([video_samples, audio]),
-            "noise_mask": comfy_adapter.nested([video_mask, audio_mask])}
+    return {"samples": comfy_calls.nested([video_samples, audio]),
+            "noise_mask": comfy_calls.nested([video_mask, audio_mask])}
 
 
 class TemporalInpaint(Adapter):
@@ -69,12 +69,12 @@ class TemporalInpaint(Adapter):
     def build(self, request: BuildRequest) -> BuildResult:
         spec = request.spec
         target = request.target()
-        fill = comfy_adapter.empty_fill(request.latent_format, spec.channels)
+        fill = comfy_calls.empty_fill(request.latent_format, spec.channels)
         video = assemble.temporal_inpaint(target, request.video, fill)
         latent = build_streams(request, video.samples, video.noise_mask)
         notes = []
         if not request.fresh_first_frame:
-            hold = comfy_adapter.minimax_kept_rows_hold() if spec.name == "minimax_h3" else HOLD.get(spec.name)
+            hold = comfy_calls.minimax_kept_rows_hold() if spec.name == "minimax_h3" else HOLD.get(spec.name)
             if hold:
                 notes.append(f"temporal_inpaint: {hold}")
         if spec.is_audio_video:

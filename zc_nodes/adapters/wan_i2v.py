@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import time
 
-from .. import comfy_adapter, ui_events
+from .. import comfy_calls, ui_events
 from .._pack import log
 from ...zc_continuity import assemble
 from ...zc_continuity._checks import shape_text
@@ -120,7 +120,7 @@ class WanI2V(Adapter):
     @staticmethod
     def empty_fill(request: BuildRequest):
         """The old padding: the latent format's empty value per channel (process_out(0))."""
-        return comfy_adapter.empty_fill(request.latent_format, request.spec.channels)
+        return comfy_calls.empty_fill(request.latent_format, request.spec.channels)
 
     def build(self, request: BuildRequest) -> BuildResult:
         target = request.target()
@@ -136,6 +136,6 @@ class WanI2V(Adapter):
             differences.append(f"concat_latent_image has batch {target[0]} (one tail per item); "
                                "core's has batch 1")
         return BuildResult(
-            comfy_adapter.conditioning_with(request.positive, values),
-            comfy_adapter.conditioning_with(request.negative, values),
+            comfy_calls.conditioning_with(request.positive, values),
+            comfy_calls.conditioning_with(request.negative, values),
             result.latent_dict(), notes, differences)

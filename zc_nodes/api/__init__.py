@@ -17,7 +17,7 @@ def projection_for(meta: dict, channels: int):
     """The RgbProjection of a stored latent, read from the running ComfyUI's latent formats
     (the format the Store recorded, else the family's), or None."""
     from ...zc_continuity import families
-    from .. import comfy_adapter
+    from .. import comfy_calls
     from . import preview
 
     names = []
@@ -30,7 +30,7 @@ def projection_for(meta: dict, channels: int):
         except Exception:  # noqa: BLE001 - an unknown family name: no factors
             pass
     for name in names:
-        latent_format = comfy_adapter.latent_format_by_name(name)
+        latent_format = comfy_calls.latent_format_by_name(name)
         factors = getattr(latent_format, "latent_rgb_factors", None)
         if latent_format is None or not factors or len(factors) != channels:
             continue
