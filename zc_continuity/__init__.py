@@ -10,15 +10,15 @@ re-exported here, so ``zc_continuity.blend`` stays the module (the node layer
 imports the modules by name).
 """
 
-from . import (assemble, blend, bundle_layout, catalog, certificate, color, evidence, families, hunyuan,
+from . import (assemble, blend, bundle_layout, certificate, color, evidence, families, hunyuan,
                img2img, kontext, ltx, minimax, resample, shapes, shot, streams, tail)
 from .assemble import InpaintLatent, WanI2VConcat, temporal_inpaint, wan_i2v_concat
-from .catalog import FLUX, HUNYUAN_VIDEO, HUNYUAN_VIDEO_15, LTX2, LTXV, MINIMAX_H3, WAN22_5B
 from .certificate import Certificate
 from .errors import ContinuityError
 from .families import (ADAPTER_FLUX_IMG2IMG, ADAPTER_FLUX_KONTEXT, ADAPTER_HUNYUAN15_I2V, ADAPTER_HUNYUAN_I2V,
                        ADAPTER_LTX_GUIDE, ADAPTER_MINIMAX_KEYFRAME, ADAPTER_PIXEL_BRIDGE,
-                       ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT, GENERIC_VIDEO, WAN21,
+                       ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT, FLUX, GENERIC_VIDEO,
+                       HUNYUAN_VIDEO, HUNYUAN_VIDEO_15, LTX2, LTXV, MINIMAX_H3, WAN21, WAN22_5B,
                        AudioStreamSpec, FamilySpec, LengthRule, aligned_tail_frames,
                        causal_length_rule, family_by_name, family_from_latent_format,
                        infer_family_from_latent, infer_family_from_streams, known_families,
@@ -30,7 +30,7 @@ from .tail import take_tail
 
 __all__ = [
     # modules
-    "assemble", "blend", "bundle_layout", "catalog", "certificate", "color", "evidence", "families",
+    "assemble", "blend", "bundle_layout", "certificate", "color", "evidence", "families",
     "hunyuan", "img2img", "kontext", "ltx", "minimax", "resample", "shapes", "shot", "streams", "tail",
     # names
     "ADAPTER_FLUX_IMG2IMG", "ADAPTER_FLUX_KONTEXT", "ADAPTER_HUNYUAN15_I2V", "ADAPTER_HUNYUAN_I2V", "ADAPTER_LTX_GUIDE",
