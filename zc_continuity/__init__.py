@@ -17,7 +17,7 @@ from .certificate import Certificate
 from .errors import ContinuityError
 from .families import (ADAPTER_FLUX_IMG2IMG, ADAPTER_FLUX_KONTEXT, ADAPTER_HUNYUAN15_I2V, ADAPTER_HUNYUAN_I2V,
                        ADAPTER_LTX_GUIDE, ADAPTER_MINIMAX_KEYFRAME, ADAPTER_PIXEL_BRIDGE,
-                       ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT, FLUX, GENERIC_VIDEO,
+                       ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V, FLUX, GENERIC_VIDEO,
                        HUNYUAN_VIDEO, HUNYUAN_VIDEO_15, LTX2, LTXV, MINIMAX_H3, WAN21, WAN22_5B,
                        AudioStreamSpec, FamilySpec, LengthRule, aligned_tail_frames,
                        causal_length_rule, family_by_name, family_from_latent_format,
@@ -37,7 +37,7 @@ __all__ = [
     "ADAPTER_MINIMAX_KEYFRAME", "ADAPTER_PIXEL_BRIDGE", "AudioStreamSpec", "FLUX", "HUNYUAN_VIDEO",
     "HUNYUAN_VIDEO_15", "LTX2", "LTXV", "MINIMAX_H3", "WAN22_5B", "aligned_tail_frames",
     "infer_family_from_streams", "tail_pixel_span",
-    "ADAPTER_TEMPORAL_INPAINT", "ADAPTER_WAN_I2V_CONCAT", "CROP_MODES", "Certificate",
+    "ADAPTER_TEMPORAL_INPAINT", "ADAPTER_WAN_I2V", "CROP_MODES", "Certificate",
     "ContinuityError", "FamilySpec", "GENERIC_VIDEO", "InpaintLatent",
     "LengthRule", "RESAMPLE_METHODS", "WAN21", "WanI2VConcat", "causal_length_rule",
     "center_crop_box", "family_by_name", "family_from_latent_format",

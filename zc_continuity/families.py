@@ -8,8 +8,14 @@ spec lists the class names that map to it. The map is by exact class name,
 never by ``isinstance``: ``Wan22`` subclasses ``Wan21`` in ComfyUI but is a
 different latent space (48 channels, 16x).
 
-To add a family, build a ``FamilySpec`` and pass it to ``register``; nothing
-else in the package has to change unless the family needs a new adapter.
+This module is the catalog: every family the pack knows is one ``FamilySpec``
+row below, with its latent layout, its streams, its legal insertion points (the
+Handoff's adapters, by name) and what ``adapter=auto`` picks, including the model
+variants that pick another insertion point and the probe that tells them apart.
+The node layer derives from it which families each adapter serves and the
+``adapter`` options. Adding a family is its row here plus, if none of the
+existing insertion points fits, its adapter file in ``zc_nodes/adapters/``
+(docs/families.md, "Adding a family").
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from .errors import ContinuityError
 ADAPTER_TEMPORAL_INPAINT = "temporal_inpaint"
 """Tail latents written into ``samples[:, :, :k]`` with ``noise_mask`` 0 there (assemble.temporal_inpaint)."""
 
-ADAPTER_WAN_I2V_CONCAT = "wan_i2v_concat"
+ADAPTER_WAN_I2V = "wan_i2v"
 """Tail latents as ``concat_latent_image`` + ``concat_mask`` conditioning (assemble.wan_i2v_concat)."""
 
 ADAPTER_HUNYUAN_I2V = "hunyuan_i2v"
@@ -46,7 +52,44 @@ ADAPTER_FLUX_KONTEXT = "flux_kontext_reference"
 """FLUX.1 Kontext: the stored image latent as a ``reference_latents`` entry (kontext.py)."""
 
 ADAPTER_PIXEL_BRIDGE = "pixel_bridge"
-"""Opt-in: decode one pixel frame of the stored shot and encode it for the new one (lossy, counted)."""
+"""Opt-in: decode one pixel frame of the stored shot and encode it for the new one (lossy, counted).
+Not an insertion point: no family lists it; the target family's own adapter builds with the frame."""
+
+VARIANT_WAN_I2V = "i2v"
+"""A Wan model with image input channels (2.1 I2V, 2.2 A14B I2V), as the Store records it."""
+
+VARIANT_HUNYUAN_V1_CONCAT = "i2v_concat"
+"""A HunyuanVideo 1.0 v1 image-to-video checkpoint (33 input channels, concat keys)."""
+
+VARIANT_HUNYUAN15_T2V = "t2v"
+"""A HunyuanVideo 1.5 model without image input channels."""
+
+
+@dataclass(frozen=True)
+class AutoChoice:
+    """What ``adapter=auto`` picks (an adapter name) and why, in the certificate's words."""
+
+    adapter: str
+    why: str
+
+
+ANY_VIDEO_AUTO = AutoChoice(ADAPTER_TEMPORAL_INPAINT, "video latent inpainting (any video family)")
+"""The choice of a family that names no other: inpainting, which every video family takes."""
+
+
+@dataclass(frozen=True)
+class ModelVariant:
+    """A kind of model inside a family whose tail goes to another insertion point.
+
+    ``name`` is what the Store records as the shot's ``model_variant``, so a later Handoff
+    without the model still knows it. ``probe`` names the check that tells the variant from a
+    connected model; the node layer holds the checks (``zc_nodes.comfy_calls.MODEL_PROBES``),
+    since they read ComfyUI's model objects. ``auto`` is what ``adapter=auto`` picks for it.
+    """
+
+    name: str
+    probe: str
+    auto: AutoChoice
 
 
 @dataclass(frozen=True)
@@ -174,6 +217,9 @@ class FamilySpec:
     for audio-video families, whose ``audio`` describes the second stream.
     ``max_batch`` is set where the DiT refuses larger batches (MiniMax H3: 1),
     and ``caveats`` are the family's known limits, repeated in certificates.
+    ``adapters`` are the family's legal insertion points, the names of the Handoff's adapters
+    (``ADAPTER_*``) that may build for it; ``auto`` and ``variants`` say which one
+    ``adapter=auto`` picks.
     """
 
     name: str
@@ -197,6 +243,18 @@ class FamilySpec:
     text_encoder_classes: tuple[str, ...] = ()
     """Qualified class names of the text encoder or tokenizer this family's models are prompted
     with (a CLIP's ``cond_stage_model`` and ``tokenizer``, any class in their MRO)."""
+    auto: AutoChoice = ANY_VIDEO_AUTO
+    """What ``adapter=auto`` picks for a model of no listed variant (or no model and no variant
+    recorded); it is one of ``adapters``."""
+    variants: tuple[ModelVariant, ...] = ()
+    """Model variants that ``adapter=auto`` sends elsewhere, tried in order on a connected model."""
+
+    def auto_choice(self, variant: str | None) -> AutoChoice:
+        """What ``adapter=auto`` picks for a model of ``variant`` (None: no variant known)."""
+        for known in self.variants:
+            if known.name == variant:
+                return known.auto
+        return self.auto
 
     @property
     def is_audio_video(self) -> bool:
@@ -270,6 +328,20 @@ def register(spec: FamilySpec) -> FamilySpec:
 
 def known_families() -> tuple[FamilySpec, ...]:
     return tuple(_REGISTRY.values())
+
+
+def insertion_points() -> tuple[str, ...]:
+    """Every adapter name a family lists, in the order the catalog first names them (the order
+    of the Handoff's ``adapter`` options: a new family's new adapter comes last)."""
+    names: dict[str, None] = {}
+    for spec in _REGISTRY.values():
+        names.update(dict.fromkeys(spec.adapters))
+    return tuple(names)
+
+
+def families_served_by(adapter: str) -> tuple[str, ...]:
+    """The names of the families that list ``adapter`` as an insertion point."""
+    return tuple(spec.name for spec in _REGISTRY.values() if adapter in spec.adapters)
 
 
 def family_by_name(name: str) -> FamilySpec:
@@ -352,6 +424,18 @@ def aligned_tail_frames(requested: int, spec: FamilySpec) -> int:
     return rule.first_latents + steps * rule.latent_step
 
 
+# The catalog: one row per family, registered in this order (the order of the Handoff's adapter
+# options follows it). Each row holds the facts ComfyUI v0.33.0 encodes in comfy/latent_formats.py
+# and the family's empty-latent node (channels, compression, valid lengths and canvas steps), the
+# classes of its VAE and text encoder, its insertion points and auto choice, and its caveats,
+# stated once here and repeated in certificates.
+
+WAN_TEXT_ENCODER = ("comfy.text_encoders.wan.WanT5Model", "comfy.text_encoders.wan.WanT5Tokenizer")
+LTX_VAE = "comfy.ldm.lightricks.vae.causal_video_autoencoder.VideoVAE"  # LTX-Video 0.9 and LTX-2
+
+CAUSAL_SLOT0 = ("causal first frame: slot 0 of a clip is encoded from one pixel frame, a tail "
+                "latent from several; placed at slot 0 it decodes only approximately")
+
 WAN21 = register(FamilySpec(
     name="wan21",
     display_name="Wan 2.1 / 2.2 A14B",
@@ -363,10 +447,13 @@ WAN21 = register(FamilySpec(
     canvas_multiple=16,
     canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
     latent_format_names=("Wan21",),
-    adapters=(ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT),
+    adapters=(ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V),
+    auto=AutoChoice(ADAPTER_TEMPORAL_INPAINT, "Wan text-to-video model"),
+    variants=(ModelVariant(VARIANT_WAN_I2V, probe="wan_i2v",
+                           auto=AutoChoice(ADAPTER_WAN_I2V, "Wan image-to-video model (36 input channels)")),),
     shares_latent_shape_with=("HunyuanVideo 1.0", "Cosmos 1.0 CV8x8x8", "SeedVR2", "CogVideoX"),
     vae_classes=("comfy.ldm.wan.vae.WanVAE",),
-    text_encoder_classes=("comfy.text_encoders.wan.WanT5Model", "comfy.text_encoders.wan.WanT5Tokenizer"),
+    text_encoder_classes=WAN_TEXT_ENCODER,
 ))
 
 GENERIC_VIDEO = register(FamilySpec(
@@ -382,17 +469,6 @@ GENERIC_VIDEO = register(FamilySpec(
     adapters=(ADAPTER_TEMPORAL_INPAINT,),
 ))
 
-
-# The families beyond Wan 2.1 and the generic placeholder, with the facts ComfyUI v0.33.0
-# encodes in comfy/latent_formats.py and the family's empty-latent node (channels, compression,
-# valid lengths and canvas steps), the insertion points the pack has for each, and its caveats,
-# stated once here and repeated in certificates.
-
-WAN_TEXT_ENCODER = ("comfy.text_encoders.wan.WanT5Model", "comfy.text_encoders.wan.WanT5Tokenizer")
-LTX_VAE = "comfy.ldm.lightricks.vae.causal_video_autoencoder.VideoVAE"  # LTX-Video 0.9 and LTX-2
-
-CAUSAL_SLOT0 = ("causal first frame: slot 0 of a clip is encoded from one pixel frame, a tail "
-                "latent from several; placed at slot 0 it decodes only approximately")
 
 WAN22_5B = register(FamilySpec(
     name="wan22_5b",
@@ -427,6 +503,11 @@ HUNYUAN_VIDEO = register(FamilySpec(
     text_encoder_classes=("comfy.text_encoders.hunyuan_video.HunyuanVideoClipModel",
                           "comfy.text_encoders.hunyuan_video.HunyuanVideoTokenizer"),
     adapters=(ADAPTER_HUNYUAN_I2V, ADAPTER_TEMPORAL_INPAINT),
+    auto=AutoChoice(ADAPTER_TEMPORAL_INPAINT, "HunyuanVideo 1.0 model that takes no concat image; choose "
+                    "adapter hunyuan_i2v for the v2 (replace) I2V checkpoint"),
+    variants=(ModelVariant(VARIANT_HUNYUAN_V1_CONCAT, probe="hunyuan_v1_concat",
+                           auto=AutoChoice(ADAPTER_HUNYUAN_I2V,
+                                           "HunyuanVideo 1.0 v1 (concat) image-to-video checkpoint")),),
     shares_latent_shape_with=("Wan 2.1 / 2.2 A14B", "Cosmos 1.0 CV8x8x8", "SeedVR2", "CogVideoX"),
     caveats=(CAUSAL_SLOT0,
              "a 16-channel video latent looks exactly like Wan 2.1's: store it with the model "
@@ -448,6 +529,10 @@ HUNYUAN_VIDEO_15 = register(FamilySpec(
     # 1.5 shares its Qwen2.5-VL encoder with HunyuanImage; the tokenizer is its own
     text_encoder_classes=("comfy.text_encoders.hunyuan_video.HunyuanVideo15Tokenizer",),
     adapters=(ADAPTER_HUNYUAN15_I2V, ADAPTER_TEMPORAL_INPAINT),
+    auto=AutoChoice(ADAPTER_HUNYUAN15_I2V, "HunyuanVideo 1.5 (image channels next to the noise)"),
+    variants=(ModelVariant(VARIANT_HUNYUAN15_T2V, probe="hunyuan15_t2v",
+                           auto=AutoChoice(ADAPTER_TEMPORAL_INPAINT,
+                                           "HunyuanVideo 1.5 model without image input channels")),),
     caveats=(CAUSAL_SLOT0,),
 ))
 
@@ -465,6 +550,7 @@ LTXV = register(FamilySpec(
     vae_classes=(LTX_VAE,),
     text_encoder_classes=("comfy.text_encoders.lt.LTXVT5Tokenizer",),
     adapters=(ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
+    auto=AutoChoice(ADAPTER_LTX_GUIDE, "LTX latent guides"),
     shares_latent_shape_with=("LTX-2 video stream",),
     caveats=(CAUSAL_SLOT0,
              "the sampled latent still holds the appended guide latents; the Store removes them, "
@@ -485,6 +571,7 @@ LTX2 = register(FamilySpec(
     vae_classes=(LTX_VAE,),
     text_encoder_classes=("comfy.text_encoders.lt.LTXAVTEModel", "comfy.text_encoders.lt.LTXAVGemmaTokenizer"),
     adapters=(ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
+    auto=AutoChoice(ADAPTER_LTX_GUIDE, "LTX latent guides"),
     shares_latent_shape_with=("LTX-Video 0.9",),
     audio=AudioStreamSpec(layout="[B, C, T, F]", rank=4, time_axis=2),
     caveats=(CAUSAL_SLOT0,
@@ -510,6 +597,7 @@ MINIMAX_H3 = register(FamilySpec(
     text_encoder_classes=("comfy.text_encoders.minimax.MiniMaxH3TEModel",
                           "comfy.text_encoders.minimax.MiniMaxH3Tokenizer"),
     adapters=(ADAPTER_MINIMAX_KEYFRAME, ADAPTER_TEMPORAL_INPAINT),
+    auto=AutoChoice(ADAPTER_MINIMAX_KEYFRAME, "MiniMax H3 keyframes"),
     audio=AudioStreamSpec(layout="[B, 32, 2, T]", rank=4, time_axis=3, fixed_dims=((1, 32), (2, 2)),
                           latents_per_pixel_frame=Fraction(40, 24)),
     max_batch=1,
@@ -535,6 +623,8 @@ FLUX = register(FamilySpec(
     vae_classes=("comfy.ldm.models.autoencoder.AutoencodingEngine",),
     text_encoder_classes=("comfy.text_encoders.flux.FluxClipModel", "comfy.text_encoders.flux.FluxTokenizer"),
     adapters=(ADAPTER_FLUX_IMG2IMG, ADAPTER_FLUX_KONTEXT),
+    auto=AutoChoice(ADAPTER_FLUX_IMG2IMG, "FLUX.1 Dev/Schnell img2img (Kontext loads as the same "
+                    "architecture; choose flux_kontext_reference for a Kontext model)"),
     shares_latent_shape_with=("SD3", "Stable Cascade prior"),
     caveats=("image family: the handoff uses the last stored image, whole; only FLUX-VAE latents "
              "(FLUX.1 Dev, Schnell, Kontext, and models sharing the FLUX VAE) continue in latent space",

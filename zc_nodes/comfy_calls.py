@@ -229,14 +229,24 @@ def hunyuan_concat_i2v(model) -> bool:
     return "concat_image" in tuple(getattr(base, "concat_keys", ()) or ())
 
 
-def hunyuan15_has_image_channels(model) -> bool:
-    """HunyuanVideo 1.5 models whose input takes an image latent and a mask next to the noise."""
+def hunyuan15_text_to_video(model) -> bool:
+    """HunyuanVideo 1.5 models whose input takes the noise alone, no image latent and mask next to
+    it (False where the weights do not say: such a model is taken to have them)."""
     base = getattr(model, "model", None)
     try:
         in_ch = base.diffusion_model.img_in.proj.weight.shape[1]
-        return in_ch > base.latent_format.latent_channels + 1
+        return in_ch <= base.latent_format.latent_channels + 1
     except Exception:
-        return True
+        return False
+
+
+MODEL_PROBES = {
+    "wan_i2v": is_wan_i2v,
+    "hunyuan_v1_concat": hunyuan_concat_i2v,
+    "hunyuan15_t2v": hunyuan15_text_to_video,
+}
+"""The checks the family catalog's model variants name (``ModelVariant.probe``), by that name:
+each says whether a connected model is of the variant."""
 
 
 def ltx_append_guide(positive, negative, samples, noise_mask, guide, frame_idx, strength,

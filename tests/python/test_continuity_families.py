@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import (ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT, GENERIC_VIDEO,
+from zc_continuity import (ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V, GENERIC_VIDEO,
                            HUNYUAN_VIDEO, LTX2, WAN21, WAN22_5B,
                            ContinuityError, FamilySpec, LengthRule, causal_length_rule,
                            family_by_name, family_from_latent_format, infer_family_from_latent,
@@ -19,7 +19,7 @@ def test_wan21_facts():
     assert WAN21.latent_dims == 3 and WAN21.is_video and WAN21.is_resolved
     assert WAN21.canvas_multiple == 16
     assert WAN21.latent_format_names == ("Wan21",)
-    assert set(WAN21.adapters) == {ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V_CONCAT}
+    assert set(WAN21.adapters) == {ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V}
     assert WAN21.length_rule_description == "pixel lengths are 4k+1"
 
 

@@ -1,31 +1,51 @@
 """The Handoff's adapters by name, and the choice ``adapter=auto`` makes.
 
-Each adapter is one family's legal insertion point (docs/families.md).
-``pixel_bridge`` is not an insertion point but an opt-in way to make
-the tail from pixels (one VAE decode, one encode), for a family the pack
-cannot hand off in latent space; the Handoff then uses the target family's
+Each adapter is a legal insertion point of the families whose row in the
+family catalog (``zc_continuity/families.py``) lists its name; the catalog also
+says which one ``adapter=auto`` picks, per model variant. This package holds
+one file per adapter: every ``Adapter`` subclass defined in a module of this
+folder is found when the package is imported, so a new adapter is its file
+and its name in the catalog rows of the families it serves (docs/families.md,
+"Adding a family"). ``pixel_bridge`` is not an insertion point but an opt-in
+way to make the tail from pixels (one VAE decode, one encode), for a family the
+pack cannot hand off in latent space; the Handoff then uses the target family's
 own adapter with the freshly encoded frame.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 from .. import comfy_calls
 from ...zc_continuity.errors import ContinuityError
+from ...zc_continuity.families import ADAPTER_PIXEL_BRIDGE, insertion_points, known_families
 from .base import Adapter, BuildRequest, BuildResult
-from .flux_img2img import FluxImg2Img
-from .flux_kontext import FluxKontextReference
-from .hunyuan import V1_CONCAT, Hunyuan15I2V, HunyuanI2V
-from .ltx_guide import LtxLatentGuide
-from .minimax_h3 import MiniMaxH3Keyframe
-from .temporal_inpaint import TemporalInpaint
-from .wan_i2v import WanI2V
 
 AUTO = "auto"
-PIXEL_BRIDGE = "pixel_bridge"
+PIXEL_BRIDGE = ADAPTER_PIXEL_BRIDGE
 
-REGISTRY: dict[str, Adapter] = {a.name: a for a in (
-    TemporalInpaint(), WanI2V(), HunyuanI2V(), Hunyuan15I2V(), LtxLatentGuide(), MiniMaxH3Keyframe(),
-    FluxImg2Img(), FluxKontextReference())}
+
+def _adapters_in_this_folder() -> dict[str, Adapter]:
+    """One instance of every named ``Adapter`` subclass defined in a module of this package."""
+    found: dict[str, Adapter] = {}
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for value in vars(module).values():
+            if (isinstance(value, type) and issubclass(value, Adapter) and value.name
+                    and value.__module__ == module.__name__):
+                if value.name in found:
+                    raise ValueError(f"two adapters are named {value.name!r}: "
+                                     f"{type(found[value.name]).__name__} and {value.__name__}")
+                found[value.name] = value()
+    return found
+
+
+FOUND: dict[str, Adapter] = _adapters_in_this_folder()
+"""Every adapter this folder defines, whether or not a family lists it (the tests compare the two)."""
+
+REGISTRY: dict[str, Adapter] = {name: FOUND[name] for name in insertion_points() if name in FOUND}
+"""The adapters the catalog's families list, in the catalog's order."""
 
 COMBO = [AUTO, *REGISTRY, PIXEL_BRIDGE]
 """The Handoff's ``adapter`` options; the first three were the first release's and keep their names."""
@@ -35,43 +55,29 @@ __all__ = ["AUTO", "COMBO", "PIXEL_BRIDGE", "REGISTRY", "Adapter", "BuildRequest
 
 
 def model_variant(spec, model) -> str | None:
-    """What the Store records about a model beyond its family, for a later Handoff without it."""
+    """What the Store records about a model beyond its family, for a later Handoff without it:
+    the first of the family's variants whose probe the model passes."""
     if model is None:
         return None
-    if spec.name == "wan21" and comfy_calls.is_wan_i2v(model):
-        return "i2v"
-    if spec.name == "hunyuan_video" and comfy_calls.hunyuan_concat_i2v(model):
-        return V1_CONCAT
-    if spec.name == "hunyuan_video15" and not comfy_calls.hunyuan15_has_image_channels(model):
-        return "t2v"
+    for variant in spec.variants:
+        if comfy_calls.MODEL_PROBES[variant.probe](model):
+            return variant.name
     return None
 
 
 def auto_choice(spec, model, meta: dict | None) -> tuple[str, str]:
-    """(adapter name, why) for ``adapter=auto``."""
+    """(adapter name, why) for ``adapter=auto``: the family's choice for the connected model's
+    variant, else for the variant the Store recorded."""
     variant = model_variant(spec, model) if model is not None else (meta or {}).get("model_variant")
-    name = spec.name
-    if name == "wan21":
-        if variant == "i2v":
-            return "wan_i2v", "Wan image-to-video model (36 input channels)"
-        return "temporal_inpaint", "Wan text-to-video model"
-    if name == "hunyuan_video":
-        if variant == V1_CONCAT:
-            return "hunyuan_i2v", "HunyuanVideo 1.0 v1 (concat) image-to-video checkpoint"
-        return "temporal_inpaint", ("HunyuanVideo 1.0 model that takes no concat image; choose "
-                                    "adapter hunyuan_i2v for the v2 (replace) I2V checkpoint")
-    if name == "hunyuan_video15":
-        if variant == "t2v":
-            return "temporal_inpaint", "HunyuanVideo 1.5 model without image input channels"
-        return "hunyuan15_i2v", "HunyuanVideo 1.5 (image channels next to the noise)"
-    if name in ("ltxv", "ltx2"):
-        return "ltx_latent_guide", "LTX latent guides"
-    if name == "minimax_h3":
-        return "minimax_h3_keyframe", "MiniMax H3 keyframes"
-    if name == "flux":
-        return "flux_img2img", ("FLUX.1 Dev/Schnell img2img (Kontext loads as the same architecture; "
-                                "choose flux_kontext_reference for a Kontext model)")
-    return "temporal_inpaint", "video latent inpainting (any video family)"
+    choice = spec.auto_choice(variant)
+    return choice.adapter, choice.why
+
+
+def _served(adapter: Adapter) -> str:
+    """The families an adapter serves, as the refusal names them."""
+    video = {spec.name for spec in known_families() if spec.is_video}
+    served = adapter.families
+    return "video families" if set(served) == video else ", ".join(served)
 
 
 def choose(requested: str, spec, model, meta: dict | None) -> tuple[Adapter, str]:
@@ -83,13 +89,10 @@ def choose(requested: str, spec, model, meta: dict | None) -> tuple[Adapter, str
     if adapter is None:
         raise ContinuityError(f"adapter {requested!r} is unknown; use one of {', '.join(COMBO)}")
     if not adapter.supports(spec):
-        served = ", ".join(adapter.families) if adapter.families else "video families"
         raise ContinuityError(
-            f"adapter {requested!r} serves {served}, but the family is {spec.display_name}; use "
+            f"adapter {requested!r} serves {_served(adapter)}, but the family is {spec.display_name}; use "
             f"'auto' (which picks {auto_choice(spec, model, meta)[0]}) or one of "
             f"{', '.join(n for n, a in REGISTRY.items() if a.supports(spec))}")
-    if requested == "wan_i2v" and model is not None and not comfy_calls.is_wan_i2v(model):
-        raise ContinuityError("adapter 'wan_i2v' needs an image-to-video Wan model (36 input "
-                              "channels); the connected model is text-to-video and would ignore "
-                              "the concat conditioning. Use 'temporal_inpaint' or 'auto'")
+    if model is not None:
+        adapter.check_model(model)
     return adapter, "requested"

@@ -16,7 +16,7 @@ from fractions import Fraction
 import torch
 
 from ...zc_continuity import shapes
-from ...zc_continuity.families import FamilySpec
+from ...zc_continuity.families import FamilySpec, families_served_by
 
 
 @dataclass
@@ -85,10 +85,10 @@ class BuildResult:
 
 
 class Adapter:
-    """One insertion point. ``families`` lists the family names it serves (empty: any video family)."""
+    """One insertion point, registered under ``name``: an ``ADAPTER_*`` name of the family catalog
+    (``zc_continuity.families``), whose rows say which families it serves."""
 
     name: str = ""
-    families: tuple[str, ...] = ()
     summary: str = ""
     core_node: str = ""
     """The core ComfyUI node whose output this adapter reproduces, with the tail in place of an
@@ -97,10 +97,17 @@ class Adapter:
     """Image families: whether the stored image is resampled to the new canvas (img2img) or
     used at its stored size (a Kontext reference)."""
 
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The names of the families whose catalog row lists this adapter."""
+        return families_served_by(self.name)
+
     def supports(self, spec: FamilySpec) -> bool:
-        if self.families:
-            return spec.name in self.families
-        return spec.is_video
+        return self.name in spec.adapters
+
+    def check_model(self, model) -> None:
+        """Raise ContinuityError when the connected ``model`` (not None) cannot use what this
+        adapter builds, though its family lists the adapter; by default every model can."""
 
     def build(self, request: BuildRequest) -> BuildResult:  # pragma: no cover - interface
         raise NotImplementedError

@@ -12,12 +12,12 @@ same LATENT ({"samples"} only), with the stored latent in place of the encoding.
 from __future__ import annotations
 
 from ...zc_continuity import img2img
+from ...zc_continuity.families import ADAPTER_FLUX_IMG2IMG
 from .base import Adapter, BuildRequest, BuildResult
 
 
 class FluxImg2Img(Adapter):
-    name = "flux_img2img"
-    families = ("flux",)
+    name = ADAPTER_FLUX_IMG2IMG
     core_node = "VAEEncode"
     summary = "the stored image latent is the new latent (set the sampler's denoise, e.g. 0.6)"
     image_on_canvas = True  # the tail is resampled to the new canvas (Kontext keeps its size)

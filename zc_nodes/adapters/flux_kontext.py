@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from .. import comfy_calls
 from ...zc_continuity import kontext
+from ...zc_continuity.families import ADAPTER_FLUX_KONTEXT
 from .base import Adapter, BuildRequest, BuildResult
 
 
 class FluxKontextReference(Adapter):
-    name = "flux_kontext_reference"
-    families = ("flux",)
+    name = ADAPTER_FLUX_KONTEXT
     core_node = "ReferenceLatent"
     summary = "reference_latents += [stored image latent] (both conditionings), empty latent"
 

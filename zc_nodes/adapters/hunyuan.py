@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from .. import comfy_calls
 from ...zc_continuity import hunyuan
+from ...zc_continuity.families import ADAPTER_HUNYUAN15_I2V, ADAPTER_HUNYUAN_I2V, VARIANT_HUNYUAN_V1_CONCAT
 from .base import Adapter, BuildRequest, BuildResult
 
-V1_CONCAT = "i2v_concat"
 CAUSAL_SLOT0 = ("slot 0 holds a continuation latent (4 pixel frames) where core has the encoding of "
                 "one pixel frame")
 
@@ -34,12 +34,11 @@ def causal(request: BuildRequest) -> list[str]:
 def uses_concat(request: BuildRequest) -> bool:
     if request.model is not None:
         return comfy_calls.hunyuan_concat_i2v(request.model)
-    return request.meta.get("model_variant") == V1_CONCAT
+    return request.meta.get("model_variant") == VARIANT_HUNYUAN_V1_CONCAT
 
 
 class HunyuanI2V(Adapter):
-    name = "hunyuan_i2v"
-    families = ("hunyuan_video",)
+    name = ADAPTER_HUNYUAN_I2V
     core_node = "HunyuanImageToVideo"
     summary = ("v2 replace: samples + noise_mask + guiding_frame_index 0 (positive); v1 concat "
                "checkpoints: concat_latent_image + concat_mask (positive)")
@@ -69,8 +68,7 @@ class HunyuanI2V(Adapter):
 
 
 class Hunyuan15I2V(Adapter):
-    name = "hunyuan15_i2v"
-    families = ("hunyuan_video15",)
+    name = ADAPTER_HUNYUAN15_I2V
     core_node = "HunyuanVideo15ImageToVideo"
     summary = "concat_latent_image = tail + zeros, concat_mask 0 on the tail (both conditionings)"
 

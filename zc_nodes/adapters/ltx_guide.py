@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from .. import comfy_calls
 from ...zc_continuity import ltx
+from ...zc_continuity.families import ADAPTER_LTX_GUIDE
 from .base import Adapter, BuildRequest, BuildResult
 from .temporal_inpaint import build_streams
 
 
 class LtxLatentGuide(Adapter):
-    name = "ltx_latent_guide"
-    families = ("ltxv", "ltx2")
+    name = ADAPTER_LTX_GUIDE
     core_node = "LTXVAddGuide"
     summary = ("tail appended as guide latents (mask 0) with keyframe_idxs at frame 0 on both "
                "conditionings; LTX-2: video guided, audio tail held, streams rejoined")

@@ -24,13 +24,13 @@ import torch
 from .. import comfy_calls
 from ...zc_continuity import assemble, minimax, shapes
 from ...zc_continuity.errors import ContinuityError
+from ...zc_continuity.families import ADAPTER_MINIMAX_KEYFRAME
 from .base import Adapter, BuildRequest, BuildResult
 from .temporal_inpaint import build_streams
 
 
 class MiniMaxH3Keyframe(Adapter):
-    name = "minimax_h3_keyframe"
-    families = ("minimax_h3",)
+    name = ADAPTER_MINIMAX_KEYFRAME
     core_node = "MiniMaxH3ImageToVideo"
     summary = ("minimax_keyframes entry (frame 0, target grid) + video tail (5j+2 latents) and "
                "aligned audio tail held by a nested noise mask")

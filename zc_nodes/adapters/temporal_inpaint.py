@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from .. import comfy_calls
 from ...zc_continuity import assemble, streams
+from ...zc_continuity.families import ADAPTER_TEMPORAL_INPAINT
 from .base import Adapter, BuildRequest, BuildResult
 
 CORE_NODES = {"wan22_5b": "Wan22ImageToVideoLatent", "ltxv": "LTXVImgToVideo (strength 1)"}
@@ -62,7 +63,7 @@ def build_streams(request: BuildRequest, video_samples, video_mask):
 
 
 class TemporalInpaint(Adapter):
-    name = "temporal_inpaint"
+    name = ADAPTER_TEMPORAL_INPAINT
     summary = ("samples[:, :, :k] = tail, noise_mask 0 there and 1 elsewhere, empty frames = "
                "process_out(0); AV: both streams, nested mask")
 

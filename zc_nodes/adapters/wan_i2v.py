@@ -32,6 +32,7 @@ from .._pack import log
 from ...zc_continuity import assemble
 from ...zc_continuity._checks import shape_text
 from ...zc_continuity.errors import ContinuityError
+from ...zc_continuity.families import ADAPTER_WAN_I2V
 from . import gray_padding
 from .base import Adapter, BuildRequest, BuildResult
 
@@ -66,11 +67,16 @@ def _interrupt(exc: BaseException) -> bool:
 
 
 class WanI2V(Adapter):
-    name = "wan_i2v"
-    families = ("wan21",)
+    name = ADAPTER_WAN_I2V
     core_node = "WanImageToVideo"
     summary = ("concat_latent_image = tail + the VAE encoding of gray frames (cached), concat_mask 0 "
                "on the tail (both conditionings)")
+
+    def check_model(self, model) -> None:
+        if not comfy_calls.is_wan_i2v(model):
+            raise ContinuityError(f"adapter '{ADAPTER_WAN_I2V}' needs an image-to-video Wan model (36 input "
+                                  "channels); the connected model is text-to-video and would ignore "
+                                  "the concat conditioning. Use 'temporal_inpaint' or 'auto'")
 
     def padding(self, request: BuildRequest, target) -> tuple[object, list[str], str]:
         """The padding for ``assemble.wan_i2v_concat``, the certificate notes about it, and which
