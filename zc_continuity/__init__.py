@@ -2,7 +2,7 @@
 
 Only torch and the standard library are imported here, never ComfyUI: values
 that need ComfyUI (a latent format's ``process_out(0)``, a VAE encoding of gray
-frames) are passed in as tensors by the node layer's adapter. That keeps every
+frames) are passed in as tensors by the node layer's adapters. That keeps every
 rule testable without a ComfyUI checkout.
 
 The blend function is ``zc_continuity.blend.blend``: it is deliberately not

@@ -1,2 +1,3 @@
-"""The ComfyUI node layer: V3 node definitions and the one adapter that talks
-to ComfyUI's internals. Imported only inside ComfyUI (relative to the pack)."""
+"""The ComfyUI node layer: V3 node definitions, the Handoff's adapters (``adapters/``) and the
+one module that talks to ComfyUI's internals (``comfy_calls``). Imported only inside ComfyUI
+(relative to the pack)."""

@@ -15,7 +15,7 @@ OTHER = "xxh3:fedcba9876543210"
 
 def make(**changes):
     values = dict(tag="shot01", generation=3, stored_digest=DIGEST, used_digest=DIGEST,
-                  adapter="wan_i2v_concat", family="wan21", tail_frames=2,
+                  adapter="wan_i2v", family="wan21", tail_frames=2,
                   overlap_pixel_frames=5)
     values.update(changes)
     return Certificate(**values)
@@ -38,7 +38,7 @@ def test_text_of_a_clean_handoff():
     assert "'shot01'" in text and "generation 3" in text
     assert text.count(DIGEST) == 2
     assert "bit-identical: yes" in text
-    assert "wan_i2v_concat" in text and "wan21" in text and "tail_frames 2" in text
+    assert "wan_i2v" in text and "wan21" in text and "tail_frames 2" in text
     assert "first 5 pixel frames" in text
 
 
