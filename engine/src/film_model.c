@@ -12,7 +12,7 @@
 
 #include "film.h"
 #include "json_reader.h"
-#include "store_internal.h"
+#include "spill_names.h"
 
 static const zc_json_limits lineage_limits = {.max_depth = 4, .max_nodes = 256, .max_members = 64};
 

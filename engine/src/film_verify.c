@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "film.h"
-#include "store_internal.h"
+#include "spill_names.h"
 
 #define AUDIO_TENSOR "latent_tensor_1"
 

@@ -25,12 +25,21 @@
 #define ZC_FOLDER_LOCK ".zc-lock"     /* held while a store opens */
 #define ZC_TOKEN_LEN 16              /* hex digits of a process token */
 
-/* ---- the process token (shared_process.c) ---- */
+/* ---- the process token and process-wide mutexes (shared_process.c) ---- */
 
 /* ZC_TOKEN_LEN lowercase hex digits (and a NUL) naming this process in its
  * temporary files ZC_TMP_PREFIX<token>-... and owner files; a process made
  * by fork gets a token of its own. */
 void zc__process_token(char out[ZC_TOKEN_LEN + 1]);
+
+/* Tests only: behave as on a file system without locks. */
+extern int zc__shared_locks_disabled_for_tests;
+
+/* shared_process.c: the process-wide mutex that serialises counter-file
+ * work for tag (lock order: before the store lock, never after it), and
+ * the one for folder locks and owner files. */
+zc_os_mutex *zc__shared_tag_mutex(const char *tag);
+zc_os_mutex *zc__shared_folder_mutex(void);
 
 /* ---- errors (error.c) ---- */
 
@@ -338,6 +347,10 @@ void zc__seam_attach_from_file(zc_bundle *b, const zc_file *f);
  * frames (each channel pooled over its F frames); mean and std hold
  * side->channels values.  @return 0, or -1 when it has no frames. */
 int zc__seam_side_moments(const zc_seam_side *side, double *mean, double *std);
+/* The cut between a parent's tail summary p and a new shot's head summary n, into out
+ * (zeros when their layouts differ or they have too few frames); ZC_E_INVALID when the
+ * two were sampled on different grids. */
+int zc__seam_compare(const zc_seam_side *p, const zc_seam_side *n, zc_seam_stats *out);
 /* num / den capped at seam.py's CAP (100); 0 for 0 / 0, CAP for x / 0. */
 double zc__seam_ratio(double num, double den);
 

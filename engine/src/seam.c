@@ -2,7 +2,8 @@
  * seam.c — the seam statistics of a hop at put time: a small summary of the
  * frames at each end of a tensor (zc_bundle_seam_summarize), kept with the
  * slot and written into its spill file, and the cut between a parent's tail
- * summary and a new shot's head summary (zc_store_seam).
+ * summary and a new shot's head summary (zc__seam_compare; zc_store_seam, in
+ * seam_hop.c, finds the two in the store).
  *
  * The definition is zc_continuity/seam.py's (_frames, _Cut, _video): the
  * same grid of samples, the same two-pass means and standard deviations,
@@ -18,7 +19,7 @@
 
 #include "json_reader.h"
 #include "jsonbuf.h"
-#include "store_internal.h"
+#include "internal.h"
 
 #define SEAM_VERSION 1
 #define SEAM_CAP 100.0   /* zc_continuity/seam.py CAP: ratios are capped here */
@@ -557,7 +558,7 @@ static int same_layout(const zc_seam_side *p, const zc_seam_side *n)
     return 1;
 }
 
-static int compare(const zc_seam_side *p, const zc_seam_side *n, zc_seam_stats *out)
+int zc__seam_compare(const zc_seam_side *p, const zc_seam_side *n, zc_seam_stats *out)
 {
     if (!same_layout(p, n) || p->frames == 0 || n->frames == 0 || (p->frames < 2 && n->frames < 2))
         return ZC_OK; /* measured 0 */
@@ -780,91 +781,4 @@ void zc__seam_entries_free(zc_meta_entry *extra, uint32_t count)
         free(extra[i].key);
         free(extra[i].value);
     }
-}
-
-void zc__seam_attach_from_file(zc_bundle *b, const zc_file *f)
-{
-    for (uint32_t i = 0; i < b->count; i++) {
-        char key[sizeof ZC_FILE_META_SEAM_PREFIX + ZC_MAX_NAME_LEN];
-        snprintf(key, sizeof key, "%s%s", ZC_FILE_META_SEAM_PREFIX, b->tensors[i].name);
-        zc_seam_side *s = zc__seam_side_parse(zc_file_meta(f, key));
-        if (s != NULL) {
-            zc__seam_side_free(atomic_load(&b->tensors[i].seam_tail));
-            atomic_store(&b->tensors[i].seam_tail, s);
-        }
-    }
-    zc__seam_hop_attach(b, zc_file_meta(f, ZC_FILE_META_HOP_SEAM));
-}
-
-/* ---- the seam of a hop ---- */
-
-static const zc_tensor *bundle_tensor(const zc_bundle *b, const char *name)
-{
-    for (uint32_t i = 0; i < b->count; i++)
-        if (strcmp(b->tensors[i].name, name) == 0)
-            return &b->tensors[i];
-    return NULL;
-}
-
-int zc_store_seam(zc_store *s, const char *tag, uint64_t generation, const zc_bundle *b,
-                  const char *name, zc_seam_stats *out)
-{
-    return zc__store_seam(s, tag, generation, b, name, out, 0);
-}
-
-int zc__store_seam(zc_store *s, const char *tag, uint64_t generation, const zc_bundle *b,
-                   const char *name, zc_seam_stats *out, int on_writer)
-{
-    if (s == NULL || b == NULL || name == NULL || out == NULL)
-        return zc__fail(ZC_E_INVALID, "zc_store_seam: store, bundle, name or out is NULL");
-    int rc = zc_tag_check(tag);
-    if (rc != ZC_OK)
-        return rc;
-    if (generation == 0)
-        return zc__fail(ZC_E_INVALID, "zc_store_seam: parent generation 0; give the parent's "
-                        "own generation number");
-    memset(out, 0, sizeof *out);
-    const zc_tensor *t = bundle_tensor(b, name);
-    const zc_seam_side *head = t ? zc__seam_head((zc_tensor *)t) : NULL; /* made now if need be */
-    if (head == NULL)
-        return zc__fail(ZC_E_NOT_FOUND, "zc_store_seam: the new shot has %s \"%s\"; plan it "
-                        "(zc_bundle_seam_plan) before adding it, or call zc_bundle_seam_summarize "
-                        "on it", t ? "no seam summary of tensor" : "no tensor", name);
-    zc_slot *slot = zc__store_slot_ref(s, tag, generation);
-    zc_seam_side *from_file = NULL;
-    const zc_seam_side *tail = NULL;
-    if (slot != NULL) {
-        const zc_tensor *pt = bundle_tensor(slot->bundle, name);
-        tail = pt ? zc__seam_tail((zc_tensor *)pt) : NULL; /* made now if the writer has not yet */
-        const char *kind = zc__bundle_meta(slot->bundle, "kind");
-        out->parent_start_image = kind != NULL && strcmp(kind, "start_image") == 0;
-    } else {
-        zc_file *f = zc__spill_open_shot(s, tag, generation);
-        if (f == NULL)
-            return zc__fail(ZC_E_NOT_FOUND, "zc_store_seam: the parent %s@%llu is neither in the "
-                            "store's memory nor a readable spill file of that shot", tag,
-                            (unsigned long long)generation);
-        char key[sizeof ZC_FILE_META_SEAM_PREFIX + ZC_MAX_NAME_LEN];
-        snprintf(key, sizeof key, "%s%s", ZC_FILE_META_SEAM_PREFIX, name);
-        from_file = zc__seam_side_parse(zc_file_meta(f, key));
-        const char *kind = zc_file_meta(f, "kind");
-        out->parent_start_image = kind != NULL && strcmp(kind, "start_image") == 0;
-        zc_file_close(f);
-        tail = from_file;
-    }
-    int start_image = out->parent_start_image;
-    if (tail == NULL) {
-        rc = zc__fail(ZC_E_NOT_FOUND, "zc_store_seam: the parent %s@%llu has no seam summary of "
-                      "tensor \"%s\" (stored without one, or by an older engine); measure the "
-                      "seam from the tensors", tag, (unsigned long long)generation, name);
-    } else {
-        rc = compare(tail, head, out);
-    }
-    out->parent_start_image = start_image;
-    zc__seam_side_free(from_file);
-    if (slot != NULL && on_writer)
-        zc__spill_release_from_writer(s, slot); /* its deleters never run on the writer */
-    else if (slot != NULL)
-        zc__slot_unref(slot);
-    return rc;
 }

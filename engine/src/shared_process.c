@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "store_internal.h"
+#include "internal.h"
 
 /* Counter-file work is serialised per tag, striped so that puts of
  * different tags rarely wait for each other. */

@@ -12,6 +12,7 @@
 #define ZC_STORE_INTERNAL_H
 
 #include "internal.h"
+#include "spill_names.h"
 
 /* Counters that must outlive the store while slots that left it are still
  * held by readers. */
@@ -183,14 +184,8 @@ int zc__spill_dir_recreate(zc_store *store);
 void zc__spill_close(zc_store *store);    /* drain and stop the writer */
 void zc__worker_wait(zc_store *store);    /* wait until the queue is drained (lock not held) */
 void zc__spill_enqueue(zc_store *store, zc_slot *slot); /* lock held; takes a slot ref */
-int zc__spill_path_in(const char *dir, const char *tag, uint64_t generation, char *out,
-                      size_t cap);
 int zc__spill_path(const zc_store *store, const char *tag, uint64_t generation, char *out,
                    size_t cap);
-/* Parse a spill file name "<tag>@<20 digits>.latent": 0 and tag and
- * *generation, or -1 for any other name (temporary, owner, counter and
- * choices files included). */
-int zc__spill_parse_name(const char *name, char tag[ZC_MAX_TAG_LEN + 1], uint64_t *generation);
 /* Restore tag@generation from disk as a new slot (lock NOT held). */
 int zc__spill_restore(zc_store *store, const char *tag, uint64_t generation, zc_slot **out);
 /* Record a generation as on disk (lock held); mine is or-ed into an
@@ -210,25 +205,8 @@ uint32_t zc__ring_trim(zc_store *store, zc_tag_entry *entry, zc_slot **out, uint
 void zc__spill_reject(zc_store *store, const char *tag, const char *path);
 /* 1 if tag@generation has a spill file, or one renamed aside, in the folder. */
 int zc__spill_name_taken(const zc_store *store, const char *tag, uint64_t generation);
-/* The identity metadata of a spill file (format, tag, generation); gen
- * holds the generation's text and must live as long as extra. */
-void zc__spill_identity(const char *tag, uint64_t generation, char gen[32],
-                        zc_meta_entry extra[3]);
-/* ZC_E_CORRUPT unless f says it is tag@generation of ours and every tensor
- * has a recorded digest; label names f in the message. */
-int zc__spill_check_identity(const zc_file *f, const char *label, const char *tag,
-                             uint64_t generation);
 
 /* ---- several processes, one spill folder ---- */
-
-/* Tests only: behave as on a file system without locks. */
-extern int zc__shared_locks_disabled_for_tests;
-
-/* shared_process.c: the process-wide mutex that serialises counter-file
- * work for tag (lock order: before the store lock, never after it), and
- * the one for folder locks and owner files. */
-zc_os_mutex *zc__shared_tag_mutex(const char *tag);
-zc_os_mutex *zc__shared_folder_mutex(void);
 
 /* gen_alloc.c: the per-tag counter file ZC_GEN_PREFIX<tag>, holding the
  * highest generation handed out for the tag in the folder and a count of
