@@ -25,11 +25,12 @@ TSAN = -O1 -g -fsanitize=thread -pthread
 # engine/src/platform/: once.c is shared; posix_*.c or win32_*.c by target;
 # *_test.c only in test programs and *_args.c only in the zc tool.
 PLAT = engine/src/platform
-ENGINE_SRCS = $(sort $(wildcard engine/src/*.c)) $(PLAT)/once.c
+# The engine's subsystems are the other folders of engine/src/ (engine/README.md).
+ENGINE_SRCS = $(sort $(filter-out $(PLAT)/%,$(wildcard engine/src/*/*.c))) $(PLAT)/once.c
 POSIX_SRCS = $(filter-out %_test.c %_args.c,$(sort $(wildcard $(PLAT)/posix_*.c)))
 WIN32_SRCS = $(filter-out %_test.c %_args.c,$(sort $(wildcard $(PLAT)/win32_*.c)))
 SRCS = $(ENGINE_SRCS) $(POSIX_SRCS)
-HDRS = $(wildcard engine/include/*.h engine/src/*.h $(PLAT)/*.h)
+HDRS = $(wildcard engine/include/*.h engine/src/*/*.h)
 TEST_SRCS = $(sort $(wildcard engine/tests/test_*.c))
 CLI_SRCS = $(sort $(wildcard engine/cli/*.c))
 HARNESS = engine/tests/harness.c

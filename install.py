@@ -129,13 +129,14 @@ def sources(system: str) -> list[Path]:
     platform_dir = REPO / "engine" / "src" / "platform"
     prefix = "win32" if system == "Windows" else "posix"
     layer = [p for p in platform_dir.glob(f"{prefix}_*.c") if not p.stem.endswith(("_test", "_args"))]
-    return sorted([*(REPO / "engine" / "src").glob("*.c"), platform_dir / "once.c", *layer])
+    engine = [p for p in (REPO / "engine" / "src").glob("*/*.c") if p.parent != platform_dir]
+    return sorted([*engine, platform_dir / "once.c", *layer])
 
 
 def up_to_date(library: Path, system: str) -> bool:
     if not library.is_file():
         return False
-    headers = [*(REPO / "engine").glob("*/*.h"), *(REPO / "engine" / "src" / "platform").glob("*.h")]
+    headers = [*(REPO / "engine").glob("*/*.h"), *(REPO / "engine" / "src").glob("*/*.h")]
     newest = max(p.stat().st_mtime for p in [*sources(system), *headers])
     return library.stat().st_mtime >= newest
 

@@ -12,8 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "compiler.h"
-#include "jsonbuf.h"
+#include "core/compiler.h"
+#include "core/jsonbuf.h"
 #include "zc.h"
 
 /* Exit statuses shared by every command. */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "film.h"
+#include "film/film.h"
 
 /* A digest cut to its algorithm and 8 hex digits ("-" when none). */
 static void put_short_digest(const char *d)

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "platform/platform.h"
 
 static int ends_with(const char *s, const char *suffix)

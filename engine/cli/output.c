@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "utf8.h"
+#include "core/utf8.h"
 
 void cli_error(const char *fmt, ...)
 {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "fixtures.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "shared_value.h"
 
 static char done_path[4200]; /* LOG.done, made at the end, whatever the outcome */

@@ -16,8 +16,8 @@
 
 #include "fixtures.h"
 #include "harness.h"
-#include "internal.h"
-#include "xxh3_internal.h"
+#include "core/internal.h"
+#include "digest/xxh3_internal.h"
 
 #define SEED_A 0x9e3779b97f4a7c15ULL
 

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "film.h"
+#include "film/film.h"
 #include "fixtures.h"
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "platform/platform_test.h"
 
 /* Latents [1, C, T, H, W] = [1, 2, 4, 2, 2] of float32. */

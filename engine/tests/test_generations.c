@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "fixtures.h"
-#include "compiler.h"
+#include "core/compiler.h"
 #include "harness.h"
 
 static zc_store *open_spilling(const char *dir, uint32_t depth, uint32_t disk_keep)

@@ -12,7 +12,7 @@
 
 #include "fixtures.h"
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "platform/platform_test.h"
 
 /* ---- threads ---- */

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "platform/platform_test.h"
 
 static int write_file(const char *path, const char *text)

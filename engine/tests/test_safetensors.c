@@ -11,9 +11,9 @@
 
 #include "fixtures.h"
 #include "harness.h"
-#include "internal.h"
-#include "json_reader.h"
-#include "utf8.h"
+#include "core/internal.h"
+#include "format/json_reader.h"
+#include "core/utf8.h"
 #include "platform/platform_test.h"
 
 #define MALFORMED_DIR "engine/tests/malformed"

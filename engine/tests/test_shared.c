@@ -14,7 +14,7 @@
 #include "fixtures.h"
 #include "harness.h"
 #include "platform/platform_test.h"
-#include "store_internal.h"
+#include "store/store_internal.h"
 
 static zc_store *open_at(const char *dir, uint32_t depth, uint32_t disk_keep)
 {

@@ -10,7 +10,7 @@
 
 #include "fixtures.h"
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "platform/platform_test.h"
 
 static zc_store *open_store(const char *spill, uint32_t disk_keep)

@@ -13,7 +13,7 @@
 
 #include "fixtures.h"
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "platform/platform_test.h"
 
 #define SHOT_VALUES 4096 /* 16 KiB a shot: far above the 1 KiB limit below */

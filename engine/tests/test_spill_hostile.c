@@ -10,7 +10,7 @@
 
 #include "fixtures.h"
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "platform/platform_test.h"
 
 static zc_store *open_budget(const char *spill, uint64_t host_budget)

@@ -11,7 +11,7 @@
 
 #include "fixtures.h"
 #include "harness.h"
-#include "internal.h"
+#include "core/internal.h"
 #include "platform/platform_test.h"
 
 #define N 4096 /* floats per tensor */

@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "json_reader.h"
-#include "jsonbuf.h"
-#include "internal.h"
+#include "core/jsonbuf.h"
+#include "core/internal.h"
 
 #define SEAM_VERSION 1
 #define SEAM_CAP 100.0   /* zc_continuity/seam.py CAP: ratios are capped here */

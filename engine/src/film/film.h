@@ -7,9 +7,9 @@
 #ifndef ZC_FILM_H
 #define ZC_FILM_H
 
-#include "internal.h"
-#include "json_reader.h"
-#include "jsonbuf.h"
+#include "core/internal.h"
+#include "format/json_reader.h"
+#include "core/jsonbuf.h"
 
 #define ZC_FILM_PREFIX ".zc-film-" /* + tag + ".json": the tag's chosen takes */
 #define ZC_FILM_SUFFIX ".json"

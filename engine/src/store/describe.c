@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonbuf.h"
+#include "core/jsonbuf.h"
 #include "store_internal.h"
 
 static const char *tier_name(int tier)

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "compiler.h"
+#include "core/compiler.h"
 #include "zc.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 
 const char *zc_digest_algo_name(int algo)
 {

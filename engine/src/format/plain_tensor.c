@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 
 int zc__plain_dl_tensor(zc_dl_tensor *out, const char *what, const void *data, int dtype,
                         int32_t ndim, const int64_t *dims)

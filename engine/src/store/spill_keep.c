@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "film.h"
+#include "film/film.h"
 #include "store_internal.h"
 
 typedef struct {

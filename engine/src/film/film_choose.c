@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "film.h"
-#include "json_reader.h"
+#include "format/json_reader.h"
 
 #define CHOICES_MAX_BYTES (1u << 20)
 

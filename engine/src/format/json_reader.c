@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compiler.h"
-#include "internal.h"
+#include "core/compiler.h"
+#include "core/internal.h"
 #include "json_reader.h"
-#include "utf8.h"
+#include "core/utf8.h"
 #include "zc.h"
 
 typedef struct {

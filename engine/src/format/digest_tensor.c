@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 
 static void hash_sink(void *ctx, const uint8_t *bytes, size_t n)
 {

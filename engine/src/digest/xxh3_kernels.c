@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "xxh3_internal.h"
 
 /* One stripe: each lane adds itself to its neighbour's accumulator and the

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "json_reader.h"
 
 /* Bytes read (and digested while still in cache) per step. */

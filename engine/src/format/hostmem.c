@@ -4,8 +4,8 @@
  */
 #include <string.h>
 
-#include "internal.h"
-#include "xxh3_internal.h"
+#include "core/internal.h"
+#include "digest/xxh3_internal.h"
 
 #define ZC_HUGE_BUFFER ((size_t)32 << 20)
 

@@ -12,7 +12,7 @@
  * the two 64-bit halves of each 128-bit lane).  The scramble multiplies by
  * a 32-bit prime, done as two 32x32 products.
  */
-#include "internal.h"
+#include "core/internal.h"
 #include "xxh3_internal.h"
 
 #if ZC_X86_KERNELS

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_reader.h"
-#include "jsonbuf.h"
+#include "format/json_reader.h"
+#include "core/jsonbuf.h"
 #include "store_internal.h"
 
 #define HOP_RECORD_VERSION 1   /* seam.py VERSION */

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "film.h"
-#include "spill_names.h"
+#include "format/spill_names.h"
 
 #define AUDIO_TENSOR "latent_tensor_1"
 

@@ -5,7 +5,7 @@
 #ifndef ZC_SPILL_NAMES_H
 #define ZC_SPILL_NAMES_H
 
-#include "internal.h"
+#include "core/internal.h"
 
 #define ZC_SPILL_GEN_DIGITS 20 /* a spill file's generation, zero-padded */
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "utf8.h"
+#include "core/internal.h"
+#include "core/utf8.h"
 
 int zc_bundle_create(zc_bundle **out)
 {

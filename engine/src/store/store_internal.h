@@ -11,8 +11,8 @@
 #ifndef ZC_STORE_INTERNAL_H
 #define ZC_STORE_INTERNAL_H
 
-#include "internal.h"
-#include "spill_names.h"
+#include "core/internal.h"
+#include "format/spill_names.h"
 
 /* Counters that must outlive the store while slots that left it are still
  * held by readers. */

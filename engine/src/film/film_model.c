@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "film.h"
-#include "json_reader.h"
-#include "spill_names.h"
+#include "format/json_reader.h"
+#include "format/spill_names.h"
 
 static const zc_json_limits lineage_limits = {.max_depth = 4, .max_nodes = 256, .max_members = 64};
 

@@ -25,10 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "json_reader.h"
-#include "jsonbuf.h"
-#include "utf8.h"
+#include "core/jsonbuf.h"
+#include "core/utf8.h"
 
 /* Bytes per write call (the platform layer splits larger ones too). */
 #define WRITE_CHUNK ((size_t)64 << 20)

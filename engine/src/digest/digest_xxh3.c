@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "core/internal.h"
 #include "xxh3_internal.h"
 
 #define P32_1 0x9E3779B1u
