@@ -23,10 +23,6 @@ enum {
     CLI_EXIT_USAGE = 2  /* bad arguments; for diff and ls also any error */
 };
 
-#define CLI_META_TAG ZC_FILE_META_TAG
-#define CLI_META_GENERATION ZC_FILE_META_GENERATION
-#define CLI_MARKER ZC_FILE_LATENT_MARKER /* ComfyUI's empty marker tensor */
-
 /* ---- commands (cmd_*.c) ---- */
 
 int cli_cmd_ls(int argc, char **argv);

@@ -107,7 +107,7 @@ static void compare_loaded(const cli_tensor *ta, const cli_tensor *tb, diff_summ
     const char *name = ta->info.name;
     int equal = ta->info.nbytes == tb->info.nbytes &&
                 memcmp(ta->data, tb->data, (size_t)ta->info.nbytes) == 0;
-    if (equal && strcmp(name, CLI_MARKER) == 0 && ta->info.nbytes == 0) {
+    if (equal && strcmp(name, ZC_FILE_LATENT_MARKER) == 0 && ta->info.nbytes == 0) {
         sum->tensors--; /* ComfyUI's marker, identical on both sides: not listed */
         return;
     }

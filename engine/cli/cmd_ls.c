@@ -127,8 +127,8 @@ static void put_digest_status(const zc_file *f)
 
 static void print_opened(const zc_file *f, const char *path)
 {
-    put_meta_field(f, "tag", CLI_META_TAG);
-    put_meta_field(f, "generation", CLI_META_GENERATION);
+    put_meta_field(f, "tag", ZC_FILE_META_TAG);
+    put_meta_field(f, "generation", ZC_FILE_META_GENERATION);
     printf("  tensors=%" PRIu32 "  bytes=%" PRIu64 "  size=%" PRId64, zc_file_count(f),
            cli_data_bytes(f), cli_file_size(path));
     put_digest_status(f);

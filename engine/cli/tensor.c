@@ -29,7 +29,7 @@ uint64_t cli_element_count(const zc_file_tensor *t)
 
 int cli_is_empty_marker(const zc_file_tensor *t)
 {
-    return t->name != NULL && strcmp(t->name, CLI_MARKER) == 0 && t->nbytes == 0;
+    return t->name != NULL && strcmp(t->name, ZC_FILE_LATENT_MARKER) == 0 && t->nbytes == 0;
 }
 
 int64_t cli_file_size(const char *path)

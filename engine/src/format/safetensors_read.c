@@ -27,10 +27,9 @@
 
 /* The +1 admits ComfyUI's marker tensor beside a full bundle. */
 #define FILE_MAX_TENSORS (ZC_MAX_TENSORS + 1)
-/* Metadata: the bundle's own entries, plus the engine's "zc." keys (one
- * digest per tensor and a few more), so a file the engine wrote from a full
- * bundle always reads back. */
-#define FILE_MAX_USER_META ZC_MAX_META
+/* Metadata: the bundle's own entries (up to ZC_MAX_META), plus the engine's
+ * "zc." keys (one digest per tensor and a few more), so a file the engine
+ * wrote from a full bundle always reads back. */
 #define FILE_MAX_ENGINE_META (ZC_MAX_TENSORS + 16)
 
 /* JSON limits: a safetensors header nests 3 deep (root, tensor entry,
@@ -326,9 +325,9 @@ static int count_metadata(const zc_file *f, const zc_json_doc *doc, const zc_jso
         else
             user++;
     }
-    if (user > FILE_MAX_USER_META)
+    if (user > ZC_MAX_META)
         return corrupt(f, "__metadata__ has %u entries; the engine reads at most %d (plus its own "
-                       "\"zc.\" keys)", user, FILE_MAX_USER_META);
+                       "\"zc.\" keys)", user, ZC_MAX_META);
     if (engine > FILE_MAX_ENGINE_META)
         return corrupt(f, "__metadata__ has %u \"zc.\" entries; the engine writes at most %d",
                        engine, FILE_MAX_ENGINE_META);
