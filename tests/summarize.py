@@ -18,8 +18,8 @@ PLAIN = re.compile(r"^(?:\w+: )?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s
 PYTEST_PART = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)")
 # pytest -rs: "SKIPPED [3] tests/python/test_farm.py:23: skipped: no redis-server (...)"
 PYTEST_SKIP = re.compile(r"^SKIPPED \[(\d+)\] [^:\s]+(?::\d+)?: (.*)$")
-# the C harness: "skipped test_name: reason"
-C_SKIP = re.compile(r"^skipped [^\s:]+: (.*)$")
+# the C harness: "skipped test_name: reason" (after "N: ", the test's number, under ctest -V)
+C_SKIP = re.compile(r"^(?:\d+: )?skipped [^\s:]+: (.*)$")
 
 
 def count(log: str) -> tuple[int, int, int]:
