@@ -175,7 +175,7 @@ _PROTOTYPES = {
     "zc_store_get": (c_int, [c_void_p, c_char_p, c_uint64, POINTER(c_void_p)]),
     "zc_store_get_known": (c_int, [c_void_p, c_char_p, c_uint64, POINTER(c_void_p)]),
     "zc_store_drop": (c_int, [c_void_p, c_char_p, c_uint32]),
-    "zc_store_release": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
+    "zc_store_trim": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
     "zc_store_generations": (c_int, [c_void_p, c_char_p, POINTER(c_uint64), c_size_t, POINTER(c_size_t)]),
     "zc_store_flush": (c_int, [c_void_p]),
     "zc_store_stats_get": (c_int, [c_void_p, POINTER(StoreStats)]),

@@ -640,12 +640,12 @@ class LatentStore:
     def set_depth(self, tag: str, depth: int) -> None:
         check(lib.zc_store_set_depth(self.handle, encode(tag, "tag"), depth))
 
-    def release(self, nbytes: int, *, device: bool = False) -> int:
+    def trim(self, nbytes: int, *, device: bool = False) -> int:
         """Give back up to ``nbytes`` of host (or device) memory without losing anything: the
         recycled host buffers first, then slots whose spill file is complete and that no view
         holds, least recently used first (a later get restores them). Returns the bytes freed."""
         freed = ctypes.c_uint64(0)
-        check(lib.zc_store_release(self.handle, 1 if device else 0, max(0, int(nbytes)),
+        check(lib.zc_store_trim(self.handle, 1 if device else 0, max(0, int(nbytes)),
                                    ctypes.byref(freed)))
         return freed.value
 

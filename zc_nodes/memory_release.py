@@ -44,7 +44,7 @@ def wrap_extra_ram_release(store_of, original):
             try:
                 freed = prepared_latents.release_all()
                 if freed < int(target) - available:
-                    freed += store.release(int(target) - available - freed)
+                    freed += store.trim(int(target) - available - freed)
             except Exception as exc:  # noqa: BLE001 - ComfyUI's own release must still run
                 log.warning("the store could not release host memory: %s", exc)
             if freed:
@@ -61,7 +61,7 @@ def wrap_free_memory(store_of, free_of, original):
             try:
                 short = int(memory_required) - int(free_of(device))
                 if short > 0:
-                    freed = store.release(short, device=True)
+                    freed = store.trim(short, device=True)
                     if freed:
                         log.info("released %d MiB of the store's device shots on %s (ComfyUI needs room)",
                                  freed >> 20, device)

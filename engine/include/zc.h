@@ -510,15 +510,16 @@ ZC_API int zc_store_generations(zc_store *store, const char *tag, uint64_t *out,
  * @return ZC_OK, ZC_E_NOT_FOUND or ZC_E_NOMEM. */
 ZC_API int zc_store_drop(zc_store *store, const char *tag, uint32_t flags);
 
-/* Give memory of one tier back, for a host or a device that runs short (the
- * pack calls it when ComfyUI frees memory): first the host buffers kept for
+/* Trim the store: give memory of one tier back, for a host or a device that
+ * runs short (the pack calls it when ComfyUI frees memory; not to be confused
+ * with zc_view_release, which drops one view's reference): first the host buffers kept for
  * recycling (ZC_TIER_HOST), then, least recently used first, slots that can
  * leave without loss: their spill file is complete and no view holds them.
  * A later zc_store_get restores such a slot from its file (verified).  Stops
  * once want bytes went; a store without a disk tier only frees its pool.
  * @return ZC_OK and *released (the bytes freed, possibly fewer than want);
  * ZC_E_INVALID (NULL, tier not host or device); ZC_E_NOMEM. */
-ZC_API int zc_store_release(zc_store *store, int tier, uint64_t want, uint64_t *released);
+ZC_API int zc_store_trim(zc_store *store, int tier, uint64_t want, uint64_t *released);
 
 /* Queue again every shot whose spill failed (see zc_store_stats.memory_only),
  * then block until every queued spill is on disk: written, synced, renamed
@@ -527,7 +528,7 @@ ZC_API int zc_store_release(zc_store *store, int tier, uint64_t want, uint64_t *
  * nothing: a removed spill folder is re-created, and this store's older
  * files beyond disk_keep (never a film's protected ancestors, pins or
  * anchor) are pruned before the one retry.  A shot whose spill still fails
- * stays pinned in memory (no budget, ring depth or zc_store_release evicts
+ * stays pinned in memory (no budget, ring depth or zc_store_trim evicts
  * it) until a later flush writes it or the tag is dropped; the describe
  * JSON marks it "spill":"failed" and its "spill_problem" says why.
  * @return ZC_OK, or the first spill error since the last flush (its message

@@ -1,5 +1,5 @@
 /* test_generations.c — what a tag holds, without restoring anything (the generation list,
- * the one-tag description), giving memory back (zc_store_release), and which thread runs the
+ * the one-tag description), giving memory back (zc_store_trim), and which thread runs the
  * deleters of tensors held by reference. */
 #include <stdio.h>
 #include <string.h>
@@ -100,8 +100,8 @@ TEST(release_frees_the_pool_then_spilled_slots_and_loses_nothing)
     zc_view *held;
     REQUIRE_OK(zc_store_get(s, "film", 1, &held)); /* a reader: generation 1 must stay */
     uint64_t freed = 0;
-    CHECK(zc_store_release(s, 7, 1, &freed) == ZC_E_INVALID);
-    REQUIRE_OK(zc_store_release(s, ZC_TIER_HOST, UINT64_MAX, &freed));
+    CHECK(zc_store_trim(s, 7, 1, &freed) == ZC_E_INVALID);
+    REQUIRE_OK(zc_store_trim(s, ZC_TIER_HOST, UINT64_MAX, &freed));
     zc_store_stats st;
     zc_store_stats_get(s, &st);
     /* generations 2 and 3 left (spilled, unread); 1 is held, memory_only has no file */
@@ -115,7 +115,7 @@ TEST(release_frees_the_pool_then_spilled_slots_and_loses_nothing)
     zc_view_release(v);
     zc_store_stats_get(s, &st);
     CHECK(st.restores == 1);
-    REQUIRE_OK(zc_store_release(s, ZC_TIER_DEVICE, 1 << 20, &freed));
+    REQUIRE_OK(zc_store_trim(s, ZC_TIER_DEVICE, 1 << 20, &freed));
     CHECK(freed == 0); /* nothing on the device */
     zc_store_close(s);
     zc_test_rmtree(dir);

@@ -161,7 +161,7 @@ TEST(a_budget_never_evicts_a_shot_that_is_not_on_disk)
     char msg[1600];
     snprintf(msg, sizeof msg, "%s", zc_last_error());
     uint64_t released = 0;
-    CHECK_OK(zc_store_release(s, ZC_TIER_HOST, 3 * shot, &released));
+    CHECK_OK(zc_store_trim(s, ZC_TIER_HOST, 3 * shot, &released));
     REQUIRE(zc_os_test_restore_file_size(old) == 0);
     CHECK(rc == ZC_E_BUDGET);
     CHECK(strstr(msg, "49152 bytes are shots not yet on disk") != NULL);

@@ -37,8 +37,8 @@ def test_ram_release_frees_spilled_shots_only_when_ram_is_short(tmp_path, monkey
 def test_free_memory_on_a_device_releases_device_shots_and_ignores_the_cpu(tmp_path):
     released = []
 
-    class Store:  # records what the wrapper asks; the engine's release is tested in C
-        def release(self, nbytes, *, device=False):
+    class Store:  # records what the wrapper asks; the engine's trim is tested in C
+        def trim(self, nbytes, *, device=False):
             released.append((nbytes, device))
             return nbytes
 

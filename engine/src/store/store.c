@@ -121,7 +121,7 @@ int zc_store_open(const zc_store_config *config, zc_store **out)
     atomic_init(&s->core->refs, 1);
     /* Keep freed buffers for recycling (a film puts one size shot after shot; a fresh buffer
      * costs its page faults): up to a quarter of the host budget, at most 2 GiB, or 1 GiB
-     * without a budget.  zc_store_release gives them back when the host runs short. */
+     * without a budget.  zc_store_trim gives them back when the host runs short. */
     uint64_t pool_limit = (uint64_t)1 << 30;
     if (c.host_budget_bytes)
         pool_limit = c.host_budget_bytes / 4 < ((uint64_t)2 << 30) ? c.host_budget_bytes / 4

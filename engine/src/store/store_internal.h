@@ -56,7 +56,7 @@ typedef struct zc_slot {
 
 /* Where a slot's spill stands.  A slot whose spill is pending or failed
  * exists nowhere else: it is pinned in its ring (never evicted by a budget,
- * by the ring's depth or by zc_store_release) until its file is written or
+ * by the ring's depth or by zc_store_trim) until its file is written or
  * the user drops it. */
 enum {
     ZC__SPILL_OFF = 0,     /* put without ZC_PUT_SPILL: memory only, by the caller's choice */

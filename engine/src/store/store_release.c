@@ -1,8 +1,9 @@
 /*
- * store_release.c — giving memory back when the host or the device runs short: first the
- * recycled buffers of the pool, then, least recently used first, slots that can leave
- * without losing anything (their spill file is complete, no view holds them).  A later get
- * restores such a slot from its file.  Called by the pack when ComfyUI frees memory.
+ * store_release.c — zc_store_trim: giving memory back when the host or the device runs
+ * short: first the recycled buffers of the pool, then, least recently used first, slots
+ * that can leave without losing anything (their spill file is complete, no view holds
+ * them).  A later get restores such a slot from its file.  Called by the pack when ComfyUI
+ * frees memory.
  */
 #include <stdlib.h>
 
@@ -25,12 +26,12 @@ static uint64_t tier_bytes(const zc_slot *slot, int tier)
     return tier == ZC_TIER_DEVICE ? slot->device_bytes : slot->host_bytes;
 }
 
-int zc_store_release(zc_store *s, int tier, uint64_t want, uint64_t *released)
+int zc_store_trim(zc_store *s, int tier, uint64_t want, uint64_t *released)
 {
     if (s == NULL || released == NULL)
-        return zc__fail(ZC_E_INVALID, "zc_store_release: store or released is NULL");
+        return zc__fail(ZC_E_INVALID, "zc_store_trim: store or released is NULL");
     if (tier != ZC_TIER_HOST && tier != ZC_TIER_DEVICE)
-        return zc__fail(ZC_E_INVALID, "zc_store_release: tier %d is neither ZC_TIER_HOST nor "
+        return zc__fail(ZC_E_INVALID, "zc_store_trim: tier %d is neither ZC_TIER_HOST nor "
                         "ZC_TIER_DEVICE", tier);
     *released = 0;
     zc__release_deferred(s);
