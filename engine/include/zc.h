@@ -135,13 +135,6 @@ ZC_API size_t zc_dtype_size(int dtype);
 /* The safetensors name of a dtype ("F32", "BF16", "F8_E4M3", ...); NULL if unknown. */
 ZC_API const char *zc_dtype_name(int dtype);
 
-/* Parse a safetensors dtype name.  @return ZC_OK and *dtype, or ZC_E_INVALID. */
-ZC_API int zc_dtype_from_name(const char *name, int *dtype);
-
-/* Map a DLPack data type to a zc_dtype.  @return ZC_OK, or ZC_E_INVALID for
- * a type the engine does not store (complex, vector lanes, sub-byte). */
-ZC_API int zc_dtype_from_dlpack(zc_dl_dtype dl, int *dtype);
-
 /* ------------------------------------------------------------------------ */
 /* Digests                                                                    */
 /*                                                                            */
@@ -780,9 +773,6 @@ ZC_API uint32_t zc_view_count(const zc_view *view);
 
 /* Describe tensor index.  @return ZC_OK or ZC_E_NOT_FOUND. */
 ZC_API int zc_view_tensor(const zc_view *view, uint32_t index, zc_tensor_info *out);
-
-/* Index of the tensor called name.  @return ZC_OK or ZC_E_NOT_FOUND. */
-ZC_API int zc_view_find(const zc_view *view, const char *name, uint32_t *index);
 
 ZC_API uint32_t zc_view_meta_count(const zc_view *view);
 

@@ -48,7 +48,7 @@ const char *zc_dtype_name(int dtype)
     return dtypes[dtype].name;
 }
 
-int zc_dtype_from_name(const char *name, int *dtype)
+int zc__dtype_from_name(const char *name, int *dtype)
 {
     if (name == NULL || dtype == NULL)
         return zc__fail(ZC_E_INVALID, "dtype name is NULL");
@@ -63,7 +63,7 @@ int zc_dtype_from_name(const char *name, int *dtype)
                     "F8_E4M3 F8_E5M2 I8 I16 I32 I64 U8 BOOL", name);
 }
 
-int zc_dtype_from_dlpack(zc_dl_dtype dl, int *dtype)
+int zc__dtype_from_dlpack(zc_dl_dtype dl, int *dtype)
 {
     if (dl.lanes != 1)
         return zc__fail(ZC_E_INVALID, "DLPack dtype has %u lanes; only scalar types (lanes 1) are stored",

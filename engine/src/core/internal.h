@@ -77,6 +77,11 @@ int zc__shape_nbytes(int32_t ndim, const int64_t *shape, size_t elem_size, uint6
 
 /* The DLPack type of an engine dtype; ZC_E_INVALID for a value outside zc_dtype. */
 int zc__dtype_to_dlpack(int dtype, zc_dl_dtype *out);
+/* Parse a safetensors dtype name.  @return ZC_OK and *dtype, or ZC_E_INVALID. */
+int zc__dtype_from_name(const char *name, int *dtype);
+/* Map a DLPack data type to a zc_dtype.  @return ZC_OK, or ZC_E_INVALID for
+ * a type the engine does not store (complex, vector lanes, sub-byte). */
+int zc__dtype_from_dlpack(zc_dl_dtype dl, int *dtype);
 /* out describes the CPU tensor given by plain values (plain_tensor.c; dims:
  * ndim sizes then ndim strides in elements); what names it in errors. */
 int zc__plain_dl_tensor(zc_dl_tensor *out, const char *what, const void *data, int dtype,

@@ -121,7 +121,7 @@ int zc__tensor_describe(zc_tensor *t, const char *name, const zc_dl_tensor *src)
     if (src->ndim > 0 && src->shape == NULL)
         return zc__fail(ZC_E_INVALID, "tensor \"%s\" has rank %d but no shape array", name,
                         (int)src->ndim);
-    if ((rc = zc_dtype_from_dlpack(src->dtype, &t->dtype)) != ZC_OK) {
+    if ((rc = zc__dtype_from_dlpack(src->dtype, &t->dtype)) != ZC_OK) {
         zc__fail_context("tensor \"%s\"", name);
         return rc;
     }

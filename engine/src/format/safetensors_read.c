@@ -137,7 +137,7 @@ static int parse_dtype(const zc_file *f, const zc_json_doc *doc, const zc_json_n
     if (n->type != ZC_JSON_STRING)
         return corrupt(f, "tensor \"%s\" dtype is a JSON %s; expected a string such as \"F32\"",
                        quoted(tname, q, sizeof q), zc__json_type_name(n->type));
-    if (zc_dtype_from_name(zc__json_str(doc, n), dtype) != ZC_OK)
+    if (zc__dtype_from_name(zc__json_str(doc, n), dtype) != ZC_OK)
         return corrupt(f, "tensor \"%s\" has unknown dtype \"%s\"; expected one of F32 F16 BF16 "
                        "F64 F8_E4M3 F8_E5M2 I8 I16 I32 I64 U8 BOOL (convert the tensor first)",
                        quoted(tname, q, sizeof q), quoted(zc__json_str(doc, n), d, sizeof d));

@@ -75,21 +75,6 @@ int zc_view_tensor(const zc_view *v, uint32_t index, zc_tensor_info *out)
     return ZC_OK;
 }
 
-int zc_view_find(const zc_view *v, const char *name, uint32_t *index)
-{
-    if (v == NULL || name == NULL || index == NULL)
-        return zc__fail(ZC_E_INVALID, "zc_view_find: NULL argument");
-    const zc_bundle *b = v->slot->bundle;
-    for (uint32_t i = 0; i < b->count; i++) {
-        if (strcmp(b->tensors[i].name, name) == 0) {
-            *index = i;
-            return ZC_OK;
-        }
-    }
-    return zc__fail(ZC_E_NOT_FOUND, "tag \"%s\" generation %llu has no tensor named \"%s\"",
-                    v->slot->tag, (unsigned long long)v->slot->generation, name);
-}
-
 uint32_t zc_view_meta_count(const zc_view *v)
 {
     return v ? v->slot->bundle->meta_count : 0;
