@@ -148,13 +148,10 @@ _PROTOTYPES = {
     "zc_version": (c_char_p, []),
     "zc_last_error": (c_char_p, []),
     "zc_status_name": (c_char_p, [c_int]),
-    "zc_xxh64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
     "zc_host_prefer_huge_pages": (None, [c_void_p, c_size_t]),
     "zc_xxh3_64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
-    "zc_xxh3_kernel": (c_char_p, []),
     "zc_digest_tensor": (c_int, [c_void_p, POINTER(c_uint64)]),
     "zc_tag_check": (c_int, [c_char_p]),
-    "zc_bundle_create": (c_int, [POINTER(c_void_p)]),
     "zc_bundle_free": (None, [c_void_p]),
     "zc_store_bundle_create": (c_int, [c_void_p, POINTER(c_void_p)]),
     "zc_bundle_add_copy": (c_int, [c_void_p, c_char_p, c_void_p]),
@@ -192,6 +189,11 @@ _PROTOTYPES = {
     "zc_view_save": (c_int, [c_void_p, c_char_p]),
     "zc_view_serialize": (c_int, [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     "zc_view_release": (None, [c_void_p]),
+    # Called only by the tests (tests/python/test_digest.py) and the benchmark (bench/sections/
+    # engine.py), from zc.h's advanced section; declared here so that they share these types.
+    "zc_xxh64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
+    "zc_xxh3_kernel": (c_char_p, []),
+    "zc_bundle_create": (c_int, [POINTER(c_void_p)]),
     "zc_file_open": (c_int, [c_char_p, POINTER(c_void_p)]),
     "zc_file_close": (None, [c_void_p]),
     "zc_file_tensor_at": (c_int, [c_void_p, c_uint32, POINTER(FileTensor)]),
@@ -207,11 +209,11 @@ _OPTIONAL_PROTOTYPES = {
     "zc_film_choose": (c_int, [c_char_p, c_char_p, c_uint64]),
     "zc_film_has_choices": (c_int, [c_char_p, c_char_p]),
     "zc_free": (None, [c_void_p]),
-    "zc_bundle_seam_summarize": (c_int, [c_void_p, c_uint32, POINTER(SeamLayout)]),
     "zc_bundle_seam_plan": (c_int, [c_void_p, c_char_p, POINTER(SeamLayout)]),
-    "zc_store_seam": (c_int, [c_void_p, c_char_p, c_uint64, c_void_p, c_char_p, POINTER(SeamStats)]),
     "zc_bundle_seam_parent": (c_int, [c_void_p, c_char_p, c_uint64]),
     "zc_store_hop_seam_json": (c_int, [c_void_p, c_char_p, c_uint64, c_char_p, c_size_t, POINTER(c_size_t)]),
+    # tests/python/test_seam_engine.py only (zc.h's advanced section)
+    "zc_store_seam": (c_int, [c_void_p, c_char_p, c_uint64, c_void_p, c_char_p, POINTER(SeamStats)]),
 }
 
 
