@@ -172,7 +172,6 @@ _PROTOTYPES = {
     "zc_store_get": (c_int, [c_void_p, c_char_p, c_uint64, POINTER(c_void_p)]),
     "zc_store_get_known": (c_int, [c_void_p, c_char_p, c_uint64, POINTER(c_void_p)]),
     "zc_store_drop": (c_int, [c_void_p, c_char_p, c_uint32]),
-    "zc_store_trim": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
     "zc_store_generations": (c_int, [c_void_p, c_char_p, POINTER(c_uint64), c_size_t, POINTER(c_size_t)]),
     "zc_store_flush": (c_int, [c_void_p]),
     "zc_store_stats_get": (c_int, [c_void_p, POINTER(StoreStats)]),
@@ -212,6 +211,9 @@ _OPTIONAL_PROTOTYPES = {
     "zc_bundle_seam_plan": (c_int, [c_void_p, c_char_p, POINTER(SeamLayout)]),
     "zc_bundle_seam_parent": (c_int, [c_void_p, c_char_p, c_uint64]),
     "zc_store_hop_seam_json": (c_int, [c_void_p, c_char_p, c_uint64, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "zc_store_trim": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
+    # zc_store_trim's name in engine 0.3.0 and earlier (LatentStore.trim calls it there)
+    "zc_store_release": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
     # tests/python/test_seam_engine.py only (zc.h's advanced section)
     "zc_store_seam": (c_int, [c_void_p, c_char_p, c_uint64, c_void_p, c_char_p, POINTER(SeamStats)]),
 }

@@ -36,7 +36,8 @@ DEFAULT_DEPTH = 4
 PUT_SPILL = 1
 PUT_MAY_EVICT_NEWEST = 2
 DROP_DISK = 1
-TIER_NAMES = {0: "host", 1: "device", 2: "disk"}
+TIER_HOST, TIER_DEVICE, TIER_DISK = 0, 1, 2  # zc_tier
+TIER_NAMES = {TIER_HOST: "host", TIER_DEVICE: "device", TIER_DISK: "disk"}
 META_READ_BYTES = 8192  # a shot's metadata fits (a larger one is read again at its size)
 MAX_SPILL_DELAY_MS = 60_000  # the engine's ZC_MAX_SPILL_DELAY_MS (a minute)
 # The engine's bookkeeping files in a spill folder shared by processes (never tags or shots).
@@ -645,8 +646,8 @@ class LatentStore:
         recycled host buffers first, then slots whose spill file is complete and that no view
         holds, least recently used first (a later get restores them). Returns the bytes freed."""
         freed = ctypes.c_uint64(0)
-        check(lib.zc_store_trim(self.handle, 1 if device else 0, max(0, int(nbytes)),
-                                   ctypes.byref(freed)))
+        trim = lib.zc_store_trim if has("zc_store_trim") else lib.zc_store_release  # engine 0.3.0's name
+        check(trim(self.handle, TIER_DEVICE if device else TIER_HOST, max(0, int(nbytes)), ctypes.byref(freed)))
         return freed.value
 
     def flush(self) -> None:
