@@ -1,6 +1,7 @@
-"""Where the C engine is and how to say that it is not: the one place that knows the
-library's file name per OS, the load order and the fix to print. Standard library only,
-so that install.py can use it before torch or the pack can be imported.
+"""Where the C engine is and how to say that it is not: the load order and the fix to print.
+Standard library only, so that install.py can use it before torch or the pack can be imported.
+The library's file name per OS is the engine package's (engine/python/zerocopy_engine/_names.py,
+which the pack ships and this module loads by path, so it needs no installed package).
 
 Load order:
 
@@ -14,6 +15,7 @@ Load order:
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import platform
 import sys
@@ -21,16 +23,21 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ENGINE_VERSION = "0.3.0"  # the zerocopy-engine release this bridge is written against
-_LIBRARY_NAMES = {"Windows": "zc.dll", "Darwin": "libzc.dylib"}
+NAMES_FILE = REPO_ROOT / "engine" / "python" / "zerocopy_engine" / "_names.py"
 
 
 class EngineMissing(Exception):
     """No engine could be loaded; the message is the one line to log."""
 
 
-def library_name(system: str | None = None) -> str:
-    """The engine's file name on an OS (``platform.system()`` spelling), default this one."""
-    return _LIBRARY_NAMES.get(system or platform.system(), "libzc.so")
+def _load_names():
+    spec = importlib.util.spec_from_file_location("zc_engine_library_names", NAMES_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+library_name = _load_names().library_name  # the engine's file name on an OS, default this one
 
 
 def platform_label() -> str:

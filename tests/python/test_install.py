@@ -36,6 +36,9 @@ def bare_checkout(tmp_path: Path) -> Path:
     (root / "zc_engine").mkdir(parents=True)
     shutil.copy(REPO / "install.py", root / "install.py")
     shutil.copy(REPO / "zc_engine" / "_locate.py", root / "zc_engine" / "_locate.py")
+    names = root / "engine" / "python" / "zerocopy_engine"  # the library's file names, which _locate reads
+    names.mkdir(parents=True)
+    shutil.copy(REPO / "engine" / "python" / "zerocopy_engine" / "_names.py", names / "_names.py")
     return root
 
 

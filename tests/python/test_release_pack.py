@@ -35,7 +35,7 @@ TOP_LEVEL = {"__init__.py", "install.py", "requirements.txt", "pyproject.toml", 
              "example_workflows", "examples", "docs", "engine"}
 REQUIRED = {"__init__.py", "install.py", "requirements.txt", "pyproject.toml", "README.md", "LICENSE",
             "web/zerocopy.js", "zc_nodes/extension.py", "zc_engine/_locate.py", "engine/include/zc.h",
-            "engine/src/platform/platform.h", "docs/install.md"}
+            "engine/src/platform/platform.h", "engine/python/zerocopy_engine/_names.py", "docs/install.md"}
 # A developer's machine: home folders, this project's build machine, a Windows profile, a temporary
 # venv. Test fixtures that fake such paths live in tests/, which never ships.
 MACHINE_PATH = re.compile(rb"(/work/|/root/|/home/[A-Za-z_]|/Users/[A-Za-z_]|[A-Za-z]:\\\\?Users\\\\?|/tmp/\w*venv)")

@@ -67,9 +67,13 @@ def _wine() -> str:
 
 
 def _package_module():
-    spec = importlib.util.spec_from_file_location("zerocopy_engine_for_test",
-                                                  REPO / "engine" / "python" / "zerocopy_engine" / "__init__.py")
+    """The repository's zerocopy_engine package, loaded by path as a package (its __init__ imports
+    _names.py beside it), whatever zerocopy_engine this Python has installed."""
+    folder = REPO / "engine" / "python" / "zerocopy_engine"
+    spec = importlib.util.spec_from_file_location("zerocopy_engine_for_test", folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 

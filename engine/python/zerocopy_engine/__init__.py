@@ -1,7 +1,8 @@
 """The ZeroCopy-Continuity C engine as a Python package: the shared library (loaded by the
 node pack with ctypes) and the ``zc`` tool, both inside this package's folder.
 
-``library_path()`` is the library's file; ``main()`` is the ``zc`` console command, which
+``library_path()`` is the library's file (``library_name()``, from _names.py, names it per OS);
+``main()`` is the ``zc`` console command, which
 runs the bundled executable with the same arguments and exit status.
 """
 
@@ -14,13 +15,9 @@ from pathlib import Path
 
 __version__ = "0.3.0"
 
+from ._names import library_name
+
 _HERE = Path(__file__).resolve().parent
-_LIBRARY_NAMES = {"Windows": "zc.dll", "Darwin": "libzc.dylib"}
-
-
-def library_name(system: str | None = None) -> str:
-    """The library's file name on an OS (``platform.system()`` spelling), default this one."""
-    return _LIBRARY_NAMES.get(system or platform.system(), "libzc.so")
 
 
 def library_path() -> Path:
