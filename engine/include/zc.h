@@ -8,6 +8,36 @@
  * safetensors spill files, compatible with ComfyUI's .latent files), 64-bit
  * digests (XXH3-64) that certify bit-identity, and a hardened safetensors reader.
  *
+ * The header has two sections.
+ * - The stable core, first: every function the node pack's Python bridge
+ *   (zc_engine) calls, and the types and constants they take.  A binding needs
+ *   nothing else.
+ * - The advanced and test-support section, after it and marked as such: what
+ *   only the zc tool, the C and Python tests and the benchmark call (the
+ *   hardened file reader, digest text and streaming hashes, the convenience
+ *   forms of core calls, the ABI description the binding's test compares).
+ *   Exported all the same, and documented as carefully, but a binding should
+ *   not need it.
+ *
+ * HowTo: the sequence of calls
+ * Fill a zc_store_config with zc_store_config_init, set what differs (a
+ * spill_dir for the disk tier, budgets, depth), and open a store with
+ * zc_store_open.  For each shot, create a bundle with zc_store_bundle_create,
+ * add its tensors (zc_bundle_add_copy or zc_bundle_add_host_copy for host
+ * bytes, which the engine copies and digests; zc_bundle_add_reference for a
+ * device tensor it holds without reading), set its metadata with
+ * zc_bundle_set_meta_packed, and hand it to zc_store_put, which numbers it
+ * (the tag's next generation) and from then on owns it.  To read a shot,
+ * zc_store_get gives a zc_view of one generation: describe its tensors with
+ * zc_view_tensor, hand them to a framework without a copy with
+ * zc_view_export_dlpack, check their bytes with zc_view_verify_ex, and
+ * release the view with zc_view_release.  zc_store_flush waits until every
+ * spill is on disk; zc_store_close ends the store.  A film, the shots of a
+ * tag and their lineage, is read from the spill files alone with
+ * zc_film_describe (and a take chosen with zc_film_choose).  Every call that
+ * fails says why through zc_last_error.  The HowTo blocks below show each
+ * step in code.
+ *
  * Conventions
  * - Every function that can fail returns an int: ZC_OK (0) or a negative
  *   zc_status code.  zc_last_error() then returns a message, private to the
@@ -50,6 +80,15 @@ extern "C" {
 #else
 #define ZC_API
 #endif
+
+/* ======================================================================== */
+/* ======================================================================== */
+/* STABLE CORE API                                                            */
+/*                                                                            */
+/* What the node pack's bridge calls; see "HowTo: the sequence of calls"      */
+/* above.  The advanced and test-support section follows it.                  */
+/* ======================================================================== */
+/* ======================================================================== */
 
 #define ZC_VERSION_MAJOR 0
 #define ZC_VERSION_MINOR 3
@@ -129,12 +168,6 @@ typedef enum {
     ZC_DTYPE_COUNT
 } zc_dtype;
 
-/* Bytes per element of a dtype, 0 for an unknown code. */
-ZC_API size_t zc_dtype_size(int dtype);
-
-/* The safetensors name of a dtype ("F32", "BF16", "F8_E4M3", ...); NULL if unknown. */
-ZC_API const char *zc_dtype_name(int dtype);
-
 /* ------------------------------------------------------------------------ */
 /* Digests                                                                    */
 /*                                                                            */
@@ -156,24 +189,6 @@ typedef enum {
 
 /* The algorithm new digests use. */
 #define ZC_DIGEST_DEFAULT ZC_DIGEST_XXH3_64
-
-/* The text prefix of an algorithm without its colon ("xxh3", "xxh64"); NULL
- * for ZC_DIGEST_NONE or an unknown code. */
-ZC_API const char *zc_digest_algo_name(int algo);
-
-/* A digest as text, "<name>:<16 hex>", into out (cap >= ZC_DIGEST_TEXT_SIZE).
- * @return ZC_OK, or ZC_E_INVALID for an unknown algorithm or a short buffer. */
-#define ZC_DIGEST_TEXT_SIZE 24
-ZC_API int zc_digest_format(int algo, uint64_t digest, char *out, size_t cap);
-
-/* Parse "xxh3:<16 hex>" or "xxh64:<16 hex>" (hex digits in either case).
- * The text may be untrusted.  @return ZC_OK with *algo and *digest, or
- * ZC_E_INVALID (the message quotes the text and says what is expected). */
-ZC_API int zc_digest_parse(const char *text, int *algo, uint64_t *digest);
-
-/* The digest of len bytes at data (NULL allowed when len is 0) with an
- * algorithm and seed 0.  @return ZC_OK or ZC_E_INVALID (unknown algorithm). */
-ZC_API int zc_digest_bytes(int algo, const void *data, size_t len, uint64_t *digest);
 
 /* A hint for host memory the caller has just allocated and is about to fill
  * for the first time (a new latent of many megabytes): back it with huge
@@ -204,63 +219,16 @@ ZC_API int zc_digest_host_tensor(const void *data, int dtype, int32_t ndim, cons
  * inputs over 240 bytes, a secret derived from the seed). */
 ZC_API uint64_t zc_xxh3_64(const void *data, size_t len, uint64_t seed);
 
-/* Streaming XXH3-64: reset, update any number of times with any lengths,
- * digest (which does not change the state, so it may be called again after
- * more updates).  The result equals zc_xxh3_64 of the concatenated input.
- * The struct is public so callers can keep it on the stack; treat its
- * fields as private. */
-typedef struct {
-    uint64_t acc[8];
-    uint8_t secret[192];
-    uint8_t buffer[256];         /* input not yet hashed */
-    uint8_t last_stripe[64];     /* the 64 input bytes before buffer[0] */
-    uint64_t total_len;
-    uint64_t seed;
-    uint32_t buffered;
-    uint32_t stripes_in_block;
-} zc_xxh3_state;
-
-ZC_API void zc_xxh3_reset(zc_xxh3_state *state, uint64_t seed);
-ZC_API void zc_xxh3_update(zc_xxh3_state *state, const void *data, size_t len);
-ZC_API uint64_t zc_xxh3_digest(const zc_xxh3_state *state);
-
-/* The name of the XXH3 stripe kernel this process uses: "avx512", "avx2",
- * "sse2" or "scalar".  It is chosen once, at the first digest: the fastest one the CPU
- * and the build support, or the one the environment variable
- * ZC_DIGEST_KERNEL names ("scalar", "sse2", "avx2", "avx512") if the CPU runs it (any
- * other value is ignored; this function then says what runs).  Every kernel
- * gives the same digests; the variable exists to test them and to rule a
- * SIMD path out when diagnosing. */
-ZC_API const char *zc_xxh3_kernel(void);
-
-/* One-shot XXH64 of len bytes at data (data may be NULL when len is 0);
- * kept to verify files with "xxh64:" digests. */
-ZC_API uint64_t zc_xxh64(const void *data, size_t len, uint64_t seed);
-
-/* Streaming XXH64.  The struct is public so callers can keep it on the
- * stack; treat its fields as private. */
-typedef struct {
-    uint64_t acc[4];
-    uint64_t total_len;
-    uint64_t seed;
-    uint8_t buffer[32];
-    uint32_t buffered;
-} zc_xxh64_state;
-
-ZC_API void zc_xxh64_reset(zc_xxh64_state *state, uint64_t seed);
-ZC_API void zc_xxh64_update(zc_xxh64_state *state, const void *data, size_t len);
-ZC_API uint64_t zc_xxh64_digest(const zc_xxh64_state *state);
-
 /* ------------------------------------------------------------------------ */
 /* HowTo: put a bundle into the store and read it back                        */
 /*                                                                            */
 /*   zc_store_config cfg; zc_store_config_init(&cfg);                         */
 /*   cfg.spill_dir = "/path/to/spill";            (optional disk tier)        */
 /*   zc_store *s; zc_store_open(&cfg, &s);                                    */
-/*   zc_bundle *b; zc_bundle_create(&b);                                      */
+/*   zc_bundle *b; zc_store_bundle_create(s, &b);                             */
 /*   zc_bundle_add_copy(b, "latent_tensor", &host_dltensor);    (host tier)   */
 /*   zc_bundle_add_reference(b, "audio", managed, 1, NULL);     (device tier) */
-/*   zc_bundle_set_meta(b, "family", "wan21");                                */
+/*   zc_bundle_set_meta_packed(b, "family\0wan21", 13);   ("key\0value\0")   */
 /*   uint64_t gen; zc_store_put(s, "shot_a", b, ZC_PUT_SPILL, &gen);          */
 /*       (on success the store owns b; on failure the caller still does)     */
 /*   zc_view *v; zc_store_get(s, "shot_a", 0, &v);  (0 = newest generation)   */
@@ -280,9 +248,6 @@ typedef enum {
     ZC_TIER_DEVICE = 1, /* held by reference (DLPack); bytes owned by the producer */
     ZC_TIER_DISK = 2    /* only in a spill file; restored on first get */
 } zc_tier;
-
-/* Create an empty bundle.  @return ZC_OK or ZC_E_NOMEM. */
-ZC_API int zc_bundle_create(zc_bundle **out);
 
 /* Create an empty bundle whose host copies reuse buffers the store has
  * recycled (slots of the same size that left it), so steady-state puts fault
@@ -330,21 +295,12 @@ ZC_API int zc_bundle_tensor_digest(const zc_bundle *bundle, uint32_t index, int 
 ZC_API int zc_bundle_add_reference(zc_bundle *bundle, const char *name, void *managed,
                             int versioned, const zc_dl_tensor *host_copy);
 
-/* Set (or replace) a metadata entry.  Keys: 1..ZC_MAX_META_KEY_LEN bytes of
- * printable ASCII without '"' or '\\'; keys starting "zc." are reserved for
- * the engine.  Values: valid UTF-8 up to ZC_MAX_META_VALUE_LEN bytes.
- * @return ZC_OK, ZC_E_INVALID, ZC_E_LIMIT or ZC_E_NOMEM. */
-ZC_API int zc_bundle_set_meta(zc_bundle *bundle, const char *key, const char *value);
-
 /* zc_bundle_set_meta for many entries in one call: packed holds len bytes,
  * each entry a key and then its value, both NUL-terminated ("k1\0v1\0k2\0v2\0").
  * Entries are set in order; at the first bad one it stops and returns its
  * error (the entries before it stay set).  @return as zc_bundle_set_meta;
  * ZC_E_INVALID also for a buffer that does not end an entry with a NUL. */
 ZC_API int zc_bundle_set_meta_packed(zc_bundle *bundle, const char *packed, size_t len);
-
-/* Number of tensors in a bundle. */
-ZC_API uint32_t zc_bundle_count(const zc_bundle *bundle);
 
 /* ------------------------------------------------------------------------ */
 /* Store                                                                      */
@@ -658,52 +614,6 @@ typedef struct {
  * range); ZC_E_LIMIT (ZC_MAX_TENSORS names planned). */
 ZC_API int zc_bundle_seam_plan(zc_bundle *bundle, const char *name, const zc_seam_layout *layout);
 
-/* Summarise both ends of tensor index of a bundle being built: the last
- * window frames (the tail, which the store keeps with the slot and its spill
- * file) and the window frames from head_skip on (the head, used by
- * zc_store_seam before the put).  Reads only the grid samples of those
- * frames from the tensor's host bytes (a host-tier copy, or a reference's
- * host copy); the grid stride is the smallest that keeps a frame, all its
- * channels, within max_values values per batch entry.  Calling it again
- * replaces the summaries.
- * @return ZC_OK; ZC_E_INVALID (NULL, index, time_axis 1 or out of range,
- * window, rank below 2); ZC_E_UNSUPPORTED (a dtype other than F32, F16,
- * BF16, F64, or a device tensor without a host copy); ZC_E_NOMEM. */
-ZC_API int zc_bundle_seam_summarize(zc_bundle *bundle, uint32_t index, const zc_seam_layout *layout);
-
-/* The statistics of one cut, as zc_continuity/seam.py defines them (the
- * score, the rounding and the audio level in dB are the caller's). */
-typedef struct {
-    int measured;              /* 0: the shapes differ off the time axis, or neither side has
-                                  two frames; the numbers below are then 0 */
-    int parent_start_image;    /* the parent's metadata kind is "start_image" */
-    uint32_t parent_frames;    /* frames read each side of the cut */
-    uint32_t shot_frames;
-    double mean_step;          /* the cut's step of the per-channel means over the mean step
-                                  inside the shots */
-    double std_step;           /* the same for the per-channel standard deviations */
-    double rms_step;           /* the cut's RMS frame difference over the within-shot one */
-    double correlation;        /* of the frames at the cut, each channel centred */
-    double within_correlation; /* the mean of the same for neighbouring frames inside */
-    double parent_level;       /* RMS of the parent's tail window (uncentred) */
-    double shot_level;         /* RMS of the shot's head window */
-} zc_seam_stats;
-
-/* The seam of the cut from parent_tag@parent_generation to the bundle
- * (before it is put): the parent's tail summary of the tensor called name
- * (from its slot in memory, else the header of its spill file: no tensor is
- * read) against the bundle's head summary of the tensor of the same name.
- * Microseconds: a few thousand multiply-adds.  The parent's file may be
- * hostile; a summary that does not parse counts as none.
- * @return ZC_OK and *out; ZC_E_INVALID (NULL, bad tag, generation 0; the
- * two summaries were taken on different grids of the same shape);
- * ZC_E_NOT_FOUND (the bundle has no such tensor or no summary of it: call
- * zc_bundle_seam_summarize first; the parent is not in memory nor on disk;
- * or it has no summary, e.g. a file of an older engine: measure from the
- * tensors instead). */
-ZC_API int zc_store_seam(zc_store *store, const char *parent_tag, uint64_t parent_generation,
-                         const zc_bundle *bundle, const char *name, zc_seam_stats *out);
-
 /* Name the parent of the shot a bundle being built will store: the seam of
  * the hop, from parent_tag@parent_generation's tail to this shot's head,
  * is measured after the put, off its path (see the HowTo above), for the
@@ -774,11 +684,6 @@ ZC_API uint32_t zc_view_count(const zc_view *view);
 /* Describe tensor index.  @return ZC_OK or ZC_E_NOT_FOUND. */
 ZC_API int zc_view_tensor(const zc_view *view, uint32_t index, zc_tensor_info *out);
 
-ZC_API uint32_t zc_view_meta_count(const zc_view *view);
-
-/* The index-th metadata entry.  @return ZC_OK or ZC_E_NOT_FOUND. */
-ZC_API int zc_view_meta_at(const zc_view *view, uint32_t index, const char **key, const char **value);
-
 /* Every metadata entry in one call, packed as zc_bundle_set_meta_packed
  * takes them ("key\0value\0" each, in the bundle's order) into buf; the
  * packed size into *len (also when the buffer is too small, so the caller
@@ -841,9 +746,6 @@ typedef struct {
  * the first tensor whose bytes changed, with both digests (report then
  * holds the tensors checked before it). */
 ZC_API int zc_view_verify_ex(const zc_view *view, uint32_t flags, zc_verify_report *report);
-
-/* zc_view_verify_ex(view, 0, NULL). */
-ZC_API int zc_view_verify(const zc_view *view);
 
 /* Write the slot as a safetensors file at path, crash-safe (temporary file,
  * fsync, rename, fsync of the directory), synchronously.  A tensor named
@@ -937,6 +839,165 @@ ZC_API int zc_film_has_choices(const char *spill_dir, const char *tag);
 
 /* Free a string the engine returned (zc_film_describe); NULL is a no-op. */
 ZC_API void zc_free(void *p);
+
+/* ======================================================================== */
+/* ======================================================================== */
+/* ADVANCED AND TEST-SUPPORT API                                              */
+/*                                                                            */
+/* Below: what only the zc tool, the C and Python tests and the benchmark     */
+/* call.  Exported from the library like the core and kept working, but the   */
+/* node pack's bridge uses none of it, and a binding should not need it.      */
+/* ======================================================================== */
+/* ======================================================================== */
+
+/* ------------------------------------------------------------------------ */
+/* Data types: sizes and names                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Bytes per element of a dtype, 0 for an unknown code. */
+ZC_API size_t zc_dtype_size(int dtype);
+
+/* The safetensors name of a dtype ("F32", "BF16", "F8_E4M3", ...); NULL if unknown. */
+ZC_API const char *zc_dtype_name(int dtype);
+
+/* ------------------------------------------------------------------------ */
+/* Digests: text, any algorithm, streaming, the kernel in use                 */
+/* ------------------------------------------------------------------------ */
+
+/* The text prefix of an algorithm without its colon ("xxh3", "xxh64"); NULL
+ * for ZC_DIGEST_NONE or an unknown code. */
+ZC_API const char *zc_digest_algo_name(int algo);
+
+/* A digest as text, "<name>:<16 hex>", into out (cap >= ZC_DIGEST_TEXT_SIZE).
+ * @return ZC_OK, or ZC_E_INVALID for an unknown algorithm or a short buffer. */
+#define ZC_DIGEST_TEXT_SIZE 24
+ZC_API int zc_digest_format(int algo, uint64_t digest, char *out, size_t cap);
+
+/* Parse "xxh3:<16 hex>" or "xxh64:<16 hex>" (hex digits in either case).
+ * The text may be untrusted.  @return ZC_OK with *algo and *digest, or
+ * ZC_E_INVALID (the message quotes the text and says what is expected). */
+ZC_API int zc_digest_parse(const char *text, int *algo, uint64_t *digest);
+
+/* The digest of len bytes at data (NULL allowed when len is 0) with an
+ * algorithm and seed 0.  @return ZC_OK or ZC_E_INVALID (unknown algorithm). */
+ZC_API int zc_digest_bytes(int algo, const void *data, size_t len, uint64_t *digest);
+
+/* Streaming XXH3-64: reset, update any number of times with any lengths,
+ * digest (which does not change the state, so it may be called again after
+ * more updates).  The result equals zc_xxh3_64 of the concatenated input.
+ * The struct is public so callers can keep it on the stack; treat its
+ * fields as private. */
+typedef struct {
+    uint64_t acc[8];
+    uint8_t secret[192];
+    uint8_t buffer[256];         /* input not yet hashed */
+    uint8_t last_stripe[64];     /* the 64 input bytes before buffer[0] */
+    uint64_t total_len;
+    uint64_t seed;
+    uint32_t buffered;
+    uint32_t stripes_in_block;
+} zc_xxh3_state;
+
+ZC_API void zc_xxh3_reset(zc_xxh3_state *state, uint64_t seed);
+ZC_API void zc_xxh3_update(zc_xxh3_state *state, const void *data, size_t len);
+ZC_API uint64_t zc_xxh3_digest(const zc_xxh3_state *state);
+
+/* The name of the XXH3 stripe kernel this process uses: "avx512", "avx2",
+ * "sse2" or "scalar".  It is chosen once, at the first digest: the fastest one the CPU
+ * and the build support, or the one the environment variable
+ * ZC_DIGEST_KERNEL names ("scalar", "sse2", "avx2", "avx512") if the CPU runs it (any
+ * other value is ignored; this function then says what runs).  Every kernel
+ * gives the same digests; the variable exists to test them and to rule a
+ * SIMD path out when diagnosing. */
+ZC_API const char *zc_xxh3_kernel(void);
+
+/* One-shot XXH64 of len bytes at data (data may be NULL when len is 0);
+ * kept to verify files with "xxh64:" digests. */
+ZC_API uint64_t zc_xxh64(const void *data, size_t len, uint64_t seed);
+
+/* Streaming XXH64.  The struct is public so callers can keep it on the
+ * stack; treat its fields as private. */
+typedef struct {
+    uint64_t acc[4];
+    uint64_t total_len;
+    uint64_t seed;
+    uint8_t buffer[32];
+    uint32_t buffered;
+} zc_xxh64_state;
+
+ZC_API void zc_xxh64_reset(zc_xxh64_state *state, uint64_t seed);
+ZC_API void zc_xxh64_update(zc_xxh64_state *state, const void *data, size_t len);
+ZC_API uint64_t zc_xxh64_digest(const zc_xxh64_state *state);
+
+/* ------------------------------------------------------------------------ */
+/* Bundles, seams and views: the plain forms of core calls                    */
+/* ------------------------------------------------------------------------ */
+
+/* Create an empty bundle.  @return ZC_OK or ZC_E_NOMEM. */
+ZC_API int zc_bundle_create(zc_bundle **out);
+
+/* Set (or replace) a metadata entry.  Keys: 1..ZC_MAX_META_KEY_LEN bytes of
+ * printable ASCII without '"' or '\\'; keys starting "zc." are reserved for
+ * the engine.  Values: valid UTF-8 up to ZC_MAX_META_VALUE_LEN bytes.
+ * @return ZC_OK, ZC_E_INVALID, ZC_E_LIMIT or ZC_E_NOMEM. */
+ZC_API int zc_bundle_set_meta(zc_bundle *bundle, const char *key, const char *value);
+
+/* Number of tensors in a bundle. */
+ZC_API uint32_t zc_bundle_count(const zc_bundle *bundle);
+
+/* Summarise both ends of tensor index of a bundle being built: the last
+ * window frames (the tail, which the store keeps with the slot and its spill
+ * file) and the window frames from head_skip on (the head, used by
+ * zc_store_seam before the put).  Reads only the grid samples of those
+ * frames from the tensor's host bytes (a host-tier copy, or a reference's
+ * host copy); the grid stride is the smallest that keeps a frame, all its
+ * channels, within max_values values per batch entry.  Calling it again
+ * replaces the summaries.
+ * @return ZC_OK; ZC_E_INVALID (NULL, index, time_axis 1 or out of range,
+ * window, rank below 2); ZC_E_UNSUPPORTED (a dtype other than F32, F16,
+ * BF16, F64, or a device tensor without a host copy); ZC_E_NOMEM. */
+ZC_API int zc_bundle_seam_summarize(zc_bundle *bundle, uint32_t index, const zc_seam_layout *layout);
+
+/* The statistics of one cut, as zc_continuity/seam.py defines them (the
+ * score, the rounding and the audio level in dB are the caller's). */
+typedef struct {
+    int measured;              /* 0: the shapes differ off the time axis, or neither side has
+                                  two frames; the numbers below are then 0 */
+    int parent_start_image;    /* the parent's metadata kind is "start_image" */
+    uint32_t parent_frames;    /* frames read each side of the cut */
+    uint32_t shot_frames;
+    double mean_step;          /* the cut's step of the per-channel means over the mean step
+                                  inside the shots */
+    double std_step;           /* the same for the per-channel standard deviations */
+    double rms_step;           /* the cut's RMS frame difference over the within-shot one */
+    double correlation;        /* of the frames at the cut, each channel centred */
+    double within_correlation; /* the mean of the same for neighbouring frames inside */
+    double parent_level;       /* RMS of the parent's tail window (uncentred) */
+    double shot_level;         /* RMS of the shot's head window */
+} zc_seam_stats;
+
+/* The seam of the cut from parent_tag@parent_generation to the bundle
+ * (before it is put): the parent's tail summary of the tensor called name
+ * (from its slot in memory, else the header of its spill file: no tensor is
+ * read) against the bundle's head summary of the tensor of the same name.
+ * Microseconds: a few thousand multiply-adds.  The parent's file may be
+ * hostile; a summary that does not parse counts as none.
+ * @return ZC_OK and *out; ZC_E_INVALID (NULL, bad tag, generation 0; the
+ * two summaries were taken on different grids of the same shape);
+ * ZC_E_NOT_FOUND (the bundle has no such tensor or no summary of it: call
+ * zc_bundle_seam_summarize first; the parent is not in memory nor on disk;
+ * or it has no summary, e.g. a file of an older engine: measure from the
+ * tensors instead). */
+ZC_API int zc_store_seam(zc_store *store, const char *parent_tag, uint64_t parent_generation,
+                         const zc_bundle *bundle, const char *name, zc_seam_stats *out);
+
+ZC_API uint32_t zc_view_meta_count(const zc_view *view);
+
+/* The index-th metadata entry.  @return ZC_OK or ZC_E_NOT_FOUND. */
+ZC_API int zc_view_meta_at(const zc_view *view, uint32_t index, const char **key, const char **value);
+
+/* zc_view_verify_ex(view, 0, NULL). */
+ZC_API int zc_view_verify(const zc_view *view);
 
 /* ------------------------------------------------------------------------ */
 /* Files: a hardened safetensors reader                                       */
