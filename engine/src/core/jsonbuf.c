@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
+
 void zc__jb_init(zc_jsonbuf *jb)
 {
     memset(jb, 0, sizeof *jb);
@@ -106,4 +108,22 @@ void zc__jb_string(zc_jsonbuf *jb, const char *s)
 void zc__jb_u64(zc_jsonbuf *jb, uint64_t v)
 {
     zc__jb_printf(jb, "%llu", (unsigned long long)v);
+}
+
+int zc__jb_deliver(zc_jsonbuf *jb, char *buf, size_t cap, size_t *needed, const char *what)
+{
+    if (jb->failed) {
+        zc__jb_free(jb);
+        return zc__fail(ZC_E_NOMEM, "out of host memory describing %s", what);
+    }
+    if (needed)
+        *needed = jb->len + 1;
+    if (buf == NULL || cap < jb->len + 1) {
+        size_t len = jb->len;
+        zc__jb_free(jb);
+        return zc__fail(ZC_E_LIMIT, "description needs %zu bytes; the buffer has %zu", len + 1, cap);
+    }
+    memcpy(buf, jb->data, jb->len + 1);
+    zc__jb_free(jb);
+    return ZC_OK;
 }

@@ -69,25 +69,6 @@ static void describe_slot(zc_jsonbuf *jb, const zc_slot *s)
     zc__jb_raw(jb, "}}");
 }
 
-/* Hand a finished description to the caller's buffer (or say how big it must be); frees jb. */
-static int finish_json(zc_jsonbuf *jb, char *buf, size_t cap, size_t *needed)
-{
-    if (jb->failed) {
-        zc__jb_free(jb);
-        return zc__fail(ZC_E_NOMEM, "out of host memory describing the store");
-    }
-    if (needed)
-        *needed = jb->len + 1;
-    if (buf == NULL || cap < jb->len + 1) {
-        size_t len = jb->len;
-        zc__jb_free(jb);
-        return zc__fail(ZC_E_LIMIT, "description needs %zu bytes; the buffer has %zu", len + 1, cap);
-    }
-    memcpy(buf, jb->data, jb->len + 1);
-    zc__jb_free(jb);
-    return ZC_OK;
-}
-
 static void describe_tag(zc_jsonbuf *jb, const zc_tag_entry *e)
 {
     zc__jb_raw(jb, "{\"tag\":");
@@ -153,7 +134,7 @@ int zc_store_describe_json(zc_store *s, char *buf, size_t cap, size_t *needed)
                   (unsigned long long)st.restores, (unsigned long long)st.files_rejected,
                   (unsigned long long)st.pending_spills, (unsigned long long)st.pooled_bytes,
                   (unsigned long long)st.memory_only, (unsigned long long)st.spill_folder_recreated);
-    return finish_json(&jb, buf, cap, needed);
+    return zc__jb_deliver(&jb, buf, cap, needed, "the store");
 }
 
 int zc_store_describe_tag_json(zc_store *s, const char *tag, char *buf, size_t cap, size_t *needed)
@@ -173,5 +154,5 @@ int zc_store_describe_tag_json(zc_store *s, const char *tag, char *buf, size_t c
     else
         zc__jb_raw(&jb, "null");
     zc_os_mutex_unlock(&s->lock);
-    return finish_json(&jb, buf, cap, needed);
+    return zc__jb_deliver(&jb, buf, cap, needed, "the store");
 }
