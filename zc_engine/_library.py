@@ -13,7 +13,10 @@ from .errors import EngineNotBuilt, LimitExceeded, error_for
 
 REPO_ROOT = _locate.REPO_ROOT
 ENGINE_VERSION = _locate.ENGINE_VERSION
-MAX_RANK = 8
+MAX_RANK = 8  # ZC_MAX_RANK
+# DLPack data type codes (zc_dlpack.h, DLDataTypeCode) the bridge writes or compares.
+DL_INT, DL_UINT, DL_FLOAT, DL_BFLOAT, DL_BOOL = 0, 1, 2, 4, 6
+DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2 = 10, 12
 
 c_int, c_uint32, c_uint64, c_size_t = ctypes.c_int, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
 c_char_p, c_void_p, POINTER = ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER

@@ -25,7 +25,8 @@ from typing import Iterator
 import torch
 
 from . import device
-from ._library import DLManagedTensor, DLManagedTensorVersioned, DLTensor, check, lib
+from ._library import (DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2, DL_UINT, DLManagedTensor, DLManagedTensorVersioned,
+                       DLTensor, check, lib)
 
 VERSIONED = b"dltensor_versioned"
 LEGACY = b"dltensor"
@@ -110,7 +111,7 @@ def _unconsumed_capsule_destructor(capsule: int) -> None:
 # DLPack type codes of dtypes that some torch releases cannot exchange through
 # DLPack (torch 2.9 refuses float8 both ways). Such tensors travel as a uint8
 # view of the same bytes, with the real type code written into the DLTensor.
-_BYTE_VIEW_CODES = {torch.float8_e4m3fn: 10, torch.float8_e5m2: 12}
+_BYTE_VIEW_CODES = {torch.float8_e4m3fn: DL_FLOAT8_E4M3FN, torch.float8_e5m2: DL_FLOAT8_E5M2}
 _CODE_TO_DTYPE = {code: dtype for dtype, code in _BYTE_VIEW_CODES.items()}
 
 
@@ -231,7 +232,7 @@ class _SlotExport:
                 raise
         described = _dltensor_at(out.value, versioned).dtype
         if _needs_byte_view(_CODE_TO_DTYPE.get(described.code)):
-            described.code = 1  # kDLUInt: torch reads the bytes, view_tensor restores the type
+            described.code = DL_UINT  # torch reads the bytes, view_tensor restores the type
         name = VERSIONED if versioned else LEGACY
         try:
             return _capsule_new(out.value, name, _unconsumed_capsule_destructor)

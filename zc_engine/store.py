@@ -29,8 +29,9 @@ import torch
 
 from . import device, dlpack
 from .errors import CorruptFile, NotFound
-from ._library import (SeamLayout, SeamStats, StoreConfig, StoreStats, TensorInfo, VerifyReport, call_growing,
-                       check, encode, has, lib)
+from ._library import (DL_BFLOAT, DL_BOOL, DL_FLOAT, DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2, DL_INT, DL_UINT, SeamLayout,
+                       SeamStats, StoreConfig, StoreStats, TensorInfo, VerifyReport, call_growing, check, encode,
+                       has, lib)
 
 DEFAULT_DEPTH = 4
 PUT_SPILL = 1
@@ -43,7 +44,8 @@ MAX_SPILL_DELAY_MS = 60_000  # the engine's ZC_MAX_SPILL_DELAY_MS (a minute)
 # The engine's bookkeeping files in a spill folder shared by processes (never tags or shots).
 BOOKKEEPING_PREFIXES = (".zc-gen-", ".zc-owner-", ".zc-lock", ".zc-film-")
 # DLPack type code of each engine dtype (zc_dtype order).
-DLPACK_CODES = [2, 2, 4, 2, 10, 12, 0, 0, 0, 0, 1, 6]
+DLPACK_CODES = [DL_FLOAT, DL_FLOAT, DL_BFLOAT, DL_FLOAT, DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2, DL_INT, DL_INT, DL_INT,
+                DL_INT, DL_UINT, DL_BOOL]
 DTYPE_NAMES = ["F32", "F16", "BF16", "F64", "F8_E4M3", "F8_E5M2", "I8", "I16", "I32", "I64",
                "U8", "BOOL"]
 # zc_digest_algo codes and their text prefixes.

@@ -56,16 +56,17 @@ from .validation import (
 PREFIX = "/zerocopy"
 API_VERSION = 1
 
-# Engine status codes (zc.h) -> HTTP status and error code.
+# The engine's exception classes (zc_engine/errors.py, one per zc.h status code), by name so that
+# this module imports no engine -> HTTP status and error code.
 _ENGINE_STATUS = {
-    -1: (400, "invalid_input"),
-    -3: (404, "not_found"),
-    -4: (507, "budget_exceeded"),
-    -5: (400, "limit_exceeded"),
-    -7: (409, "corrupt_file"),
-    -8: (409, "invalid_state"),
-    -6: (503, "storage_unavailable"),  # the spill folder refused: read-only, full, removed
-    -9: (400, "unsupported"),
+    "InvalidInput": (400, "invalid_input"),
+    "NotFound": (404, "not_found"),
+    "BudgetExceeded": (507, "budget_exceeded"),
+    "LimitExceeded": (400, "limit_exceeded"),
+    "CorruptFile": (409, "corrupt_file"),
+    "InvalidState": (409, "invalid_state"),
+    "EngineIOError": (503, "storage_unavailable"),  # the spill folder refused: read-only, full, removed
+    "Unsupported": (400, "unsupported"),
 }
 
 @dataclass
@@ -102,7 +103,8 @@ def _engine_error(exc: BaseException) -> ApiError | None:
         return None
     if type(exc).__name__ == "EngineNotBuilt":
         return ApiError(503, "engine_unavailable", redact_paths(str(exc)))
-    status, code = _ENGINE_STATUS.get(getattr(exc, "code", None), (500, "engine_error"))
+    status, code = next((_ENGINE_STATUS[cls.__name__] for cls in type(exc).__mro__ if cls.__name__ in _ENGINE_STATUS),
+                        (500, "engine_error"))
     return ApiError(status, code, redact_paths(str(exc)))
 
 
