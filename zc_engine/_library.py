@@ -217,8 +217,9 @@ _OPTIONAL_PROTOTYPES = {
     "zc_store_trim": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
     # zc_store_trim's name in engine 0.3.0 and earlier (LatentStore.trim calls it there)
     "zc_store_release": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
-    # tests/python/test_seam_engine.py only (zc.h's advanced section)
+    # Only the tests call these (zc.h's advanced section): test_seam_engine.py, test_abi.py.
     "zc_store_seam": (c_int, [c_void_p, c_char_p, c_uint64, c_void_p, c_char_p, POINTER(SeamStats)]),
+    "zc_abi_describe": (c_int, [c_char_p, c_size_t, POINTER(c_size_t)]),
 }
 
 

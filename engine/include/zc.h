@@ -1060,6 +1060,27 @@ ZC_API int zc_file_read(zc_file *file, uint32_t index, void *dst, size_t cap, ui
  * are not copied.  @return as zc_file_read. */
 ZC_API int zc_file_load_bundle(zc_file *file, zc_bundle **out);
 
+/* ------------------------------------------------------------------------ */
+/* The ABI as this library was compiled (for a binding's test)               */
+/* ------------------------------------------------------------------------ */
+
+/* A JSON description of the binary interface as this build of the library
+ * compiled it, for a binding that restates the header by hand to check
+ * itself against the library it loaded (tests/python/test_abi.py does):
+ *   {version, pointer_size,
+ *    structs: {<struct name>: {size, fields: [[member, offset, size], ...]}}
+ *      for every struct of zc.h and zc_dlpack.h, members in declared order,
+ *    numbers: {<name>: value} for every numeric #define and enumerator of
+ *      both headers (and the film's seam thresholds),
+ *    strings: {<name>: text} for every string #define of zc.h and the
+ *      engine's file names in a spill folder (ZC_GEN_PREFIX, ...),
+ *    dtypes: [{code, name, size, dlpack_code, dlpack_bits}] in code order,
+ *    digest_algos: {<code>: text prefix}}
+ * Written as zc_store_describe_json writes: at most cap bytes including the
+ * NUL; *needed (optional) gets the full size.
+ * @return ZC_OK, ZC_E_LIMIT (call again with *needed bytes), ZC_E_NOMEM. */
+ZC_API int zc_abi_describe(char *buf, size_t cap, size_t *needed);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
 /* test_store.c — bundles, tags, rings, generations, budgets, views,
  * references and DLPack export (no disk). */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -605,6 +606,30 @@ TEST(describe_json_lists_tags)
     CHECK(strstr(buf, "\"digest\":\"xxh3:") != NULL);
     free(buf);
     zc_store_close(s);
+}
+
+TEST(abi_description_is_whole_json_with_this_builds_layout)
+{
+    size_t need = 0;
+    CHECK(zc_abi_describe(NULL, 0, &need) == ZC_E_LIMIT);
+    REQUIRE(need > 1000);
+    char *buf = malloc(need);
+    CHECK(zc_abi_describe(buf, need - 1, NULL) == ZC_E_LIMIT);
+    REQUIRE_OK(zc_abi_describe(buf, need, NULL));
+    CHECK(strlen(buf) + 1 == need && buf[0] == '{' && buf[need - 2] == '}');
+    char expect[128];
+    snprintf(expect, sizeof expect,
+             "\"zc_store_config\":{\"size\":%zu,\"fields\":[[\"default_depth\",0,4],",
+             sizeof(zc_store_config));
+    CHECK(strstr(buf, expect) != NULL);
+    snprintf(expect, sizeof expect, "[\"spill_delay_ms\",%zu,4]",
+             offsetof(zc_store_config, spill_delay_ms));
+    CHECK(strstr(buf, expect) != NULL);
+    CHECK(strstr(buf, "\"ZC_E_EXISTS\":-10") != NULL);
+    CHECK(strstr(buf, "\"ZC_MAX_GENERATION\":9223372036854775807") != NULL);
+    CHECK(strstr(buf, "{\"code\":4,\"name\":\"F8_E4M3\",\"size\":1,\"dlpack_code\":10,"
+                      "\"dlpack_bits\":8}") != NULL);
+    free(buf);
 }
 
 TEST(many_tags_lookup)
