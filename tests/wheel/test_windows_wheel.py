@@ -12,7 +12,8 @@ the same wheel from the tracked files of engine/, tagged py3-none-win_amd64. The
 - zc.dll imports Windows' own DLLs only (no mingw runtime DLL a user's machine lacks) and
   exports every function the ctypes binding (zc_engine/_library.py) declares;
 - under wine, a Windows program loads zc.dll from the unpacked wheel with LoadLibrary, and
-  zc_version answers the package's version; zc.exe --version prints it;
+  zc_version answers the package's version, and zc_abi_describe the same binary interface (struct
+  layouts, constants) as the Linux build's; zc.exe --version prints it;
 - the job's test command: CMake builds the C test suite for Windows and CTest runs it, each
   program under wine (CMAKE_CROSSCOMPILING_EMULATOR).
 
@@ -22,7 +23,9 @@ here), the "MinGW Makefiles" generator of the runner, and anything macOS.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -42,13 +45,22 @@ WINDOWS_DLLS = re.compile(r"(?i)^(kernel32|msvcrt|user32|advapi32|shell32|ntdll|
 LOADER = r"""
 #include <windows.h>
 #include <stdio.h>
+#include <stdlib.h>
 typedef const char *(*version_fn)(void);
+typedef int (*describe_fn)(char *buf, size_t cap, size_t *needed);
 int wmain(int argc, wchar_t **argv) {
     if (argc != 2) return 2;
     HMODULE lib = LoadLibraryW(argv[1]);
     if (!lib) { printf("LoadLibrary failed: %lu\n", GetLastError()); return 1; }
     version_fn version = (version_fn)(void (*)(void))GetProcAddress(lib, "zc_version");
     if (!version) { printf("no zc_version\n"); return 1; }
+    describe_fn describe = (describe_fn)(void (*)(void))GetProcAddress(lib, "zc_abi_describe");
+    size_t needed = 0;
+    if (describe && describe(NULL, 0, &needed) != 0 && needed) {
+        char *text = malloc(needed);
+        if (text && describe(text, needed, NULL) == 0) printf("%s\n", text);
+        free(text);
+    }
     printf("%s\n", version());
     return 0;
 }
@@ -98,6 +110,16 @@ def wheel(windows) -> Path:
         f"--config-settings=build-dir={windows['work'] / 'build'}", windows["tree"], env=env)
     (built,) = out.glob("zerocopy_engine-*.whl")
     return built
+
+
+def _linux_abi() -> dict:
+    """zc_abi_describe of the Linux library the Python tests load (ZC_LIBRARY, else build/)."""
+    lib = ctypes.CDLL(os.environ.get("ZC_LIBRARY") or str(REPO / "build" / "libzc.so"))
+    needed = ctypes.c_size_t(0)
+    lib.zc_abi_describe(None, ctypes.c_size_t(0), ctypes.byref(needed))
+    text = ctypes.create_string_buffer(needed.value)
+    assert lib.zc_abi_describe(text, needed, None) == 0
+    return json.loads(text.value)
 
 
 def _exports_and_imports(dll: Path) -> tuple[set[str], set[str]]:
@@ -156,6 +178,9 @@ def test_under_wine_zc_dll_loads_from_the_wheel_and_answers_its_version_and_zc_e
     dll = unpacked / "zerocopy_engine" / "zc.dll"
     loaded = run(windows["wine"], loader, dll, env=windows["env"]).stdout.strip().splitlines()
     assert loaded[-1:] == [package.__version__], loaded
+    # zc.dll's binary interface as MinGW compiled it: the same structs, offsets and constants as the
+    # Linux build, which tests/python/test_abi.py holds equal to the ctypes binding.
+    assert len(loaded) == 2 and json.loads(loaded[0]) == _linux_abi(), loaded[:1]
     shown = run(windows["wine"], unpacked / "zerocopy_engine" / "zc.exe", "--version", env=windows["env"])
     assert shown.stdout.strip() == f"zc {package.__version__}", shown.stdout
 
