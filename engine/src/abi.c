@@ -25,17 +25,21 @@ static void key(abi_writer *w, const char *name)
     zc__jb_raw(&w->jb, ":");
 }
 
-static void open_section(abi_writer *w, const char *name, const char *bracket)
-{
-    key(w, name);
-    zc__jb_raw(&w->jb, bracket);
-    w->first = 1;
-}
-
 static void close_section(abi_writer *w, const char *bracket)
 {
     zc__jb_raw(&w->jb, bracket);
     w->first = 0;
+}
+
+/* "name": followed by what fill writes between the two characters of brackets ("{}", "[]"). */
+static void section(abi_writer *w, const char *name, const char *brackets, void (*fill)(abi_writer *))
+{
+    char opening[2] = {brackets[0], 0}, closing[2] = {brackets[1], 0};
+    key(w, name);
+    zc__jb_raw(&w->jb, opening);
+    w->first = 1;
+    fill(w);
+    close_section(w, closing);
 }
 
 static void struct_open(abi_writer *w, const char *name, size_t size)
@@ -340,6 +344,16 @@ static void dtypes(abi_writer *w)
     }
 }
 
+/* Each digest algorithm's code (as text) -> the prefix of its digests as text. */
+static void digest_algos(abi_writer *w)
+{
+    for (int algo = ZC_DIGEST_XXH64; algo <= ZC_DIGEST_XXH3_64; algo++) {
+        char code[16];
+        snprintf(code, sizeof code, "%d", algo);
+        text(w, code, zc_digest_algo_name(algo));
+    }
+}
+
 int zc_abi_describe(char *buf, size_t cap, size_t *needed)
 {
     abi_writer writer, *w = &writer;
@@ -348,25 +362,11 @@ int zc_abi_describe(char *buf, size_t cap, size_t *needed)
     w->first = 1;
     text(w, "version", ZC_VERSION_STRING);
     number(w, "pointer_size", (long long)sizeof(void *));
-    open_section(w, "structs", "{");
-    structs(w);
-    close_section(w, "}");
-    open_section(w, "numbers", "{");
-    numbers(w);
-    close_section(w, "}");
-    open_section(w, "strings", "{");
-    strings(w);
-    close_section(w, "}");
-    open_section(w, "dtypes", "[");
-    dtypes(w);
-    close_section(w, "]");
-    open_section(w, "digest_algos", "{"); /* code (as text) -> the digest text's prefix */
-    for (int algo = ZC_DIGEST_XXH64; algo <= ZC_DIGEST_XXH3_64; algo++) {
-        char code[16];
-        snprintf(code, sizeof code, "%d", algo);
-        text(w, code, zc_digest_algo_name(algo));
-    }
-    close_section(w, "}");
+    section(w, "structs", "{}", structs);
+    section(w, "numbers", "{}", numbers);
+    section(w, "strings", "{}", strings);
+    section(w, "dtypes", "[]", dtypes);
+    section(w, "digest_algos", "{}", digest_algos);
     zc__jb_raw(&w->jb, "}");
     return zc__jb_deliver(&w->jb, buf, cap, needed, "the ABI");
 }
