@@ -25,8 +25,16 @@ from typing import Iterator
 import torch
 
 from . import device
-from ._library import (DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2, DL_UINT, DLManagedTensor, DLManagedTensorVersioned,
-                       DLTensor, check, lib)
+from ._library import (
+    DL_FLOAT8_E4M3FN,
+    DL_FLOAT8_E5M2,
+    DL_UINT,
+    DLManagedTensor,
+    DLManagedTensorVersioned,
+    DLTensor,
+    check,
+    lib,
+)
 
 VERSIONED = b"dltensor_versioned"
 LEGACY = b"dltensor"

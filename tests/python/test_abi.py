@@ -28,7 +28,6 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 
 import zc_engine._library as library
 from zc_continuity import seam
@@ -95,7 +94,7 @@ def abi() -> dict:
 
 
 def _without_comments(text: str) -> str:
-    return re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"/\*.*?\*/", " ", text, flags=re.DOTALL)
 
 
 def header_structs() -> dict[str, list[str]]:
@@ -103,7 +102,7 @@ def header_structs() -> dict[str, list[str]]:
     found = {}
     for header in HEADERS:
         text = _without_comments(header.read_text())
-        for body, name in re.findall(r"typedef struct(?:\s+\w+)?\s*\{(.*?)\}\s*(zc_\w+)\s*;", text, re.S):
+        for body, name in re.findall(r"typedef struct(?:\s+\w+)?\s*\{(.*?)\}\s*(zc_\w+)\s*;", text, re.DOTALL):
             members = []
             for declaration in filter(str.strip, body.split(";")):
                 pointer = re.search(r"\(\s*\*\s*(\w+)\s*\)", declaration)  # a function pointer
@@ -118,11 +117,11 @@ def header_constants() -> tuple[set[str], set[str]]:
     numbers, strings = set(), set()
     for header in HEADERS:
         text = _without_comments(header.read_text())
-        for name, value in re.findall(r"^#define (ZC_\w+)[ \t]+(\S.*)$", text, re.M):
+        for name, value in re.findall(r"^#define (ZC_\w+)[ \t]+(\S.*)$", text, re.MULTILINE):
             if name != "ZC_API" and not re.match(r"ZC_\w+\(", value):
                 (strings if value.lstrip().startswith('"') else numbers).add(name)
-        for body in re.findall(r"enum\s*\{(.*?)\}", text, re.S):
-            numbers |= set(re.findall(r"^\s*(ZC_\w+)\s*(?:=|,|$)", body, re.M))
+        for body in re.findall(r"enum\s*\{(.*?)\}", text, re.DOTALL):
+            numbers |= set(re.findall(r"^\s*(ZC_\w+)\s*(?:=|,|$)", body, re.MULTILINE))
     return numbers, strings
 
 
