@@ -182,7 +182,7 @@ def test_a_ram_release_gives_back_the_prepared_latents_first(monkeypatch, tmp_pa
     asked = []
 
     class Store:
-        def release(self, nbytes, *, device=False):
+        def trim(self, nbytes, *, device=False):
             asked.append(nbytes)
             return 0
 
