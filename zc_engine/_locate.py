@@ -1,7 +1,8 @@
 """Where the C engine is and how to say that it is not: the load order and the fix to print.
 Standard library only, so that install.py can use it before torch or the pack can be imported.
 The library's file name per OS is the engine package's (engine/python/zerocopy_engine/_names.py,
-which the pack ships and this module loads by path, so it needs no installed package).
+which the pack ships and this module loads by path, so it needs no installed package; without
+that file, the installed package's).
 
 Load order:
 
@@ -15,6 +16,7 @@ Load order:
 from __future__ import annotations
 
 import ctypes
+import functools
 import importlib.util
 import os
 import platform
@@ -30,14 +32,27 @@ class EngineMissing(Exception):
     """No engine could be loaded; the message is the one line to log."""
 
 
-def _load_names():
-    spec = importlib.util.spec_from_file_location("zc_engine_library_names", NAMES_FILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+@functools.cache
+def _names():
+    """The engine package's library_name: from this checkout's _names.py (the pack ships it), else
+    from the installed zerocopy_engine (a copy of the pack's Python folders alone)."""
+    if NAMES_FILE.is_file():
+        spec = importlib.util.spec_from_file_location("zc_engine_library_names", NAMES_FILE)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.library_name
+    try:
+        from zerocopy_engine import library_name
+    except ImportError:
+        raise _failure(f"{NAMES_FILE} is missing and the zerocopy-engine package is not installed, so "
+                       f"the engine's file name for {platform_label()} is unknown",
+                       f"install it: {pip_command()}, or restore the pack's engine/ folder") from None
+    return library_name
 
 
-library_name = _load_names().library_name  # the engine's file name on an OS, default this one
+def library_name(system: str | None = None) -> str:
+    """The engine's file name on an OS (``platform.system()`` spelling), default this one."""
+    return _names()(system)
 
 
 def platform_label() -> str:
