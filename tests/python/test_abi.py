@@ -176,8 +176,8 @@ def test_the_description_holds_every_struct_member_and_constant_of_the_headers(a
     described = {name: [f[0] for f in entry["fields"]] for name, entry in abi["structs"].items()}
     assert described == header_structs()
     numbers, strings = header_constants()
-    assert numbers - set(abi["numbers"]) == set(), "zc_abi_describe (engine/src/abi.c) leaves these out"
-    assert strings - set(abi["strings"]) == set(), "zc_abi_describe (engine/src/abi.c) leaves these out"
+    assert numbers - set(abi["numbers"]) == set(), "zc_abi_describe (engine/src/store/abi.c) leaves these out"
+    assert strings - set(abi["strings"]) == set(), "zc_abi_describe (engine/src/store/abi.c) leaves these out"
 
 
 def test_every_ctypes_structure_has_the_c_size_and_field_offsets(abi):

@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "film.h"
-#include "internal.h"
-#include "jsonbuf.h"
+#include "film/film.h"
+#include "core/internal.h"
+#include "core/jsonbuf.h"
 
 typedef struct {
     zc_jsonbuf jb;
