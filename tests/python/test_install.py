@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pack_files import copy_install_rules
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_COMPILER = bool(shutil.which("cc") or shutil.which("gcc") or shutil.which("clang"))
@@ -32,14 +33,7 @@ def run_install(*args, env=None, cwd=REPO, script=REPO / "install.py", block_pac
 
 def bare_checkout(tmp_path: Path) -> Path:
     """install.py and the pack's locating rules alone, with no build/ beside them."""
-    root = tmp_path / "pack"
-    (root / "zc_engine").mkdir(parents=True)
-    shutil.copy(REPO / "install.py", root / "install.py")
-    shutil.copy(REPO / "zc_engine" / "_locate.py", root / "zc_engine" / "_locate.py")
-    names = root / "engine" / "python" / "zerocopy_engine"  # the library's file names, which _locate reads
-    names.mkdir(parents=True)
-    shutil.copy(REPO / "engine" / "python" / "zerocopy_engine" / "_names.py", names / "_names.py")
-    return root
+    return copy_install_rules(tmp_path / "pack")
 
 
 def without(env_names=("ZC_LIBRARY", "CC"), path=None):

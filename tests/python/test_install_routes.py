@@ -10,10 +10,11 @@ import importlib.util
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from pack_files import copy_install_rules
 
 REPO = Path(__file__).resolve().parents[2]
 NODES = ("ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad", "ZeroCopyFilmAssemble")
@@ -28,14 +29,7 @@ def requirement_lines(path: Path) -> list[str]:
 
 def pack_copy(tmp_path: Path, folder: str) -> Path:
     """install.py and the engine-locating rules in custom_nodes/<folder>, with no build/."""
-    root = tmp_path / "custom_nodes" / folder
-    (root / "zc_engine").mkdir(parents=True)
-    shutil.copy(REPO / "install.py", root / "install.py")
-    shutil.copy(REPO / "zc_engine" / "_locate.py", root / "zc_engine" / "_locate.py")
-    names = root / "engine" / "python" / "zerocopy_engine"  # the library's file names, which _locate reads
-    names.mkdir(parents=True)
-    shutil.copy(REPO / "engine" / "python" / "zerocopy_engine" / "_names.py", names / "_names.py")
-    return root
+    return copy_install_rules(tmp_path / "custom_nodes" / folder)
 
 
 def run_check(root: Path, path: str, **env) -> subprocess.CompletedProcess:
