@@ -1,5 +1,5 @@
 /*
- * store_release.c — zc_store_trim: giving memory back when the host or the device runs
+ * store_trim.c — zc_store_trim: giving memory back when the host or the device runs
  * short: first the recycled buffers of the pool, then, least recently used first, slots
  * that can leave without losing anything (their spill file is complete, no view holds
  * them).  A later get restores such a slot from its file.  Called by the pack when ComfyUI
