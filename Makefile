@@ -35,6 +35,11 @@ configure = mkdir -p $(1) && CC="$(2)" $(CMAKE) -S engine -B $(1) -G "Unix Makef
 	-DZC_CRASH_ATTEMPTS=$(CRASH_ATTEMPTS) -DZC_SHARED_PROCS=$(SHARED_PROCS) \
 	-DZC_SHARED_SHOTS=$(SHARED_SHOTS) $(CMAKE_OPTIONS) $(3) > $(1)/configure.log 2>&1 \
 	|| { cat $(1)/configure.log; exit 1; }
+# $(call put_in_place,<built file>,<where the tools look>): a copy under a temporary name, then a
+# rename over the old file. A process that has the old library loaded (a ComfyUI server, a
+# benchmark run) keeps its mapping of the old file; copying over it in place would change the
+# pages under that process and crash it.
+put_in_place = cp -p $(1) $(2).tmp && mv -f $(2).tmp $(2)
 REL = $(BUILD)/release
 REL_OPTIONS = -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ASAN = $(BUILD)/asan
@@ -56,22 +61,22 @@ asan-lib: $(BUILD)/libzc-asan.so
 $(BUILD)/libzc.so: FORCE
 	@$(call configure,$(REL),$(CC),$(REL_OPTIONS))
 	+$(CMAKE) --build $(REL) --target zc
-	cp -p $(REL)/libzc.so $@
+	$(call put_in_place,$(REL)/libzc.so,$@)
 
 $(BUILD)/zc: FORCE
 	@$(call configure,$(REL),$(CC),$(REL_OPTIONS))
 	+$(CMAKE) --build $(REL) --target zc_tool
-	cp -p $(REL)/zc $@
+	$(call put_in_place,$(REL)/zc,$@)
 
 $(BUILD)/crash_child: FORCE
 	@$(call configure,$(REL),$(CC),$(REL_OPTIONS))
 	+$(CMAKE) --build $(REL) --target crash_child
-	cp -p $(REL)/crash_child $@
+	$(call put_in_place,$(REL)/crash_child,$@)
 
 $(BUILD)/libzc-asan.so: FORCE
 	@$(call configure,$(ASAN),$(CC),$(ASAN_OPTIONS_CMAKE))
 	+$(CMAKE) --build $(ASAN) --target zc
-	cp -p $(ASAN)/libzc.so $@
+	$(call put_in_place,$(ASAN)/libzc.so,$@)
 
 # Every test but the concurrency test under ASan+UBSan, the concurrency test under TSan.  Each
 # program prints its own "N passed, N failed" line (ctest -V shows it, after the test's number).
@@ -122,7 +127,7 @@ fuzz:
 	@command -v $(FUZZ_CC) >/dev/null || { echo "fuzzing needs clang with libFuzzer: apt-get install clang libclang-rt-14-dev"; exit 1; }
 	@$(call configure,$(BUILD)/fuzz,$(FUZZ_CC),-DCMAKE_BUILD_TYPE=Debug -DZC_FUZZ=ON -DZC_WERROR=OFF)
 	+$(CMAKE) --build $(BUILD)/fuzz --target fuzz_safetensors
-	cp -p $(BUILD)/fuzz/fuzz_safetensors $(BUILD)/fuzz_safetensors
+	$(call put_in_place,$(BUILD)/fuzz/fuzz_safetensors,$(BUILD)/fuzz_safetensors)
 
 clean:
 	rm -rf $(BUILD)
