@@ -153,3 +153,23 @@ def test_the_summary_of_a_run_where_everything_ran_names_nothing_skipped():
                                "python": "7 passed in 1.00s\n"})
     assert lines == ["  c-engine: 3 passed, 0 failed, 0 skipped", "  python: 7 passed, 0 failed, 0 skipped",
                      "tests: 10 passed, 0 failed, 0 skipped"]
+
+
+def test_a_clone_in_a_folder_named_as_git_names_it_runs_the_tests(tmp_path):
+    """`git clone .../ComfyUI-ZeroCopy-Continuity` makes a folder whose name is no Python
+    identifier. The root's __init__.py (the pack, for ComfyUI) must not turn the root into a
+    package pytest imports: it did, under the name "__init__", and every test errored at setup
+    ("attempted relative import with no known parent package"). The tracked files are copied
+    into such a folder and a test file runs there."""
+    clone = tmp_path / "ComfyUI-ZeroCopy-Continuity"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
+    for name in filter(None, tracked.decode().split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, clone / name)
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "tests/python/test_continuity_shapes.py"],
+                         cwd=clone, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert re.search(r"\d+ passed", run.stdout), run.stdout[-2000:]
