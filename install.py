@@ -41,7 +41,8 @@ POSIX_FLAGS = ["-g", "-fPIC", "-fvisibility=hidden", "-pthread", "-D_GNU_SOURCE"
 WINDOWS_FLAGS = ["-D__USE_MINGW_ANSI_STDIO=1", "-static"]
 # The nodes that need the engine, as zc_nodes/extension.py registers them (a test holds the two
 # lists equal); ZeroCopyVRAMPin needs no engine and is always registered.
-ENGINE_NODES = ("ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad", "ZeroCopyFilmAssemble")
+ENGINE_NODES = ("ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad", "ZeroCopyFilmAssemble",
+                "ZeroCopyFilmRender")
 ALWAYS_NODE = "ZeroCopyVRAMPin"
 HOW_TO_GET_A_COMPILER = {
     "Linux": "Debian/Ubuntu: sudo apt-get install build-essential; Fedora: sudo dnf install gcc make; "

@@ -399,3 +399,60 @@ def spatial_ratio_of_vae(vae) -> int | None:
         return int(vae.spacial_compression_encode())
     except Exception:
         return None
+
+
+def vae_decode_tiled(vae, samples: torch.Tensor, tile_size: int, overlap: int, temporal_size: int,
+                     temporal_overlap: int) -> torch.Tensor:
+    """Pixels [N, H, W, C] of a latent through core's own VAEDecodeTiled (spatial tiles, and
+    temporal ones for video VAEs), as the node computes them."""
+    import nodes
+
+    (images,) = nodes.VAEDecodeTiled().decode(vae, {"samples": samples}, tile_size, overlap, temporal_size,
+                                              temporal_overlap)
+    return images
+
+
+def vae_identity(vae) -> str:
+    """What a VAE is, for caching what it decodes: a digest of its class and of every weight's name,
+    dtype, shape and bytes. Computed once per VAE object (a second of hashing for a Wan VAE)."""
+    known = getattr(vae, "_zerocopy_identity", None)
+    if known:
+        return known
+    import hashlib
+
+    model = getattr(vae, "first_stage_model", vae)
+    kind = (_qualified_classes(model) or (type(vae).__name__,))[0]
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(kind.encode())
+    state = model.state_dict() if hasattr(model, "state_dict") else {}
+    for name, tensor in sorted(state.items()):
+        flat = tensor.detach().reshape(-1).cpu().contiguous()
+        digest.update(f"{name}:{flat.dtype}:{list(tensor.shape)};".encode())
+        digest.update(flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b"")
+    known = f"{kind}:{digest.hexdigest()}"
+    try:
+        vae._zerocopy_identity = known
+    except AttributeError:
+        pass
+    return known
+
+
+def output_directory() -> str:
+    import folder_paths
+
+    return folder_paths.get_output_directory()
+
+
+def video_from_file(path: str):
+    """ComfyUI's file-backed VIDEO (comfy_api's VideoFromFile): frames are read only when asked."""
+    from .api_version import comfy_api
+
+    return comfy_api().InputImpl.VideoFromFile(path)
+
+
+def preview_video(filename: str, subfolder: str):
+    """The UI output that shows a video from the output folder in the node (as core's SaveVideo)."""
+    from .api_version import comfy_api, io
+
+    ui = comfy_api().ui
+    return ui.PreviewVideo([ui.SavedResult(filename, subfolder, io.FolderType.output)])

@@ -60,10 +60,12 @@ def continuity_nodes() -> list[type[io.ComfyNode]]:
         log.error("%s", status["message"])
         return []
     from .film_assemble_node import ZeroCopyFilmAssemble
+    from .film_render_node import ZeroCopyFilmRender
     from .handoff_node import ZeroCopyLatentHandoff
     from .load_node import ZeroCopyLatentLoad
     from .store_node import ZeroCopyLatentStore
-    return [ZeroCopyLatentStore, ZeroCopyLatentHandoff, ZeroCopyLatentLoad, ZeroCopyFilmAssemble]
+    return [ZeroCopyLatentStore, ZeroCopyLatentHandoff, ZeroCopyLatentLoad, ZeroCopyFilmAssemble,
+            ZeroCopyFilmRender]
 
 
 def register_engine_route() -> bool:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 NODES = ("ZeroCopyLatentStore", "ZeroCopyLatentLoad", "ZeroCopyLatentHandoff", "ZeroCopyVRAMPin",
-         "ZeroCopyFilmAssemble")
+         "ZeroCopyFilmAssemble", "ZeroCopyFilmRender")
 CARRY_LIST = Path(__file__).resolve().parent / "carry-wheels.txt"
 
 

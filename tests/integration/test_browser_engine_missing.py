@@ -2,7 +2,7 @@
 ComfyUI server (``main.py --cpu``) whose ZC_LIBRARY names a missing file, the pack in the folder
 the Comfy Registry gives it, the PyPI frontend in headless Chromium. The page must show, without
 the user opening anything, an error toast carrying the exact line of install.py's engine_report
-(the four missing nodes, the platform, the command that fixes it); the ZeroCopy sidebar must
+(the five missing nodes, the platform, the command that fixes it); the ZeroCopy sidebar must
 show the same line and the command in a field to copy; the pin node must still be in the node
 library. On each frontend of requirements-frontends.txt (served with --front-end-root, as the
 main browser test does). Screenshots go to build/browser/engine_missing*_<version>.png.
@@ -60,7 +60,7 @@ def test_the_page_shows_the_exact_fix_in_a_toast_and_the_sidebar_and_the_pin_sti
     doc = json.loads(body)
     assert status == 200 and doc["ok"] is False and doc["command"], doc
     message = doc["message"]
-    assert "4 of 5 nodes are not loaded" in message and doc["command"] in message, message
+    assert "5 of 6 nodes are not loaded" in message and doc["command"] in message, message
 
     with chromium() as page:
         page.get(server.url + "/")
@@ -85,7 +85,7 @@ def test_the_page_shows_the_exact_fix_in_a_toast_and_the_sidebar_and_the_pin_sti
         assert shown == {"text": message, "command": doc["command"]}, shown
         # said once: the farm line (which runs on the store) does not repeat it, and nothing waits forever
         panel = page.execute_script("return document.querySelector('[data-testid=zerocopy-engine-missing]').parentElement.innerText")
-        assert panel.count("4 of 5 nodes are not loaded") == 1 and "Farm setting" not in panel, panel
+        assert panel.count("5 of 6 nodes are not loaded") == 1 and "Farm setting" not in panel, panel
         assert "Loading" not in panel and "the store needs the C engine" in panel, panel
         page.save_screenshot(str(SCREENSHOT_DIR / f"engine_missing_sidebar_{server.frontend}.png"))
 

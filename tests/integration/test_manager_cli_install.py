@@ -344,7 +344,7 @@ def test_without_the_engine_the_managers_step_fails_redis_is_installed_and_the_u
     server = comfy(setting)
     assert server.zerocopy_nodes() == {"ZeroCopyVRAMPin"}
     doc = server.engine()
-    expected = (f"ZeroCopy-Continuity: 4 of 5 nodes are not loaded on {PLATFORM} ({', '.join(ENGINE_NODES)}): "
+    expected = (f"ZeroCopy-Continuity: 5 of 6 nodes are not loaded on {PLATFORM} ({', '.join(ENGINE_NODES)}): "
                 f"the C engine is not installed for {PLATFORM} (expected libzc.so from the zerocopy-engine "
                 f"{VERSION} package; looked for {setting['pack'] / 'build' / 'libzc.so'}). Fix: run {python} -m pip "
                 f"install zerocopy-engine=={VERSION}, then restart ComfyUI. ZeroCopyVRAMPin needs no engine and works.")

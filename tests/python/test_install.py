@@ -63,7 +63,7 @@ def test_without_the_engine_it_says_in_one_line_what_to_install(tmp_path):
     line = lines[0]
     assert "not installed for" in line and "libzc.so" in line
     assert f"{sys.executable} -m pip install zerocopy-engine==0.3.0" in line
-    assert "4 of 5 nodes are not loaded" in line and "ZeroCopyFilmAssemble" in line
+    assert "5 of 6 nodes are not loaded" in line and "ZeroCopyFilmAssemble" in line
     assert "install.py --build" not in line  # no compiler on PATH: building is no fix here
     assert not (root / "build").exists()
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from pack_files import copy_install_rules
 
 REPO = Path(__file__).resolve().parents[2]
-NODES = ("ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad", "ZeroCopyFilmAssemble")
+NODES = ("ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad", "ZeroCopyFilmAssemble",
+         "ZeroCopyFilmRender")
 PLATFORM = f"{platform.system()} {platform.machine()}"
 
 
@@ -85,7 +86,7 @@ def test_without_the_engine_or_a_compiler_the_line_is_exact_and_gives_the_pip_co
     assert result.returncode == 1, result.stdout + result.stderr
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert len(lines) == 1, result.stdout
-    expected = (f"[ZeroCopy-Continuity install] ZeroCopy-Continuity: 4 of 5 nodes are not loaded on "
+    expected = (f"[ZeroCopy-Continuity install] ZeroCopy-Continuity: 5 of 6 nodes are not loaded on "
                 f"{PLATFORM} ({', '.join(NODES)}): the C engine is not installed for {PLATFORM} (expected "
                 f"libzc.so from the zerocopy-engine 0.3.0 package; looked for {root / 'build' / 'libzc.so'}). "
                 f"Fix: run {sys.executable} -m pip install zerocopy-engine==0.3.0, then restart ComfyUI. "
@@ -112,7 +113,7 @@ def test_a_zc_library_that_does_not_exist_is_named_with_its_own_fix(tmp_path):
     assert result.returncode == 1
     assert f"ZC_LIBRARY names {missing}, which does not exist" in result.stdout
     assert f"Fix: unset ZC_LIBRARY (or point it at an engine built for {PLATFORM})" in result.stdout
-    assert re.search(r"4 of 5 nodes are not loaded", result.stdout)
+    assert re.search(r"5 of 6 nodes are not loaded", result.stdout)
 
 
 def test_the_web_extension_shows_the_servers_message_as_a_toast_and_in_the_sidebar():

@@ -31,7 +31,7 @@ HAS_COMPILER = bool(shutil.which("cc") or shutil.which("gcc") or shutil.which("c
 # zip (483 files) was 76% such bytes.
 ZIP_LIMIT = 600_000
 TOP_LEVEL = {"__init__.py", "install.py", "requirements.txt", "pyproject.toml", "README.md", "LICENSE",
-             "zc_nodes", "zc_residency", "zc_log", "zc_continuity", "zc_engine", "zc_farm", "web",
+             "zc_nodes", "zc_residency", "zc_log", "zc_continuity", "zc_engine", "zc_farm", "zc_film", "web",
              "example_workflows", "examples", "docs", "engine"}
 REQUIRED = {"__init__.py", "install.py", "requirements.txt", "pyproject.toml", "README.md", "LICENSE",
             "web/zerocopy.js", "zc_nodes/extension.py", "zc_engine/_locate.py", "engine/include/zc.h",

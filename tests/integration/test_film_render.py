@@ -1,0 +1,136 @@
+"""ZeroCopyFilmRender on real ComfyUI (CPU): a film made by real samplers with a real (tiny) Wan VAE
+rendered to a lossless file, its frames equal to what ZeroCopyFilmAssemble gives; its VIDEO output
+taken by core's GetVideoComponents; another take chosen and rendered again (that shot decoded
+alone); the editor's timeline read back with OpenTimelineIO; an audio-video film (fake decoding
+VAEs, named as fakes: no tiny LTX-2 VAE exists) muxed in sync; the refusals a user meets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from test_families_support import pack, pack_module, shared_store  # noqa: F401
+from test_film import assemble, shot_graph
+
+from conftest import ComfyRunError, Graph
+
+av = pytest.importorskip("av")
+
+
+def render(comfy, tag, *, vae_name=None, audio=False, components=False, **settings):
+    """ZeroCopyFilmRender on the film; (video, info, the run, the node), and with ``components``
+    core's GetVideoComponents of its VIDEO (images, audio, fps)."""
+    g = Graph()
+    extra = {}
+    if vae_name:
+        vae = g.out(g.add("VAELoader", vae_name=vae_name))
+    else:
+        fakes = g.add("ZCTestDecodingVAEs")
+        vae = g.out(fakes, 0)
+        if audio:
+            extra["audio_vae"] = g.out(fakes, 1)
+    inputs = {"format": "ffv1-mkv", "frame_rate": 16.0, "quality": 19, "folder": "zerocopy",
+              "crossfade_frames": 0, "first_shot": 1, "last_shot": 0, "seam_trim": -1, "timeline": True,
+              **settings}
+    node = g.add("ZeroCopyFilmRender", buffer_tag=tag, vae=vae, **extra, **inputs)
+    targets = [node]
+    parts = None
+    if components:
+        parts = g.add("GetVideoComponents", video=g.out(node, 0))
+        targets.append(parts)
+    run = comfy.run(g.prompt, targets=targets)
+    out = [comfy.output(run, node, 0), comfy.output(run, node, 1), run, node]
+    if components:
+        out.append(tuple(comfy.output(run, parts, i) for i in range(3)))
+    return out
+
+
+def frames_of(path: Path) -> np.ndarray:
+    with av.open(str(path)) as container:
+        return np.stack([f.to_ndarray(format="rgb24") for f in container.decode(video=0)])
+
+
+def test_a_real_film_renders_to_a_file_equal_to_the_assembly_and_a_new_take_decodes_one_shot(
+        comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+    tag = "film_render"
+    unet, vae = tiny_wan21_t2v.name, wan21_vae.name
+    comfy.run(shot_graph(unet, vae, tag, 71, fallback=True)[0].prompt)  # gen 1 start image, gen 2 shot 1
+    comfy.run(shot_graph(unet, vae, tag, 72)[0].prompt)  # gen 3: shot 2
+    comfy.run(shot_graph(unet, vae, tag, 73)[0].prompt)  # gen 4: shot 3
+    images, _, _ = assemble(comfy, tag, vae_name=vae)
+    video, info, run, node, (parts, sound, fps) = render(comfy, tag, vae_name=vae, components=True)
+    path = Path(comfy.output_dir) / "zerocopy" / f"{tag}.mkv"
+    assert path.is_file() and Path(video.get_stream_source()) == path, info
+    film = frames_of(path)
+    expected = (images.float().clamp(0, 1) * 255).round().to(torch.uint8).numpy()
+    assert film.shape == expected.shape and np.array_equal(film, expected), (film.shape, expected.shape)
+    # core's own VIDEO node reads it: the same frames, at the film's rate, no sound
+    assert tuple(parts.shape) == tuple(images.shape) and float(fps) == 16.0 and sound is None
+    assert torch.allclose(parts.float(), torch.from_numpy(expected).float() / 255, atol=1.5 / 255)
+    assert info.splitlines()[0].startswith(f"ZeroCopy film {tag!r}: 3 shots, {len(film)} frames"), info
+    assert "3 shot(s) decoded, 0 reused" in info and "timeline: film_render.otio with 3 clips" in info, info
+    preview = run.ui[node]["images"][0]  # the node shows the film, as core's Save Video does
+    assert (preview["filename"], preview["subfolder"], preview["type"]) == (f"{tag}.mkv", "zerocopy", "output")
+    # the timeline opens in OpenTimelineIO: three clips over the per-shot clip files, the film's length
+    otio = pytest.importorskip("opentimelineio")
+    timeline = otio.adapters.read_from_file(str(path.with_suffix(".otio")))
+    clips = list(timeline.tracks[0].find_clips())
+    assert len(clips) == 3 and timeline.tracks[0].duration().to_frames() == len(film)
+    for clip in clips:
+        assert (path.parent / clip.media_reference.target_url).is_file()
+    # another take of shot 3, chosen: the render decodes that shot alone
+    comfy.run(shot_graph(unet, vae, tag, 74, generation=3)[0].prompt)  # gen 5: shot 3, take 2
+    film_view = pack_module(pack, "zc_nodes.film_view")
+    film_view.choose(tag, 5)
+    _, info, *_ = render(comfy, tag, vae_name=vae)
+    assert "1 shot(s) decoded, 2 reused" in info and "shot 3: generation 5, take 2/2" in info, info
+    images, _, _ = assemble(comfy, tag, vae_name=vae)
+    assert np.array_equal(frames_of(path), (images.float().clamp(0, 1) * 255).round().to(torch.uint8).numpy())
+    clips = list(otio.adapters.read_from_file(str(path.with_suffix(".otio"))).tracks[0].find_clips())
+    assert "1 other take" in clips[2].markers[0].name and "gen 4" in clips[2].markers[0].name
+    assert len(list((path.parent / f"{tag}_clips").iterdir())) == 3  # the replaced take's clip is gone
+
+
+def test_an_audio_video_film_is_muxed_in_sync(comfy, captures, pack):
+    """The LTX-2-shaped film of test_film (three shots, trim 8) rendered with its sound: H.264 and
+    AAC in MP4, the sound as long as the picture within one frame, the picture's frame count the
+    assembly's."""
+    from zc_continuity import bundle_layout, lineage
+    from zc_engine import digest_tensor
+
+    tag = "film_av_render"
+    store = shared_store(pack)
+    parent = None
+    for seed in (1, 2, 3):
+        g = torch.Generator().manual_seed(seed)
+        video, audio = torch.randn(1, 128, 3, 2, 2, generator=g), torch.randn(1, 8, 17, 16, generator=g)
+        tensors, meta = bundle_layout.bundle_tensors([video, audio])
+        meta["family"] = "ltxav"
+        if parent is not None:
+            tail = store.get(tag, parent).tensors["latent_tensor"][:, :, -1:]
+            meta["lineage"] = lineage.record(lineage.marker(
+                parent_tag=tag, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
+                used_digest=digest_tensor(tail), adapter="ltx_latent_guide", trim=8))
+        parent = store.put(tag, tensors, meta, spill=True)
+    _, info, *_ = render(comfy, tag, audio=True, format="h264-mp4", frame_rate=25.0)
+    path = Path(comfy.output_dir) / "zerocopy" / f"{tag}.mp4"
+    with av.open(str(path)) as container:
+        frames = sum(1 for _ in container.decode(video=0))
+    with av.open(str(path)) as container:
+        stream = container.streams.audio[0]
+        samples = sum(f.samples for f in container.decode(stream))
+        rate = stream.codec_context.sample_rate
+    assert frames == 3 * 17 - 2 * 8, info
+    assert abs(samples / rate - frames / 25.0) <= 1 / 25.0 + 1024 / rate, (samples, rate, frames)
+    assert f"audio: {frames * 640} samples at 16000 Hz" in info, info
+
+
+def test_the_render_refuses_what_it_cannot_do_with_the_fix(comfy, captures, pack):
+    with pytest.raises(ComfyRunError, match="film_never_rendered.*ZeroCopyLatentStore"):
+        render(comfy, "film_never_rendered")
+    with pytest.raises(ComfyRunError, match="not on the film's line of 3 shots"):
+        render(comfy, "film_av_render", first_shot=5, audio=True)
+    with pytest.raises(ComfyRunError, match="folder"):
+        render(comfy, "film_av_render", folder="../outside")
