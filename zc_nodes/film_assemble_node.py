@@ -6,6 +6,14 @@ every shot on the line from the store (verified against its digests first), drop
 overlap, optionally crossfades a few frames there, and joins the clips in order (film_join).
 Audio-video shots (LTX-2) decode their audio stream too, joined at the same seams.
 
+Memory: the film's IMAGE batch is allocated once, at the size projected from the first shot
+(its pixel frames per latent frame, film_join.pixel_frames), and each shot's kept frames are
+written into it as soon as the shot is decoded; the clip is then dropped. The peak is the film
+plus one decoded shot, not the film twice. Every shot is checked against the projection (a shot
+that decodes to other frames regrows the batch once, never gives wrong frames), and a film that
+cannot fit in the memory there is (``memory_available``, with a margin) is refused after its first
+shot, before any more are decoded: long films go to a video file with ZeroCopyFilmRender.
+
 A film with a shot the engine cannot place (its parent has no spill file: pruned, deleted, or a
 farm worker that never received the film's first shots) is refused, naming the shot, why and
 what to do: the node never returns fewer shots than the film has without saying so. The
@@ -15,6 +23,10 @@ from Redis when it still holds them (farm_link.complete_film).
 """
 
 from __future__ import annotations
+
+import math
+
+import torch
 
 from .api_version import io
 
@@ -26,8 +38,61 @@ from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import NotFound, ZeroCopyError
 
 
+MARGIN = 0.9  # a film may use at most this share of the free memory: the rest is the system's and ComfyUI's
+
+
 def frames_of(image) -> int:
     return int(image.shape[0])
+
+
+def latent_frames(latent) -> int:
+    """A shot's latent frames, as the engine's film counts them: axis 2 of a 5-D video latent, the
+    batch of a 4-D image one."""
+    return int(latent.shape[2] if latent.ndim == 5 else latent.shape[0])
+
+
+def memory_available(device=None) -> int | None:
+    """Bytes that can still be allocated where the film's frames go: the RAM free now (psutil) for
+    a batch on the CPU, the free memory of the device (and torch's cached blocks) for a CUDA one;
+    None when unknown (no psutil: the check is skipped, logged at debug level)."""
+    try:
+        if getattr(device, "type", "cpu") == "cuda":
+            free, _ = torch.cuda.mem_get_info(device)
+            return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
+        import psutil
+        return int(psutil.virtual_memory().available)
+    except Exception as exc:  # noqa: BLE001 - unknown: assemble without the check rather than refuse
+        log.debug("no figure of free memory (%s): the film's size is not checked against it", exc)
+        return None
+
+
+def size_text(count: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{int(count)} bytes"
+
+
+def check_fits(tag: str, frames: int, clip, shot_frames: int) -> None:
+    """Refuse, before decoding more shots, a film whose IMAGE batch (``frames`` frames of the
+    decoded ``clip``'s size) and one shot of ``shot_frames`` frames beside it (while decoding) need
+    more than MARGIN of the memory there is: what memory_available says plus the clip, which is
+    already held and is freed as the film fills."""
+    if not isinstance(clip, torch.Tensor) or clip.ndim != 4:
+        return  # not an IMAGE batch: the join names it
+    free = memory_available(clip.device)
+    if free is None:
+        return
+    frame = math.prod(clip.shape[1:]) * clip.element_size()
+    film, shot, have = frames * frame, shot_frames * frame, free + frames_of(clip) * frame
+    if film + shot <= MARGIN * have:
+        return
+    where = "this machine" if clip.device.type == "cpu" else f"device {clip.device}"
+    raise ContinuityError(
+        f"film {tag!r} needs {size_text(film)} as an IMAGE batch ({frames} frames of "
+        f"{clip.shape[2]}x{clip.shape[1]}; one shot {size_text(shot)} more while decoding) and {where} has "
+        f"{size_text(have)} free (the node uses at most {MARGIN:.0%} of it): render it to a video file with "
+        "ZeroCopyFilmRender (memory of one shot), or assemble fewer shots with first_shot/last_shot")
 
 
 def gaps(doc: dict) -> list[str]:
@@ -76,7 +141,9 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
                 "after its digests verify, the frames each shot repeats of the one before dropped, "
                 "with an optional crossfade at the seams. Audio-video shots give their audio too. A film "
                 "with a shot that cannot be placed (a missing parent) fails with its name, unless "
-                "assemble_incomplete is on (off by default)."),
+                "assemble_incomplete is on (off by default). The whole film is held in memory as "
+                "one IMAGE batch (a film too large for it is refused after its first shot): render "
+                "long films to a video file with ZeroCopyFilmRender, which holds one shot at a time."),
             inputs=[
                 io.String.Input("buffer_tag", default=DEFAULT_TAG,
                                 tooltip="The film's tag (typed, or linked from the String node that names it)."),
@@ -152,9 +219,13 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
         trims = film_join.seam_trims(shots, seam_trim)
         store = runtime.store()
         progress = comfy_calls.progress_bar(len(shots))
-        clips, waves, sample_rate, lines = [], [], None, []
-        for place, (shot, trim) in enumerate(zip(shots, trims), start=first_shot):
-            generation = shot["generation"]
+        # The film's latent frames per shot (the engine's film doc); pixel frames are projected
+        # from the shots decoded so far and checked as each shot decodes.
+        planned = [int(shot.get("frames") or 0) for shot in shots]
+        known, projected, joiner, decoded, mismatches = [], [], None, 0, []
+        waves, sample_rate, lines = [], None, []
+        for index, (shot, trim) in enumerate(zip(shots, trims)):
+            place, generation = first_shot + index, shot["generation"]
             try:
                 stored = store.get(buffer_tag, generation, verify=True)
             except ZeroCopyError as exc:
@@ -167,7 +238,23 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
                                       f"{streams[0].shape[0]}; a film joins one clip per shot, so store "
                                       "batch 1 shots (or split the batch before the Store)")
             clip = comfy_calls.vae_decode(vae, streams[0])
-            clips.append(clip)
+            count = frames_of(clip)
+            if joiner is None or count != projected[index]:
+                if joiner is not None:
+                    mismatches.append(f"shot {place} decoded to {count} frames where {projected[index]} were "
+                                      f"projected from its {latent_frames(streams[0])} latent frames")
+                known.append((latent_frames(streams[0]), count))
+                projected[index:] = [count] + [film_join.pixel_frames(t, known) for t in planned[index + 1:]]
+                total = film_join.joined_length(projected, trims, crossfade_frames)
+                if joiner is None or total > joiner.capacity:
+                    check_fits(buffer_tag, total, clip, max(projected[index:]))
+                if joiner is None:
+                    joiner = film_join.FrameJoiner(total, trims, crossfade_frames)
+                else:
+                    joiner.expect(total)
+            joiner.add(clip)
+            del clip  # its frames are in the film now: one decoded shot in memory at a time
+            decoded += count
             if audio_vae is not None:
                 if len(streams) < 2:
                     raise ContinuityError(f"shot {place} (generation {generation}) has no audio stream; "
@@ -178,24 +265,27 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
                                           f"{sample_rate} Hz; use one audio VAE for the whole film")
                 waves.append(wave)
                 sample_rate = rate
-            kept = frames_of(clip) - trim
             lines.append(f"shot {place}: generation {generation}, take {shot.get('take', 1)}/"
-                         f"{shot.get('takes', 1)}, {frames_of(clip)} frames, trim {trim}"
-                         f", {kept} kept")
+                         f"{shot.get('takes', 1)}, {count} frames, trim {trim}"
+                         f", {count - trim} kept")
             progress.update(1)
-        images = film_join.join_frames(clips, trims, crossfade_frames)
+        images = joiner.result()
         audio = None
         if waves:
             joined = film_join.join_audio(waves, trims, sample_rate / float(frame_rate), crossfade_frames)
             audio = {"waveform": joined, "sample_rate": int(sample_rate)}
-        seams = len(clips) - 1
-        head = (f"ZeroCopy film {buffer_tag!r}: {len(clips)} shots"
+        seams = len(shots) - 1
+        head = (f"ZeroCopy film {buffer_tag!r}: {len(shots)} shots"
                 + (f" (INCOMPLETE: {len(missing)} shot(s) could not be placed)" if missing else "")
                 + f", {frames_of(images)} frames = "
-                f"{sum(frames_of(c) for c in clips)} decoded - {sum(trims)} trimmed"
+                f"{decoded} decoded - {sum(trims)} trimmed"
                 + (f" - {seams} x {crossfade_frames} crossfaded" if crossfade_frames and seams else ""))
         notes = [f"note: {p}" for p in doc.get("problems", []) if p not in missing]
         notes += [f"LEFT OUT (assemble_incomplete is on): {p}" for p in missing]
+        if mismatches:
+            notes.append(f"note: {'; '.join(mismatches)}: the film's batch was projected again"
+                         + (f" and reallocated {joiner.grown} time(s) (the film twice in memory for a "
+                            "moment)" if joiner.grown else ""))
         info = "\n".join([head, *lines, *notes])
         log.info(info.replace("\n", " | "))
         return io.NodeOutput(images, audio, info)
