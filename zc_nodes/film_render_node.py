@@ -26,6 +26,7 @@ from . import comfy_calls, farm_link, film_view, runtime
 from ._pack import log
 from .api_version import FOLDED, io
 from .film_assemble_node import gaps, incomplete_error, partial_line
+from .sockets import ContinuityToken
 from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
 
 DECODES = ["auto", "tiled"]
@@ -118,6 +119,10 @@ class ZeroCopyFilmRender(io.ComfyNode):
                                  tooltip="Off (default, strict): fails, naming the shot and why, when the film "
                                          "has a shot it cannot place. On: renders the shots of the line that "
                                          "verify and lists the ones left out in info."),
+                ContinuityToken.Input("continuity", optional=True,
+                                      tooltip="Link from ZeroCopyLatentStore (or from End Loop, carrying it) "
+                                              "so the render runs after the film's last shot is stored; its "
+                                              "tag is the film rendered."),
                 io.Combo.Input("decode", options=DECODES, default="auto", optional=True, **FOLDED,
                                tooltip="auto: core's VAE decode (it tiles by itself when memory runs short). "
                                        "tiled: core's tiled decode with the sizes below, for shots too large "
@@ -162,8 +167,10 @@ class ZeroCopyFilmRender(io.ComfyNode):
     @classmethod
     def execute(cls, buffer_tag=DEFAULT_TAG, vae=None, format=formats.DEFAULT, frame_rate=16.0, quality=19,
                 folder="zerocopy", crossfade_frames=0, first_shot=1, last_shot=0, seam_trim=-1, timeline=True,
-                audio_vae=None, assemble_incomplete=False, decode="auto", tile_size=512, tile_overlap=64,
-                temporal_size=64, temporal_overlap=8) -> io.NodeOutput:
+                audio_vae=None, assemble_incomplete=False, continuity=None, decode="auto", tile_size=512,
+                tile_overlap=64, temporal_size=64, temporal_overlap=8) -> io.NodeOutput:
+        if continuity is not None:
+            buffer_tag = continuity["tag"]
         problem = tag_problem(buffer_tag) or (prefix_problem(folder) and f"folder: {prefix_problem(folder)}")
         if problem:
             raise ValueError(problem)

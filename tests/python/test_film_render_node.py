@@ -122,6 +122,9 @@ def test_the_node_renders_the_chosen_line_with_its_trims_and_follows_a_new_take(
     clips = sorted(p.name for p in (out / "films" / f"{TAG}_clips").iterdir())
     assert len(clips) == 3 and clips[2].startswith("shot_0003_gen_000004_"), clips
     assert (out / "films" / f"{TAG}.otio").is_file() or "no editor timeline" in info
+    # linked from a Store's continuity (or End Loop carrying it): its tag is the film rendered
+    _, info, _ = render(module, buffer_tag="some_other_tag", continuity={"tag": TAG, "generation": g4})
+    assert info.startswith(f"ZeroCopy film {TAG!r}: 3 shots") and "0 shot(s) decoded, 3 reused" in info, info
 
 
 def test_a_corrupt_shot_is_refused_as_the_assembly_refuses_it_unless_incomplete_is_asked(node):
