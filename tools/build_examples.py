@@ -927,8 +927,11 @@ def wan21_loop_film(schemas):
     """Wan 2.1 I2V, a whole film in one prompt with core's native loop (ComfyUI v0.36+ StartLoop /
     EndLoop): each iteration's Handoff continues the shot the previous iteration stored, carried as
     the loop value (Store.continuity -> EndLoop.next_iteration_value -> StartLoop.current_iteration_value
-    -> Handoff.continuity); the models and the start image load once, outside the loop. Not run here:
-    no ComfyUI with loops could be tested (docs/compatibility.md, Loops)."""
+    -> Handoff.continuity); the models and the start image load once, outside the loop. The loop
+    carries continuity tokens only, never frames: after it, ZeroCopyFilmRender (continuity from End
+    Loop's output, the last shot's token) renders the film from the store to
+    output/zerocopy/wan21_loop_film.mp4 with its clips and .otio, one shot in memory at a time. Not
+    run here: no ComfyUI with loops could be tested (docs/compatibility.md, Loops)."""
     from comfy_workflows import Workflow
 
     wf = Workflow(schemas, "wan21_i2v_loop_film")
@@ -938,19 +941,23 @@ def wan21_loop_film(schemas):
         [
             "## Wan 2.1 I2V: a 6-shot film in one prompt (ComfyUI v0.36+ loops)",
             "Needs ComfyUI v0.36 or later (Start Loop / End Loop). Start Loop runs the body (Handoff,",
-            "KSampler, Store, VAE Decode) once per shot. Each Store's `continuity` goes to End Loop's",
+            "KSampler, Store) once per shot. Each Store's `continuity` goes to End Loop's",
             "`next_iteration_value`, which the next iteration's Start Loop hands out as",
             "`current_iteration_value`, linked to the Handoff's `continuity`: shot k continues exactly",
             "the shot k-1 stored, bit-identical, and waits for it. The first iteration has no carried",
             "value: its Handoff starts from the start image (or the tag's newest shot). The seed is",
-            "the iteration index. Save runs after the loop, once per shot (End Loop accumulates the",
-            "decoded frames). Queued again, the loop continues the film. `cache_iterations` may stay",
-            "off (every iteration runs) or be on.",
+            "the iteration index. The loop carries continuity tokens only: End Loop does not",
+            "accumulate frames (its `output_value` is the Store's `continuity` too, so after the loop",
+            "it gives the last shot's token). After the loop, ZeroCopy Film Render renders the film",
+            "from the store to output/zerocopy/wan21_loop_film.mp4, with its clips and .otio, one shot",
+            "in memory at a time, however long the film. Queued again, the loop continues the film",
+            "and the render decodes only the new shots. `cache_iterations` may stay off (every",
+            "iteration runs) or be on.",
             "Checked against the loop nodes' schema as read (comfy_extras/nodes_loop.py @023f153c)",
             "and by emulating the loop's expansion on ComfyUI v0.33.0 and master; not run on a",
             "ComfyUI with loops.",
         ],
-        size=(460, 420),
+        size=(460, 480),
     )
     unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name=RELEASE.unet, weight_dtype="default")
     pin = _pin(wf, unet.out(0))
@@ -975,12 +982,16 @@ def wan21_loop_film(schemas):
                         sampler_args)
     store = wf.add("ZeroCopyLatentStore", (1280, 320), size=(340, 260), samples=sampled.out(0), buffer_tag=tag,
                    model=model.out(0), title="Store this iteration's shot")
-    decode = wf.add("VAEDecode", (1280, 640), size=(220, 50), samples=store.out(0), vae=vae.out(0))
-    wf.group("The loop body: one shot per iteration", [handoff, sampled, store, decode])
-    end = wf.add("EndLoop", (1700, 320), size=(300, 110), output_value=decode.out(0),
-                 next_iteration_value=store.out(1), accumulate=True, title="End Loop: carries the shot")
-    wf.add("SaveAnimatedWEBP", (1700, 520), size=(300, 330), images=end.out(0), filename_prefix="zerocopy/loop_shot",
-           fps=16.0, lossless=False, quality=90, method="default")
+    wf.group("The loop body: one shot per iteration", [handoff, sampled, store])
+    # the loop carries tokens only: output_value is the Store's continuity as well (accumulate off), so
+    # End Loop's output after the loop is the last shot's token, and no frame is held across iterations
+    end = wf.add("EndLoop", (1700, 320), size=(300, 110), output_value=store.out(1),
+                 next_iteration_value=store.out(1), accumulate=False, title="End Loop: carries the shot")
+    # after the loop, in a column of its own (nothing right of or below it, however tall a frontend draws it)
+    wf.add("ZeroCopyFilmRender", (2060, 0), size=(380, 760), buffer_tag=tag, vae=vae.out(0), format="h264-mp4",
+           frame_rate=16.0, quality=19, folder="zerocopy", crossfade_frames=0, first_shot=1, last_shot=0,
+           seam_trim=-1, timeline=True, assemble_incomplete=False, continuity=end.out(0), decode="auto",
+           title="Render the film (after the loop)")
     return wf
 
 

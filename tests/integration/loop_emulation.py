@@ -19,12 +19,20 @@ there, reimplemented here:
 - every id gets GraphBuilder's prefix ``"{start_id}.{call_index}.{graph_index}."`` (``"12.0.0."``:
   so a body node 7 of iteration 3 runs as ``"12.0.0.3_7"``);
 - fingerprints: the iteration node is NaN (always re-runs) unless ``cache_iterations``; the
-  progress and result nodes always NaN (tests/integration/zc_loop_test_nodes).
+  progress and result nodes always NaN (tests/integration/zc_loop_test_nodes);
+- EndLoop's output used after the loop, with ``accumulate`` off: core overrides EndLoop (its loop
+  inputs removed) and, once the result node releases it, EndLoop returns a list of one value, the
+  last iteration's ``output_value``, which ComfyUI runs each node after the loop on once. Here a
+  link to EndLoop's output becomes a link to the last iteration's copy of that source (the same
+  value, the same single run; the node runs after that copy, though not necessarily after the
+  progress and result nodes, which hold nothing it reads).
 
 Not emulated (say so where it matters): the display id (``override_display_id``: a real loop's
 copies report their original node id as display id; here there is none), that the expansion
 happens at run time (here the whole expanded prompt is validated up front, so links into the body
-are type-checked, which a real expansion does not do), and EndLoop outputs used after the loop.
+are type-checked, which a real expansion does not do), and EndLoop outputs used after the loop with
+``accumulate`` on (a list of every iteration's value) or from a loop of no iteration (an empty list:
+the nodes after it do not run).
 """
 
 from __future__ import annotations
@@ -71,15 +79,21 @@ def expand_loop(prompt: dict, start_id: str, end_id: str, *, iterations: int | N
     assert start["class_type"] == "StartLoop" and end["class_type"] == "EndLoop"
     body = loop_body(prompt, start_id, end_id)
     outside = {k: v for k, v in prompt.items() if k not in body and k not in (start_id, end_id)}
-    for node_id, node in outside.items():
-        assert not any(link[0] in body | {start_id, end_id} for link in _links(node)), (
-            f"node {node_id} uses the loop's outputs after it: not emulated")
     values = list(range(len(list_items) if list_items is not None else iterations))
     prefix = f"{start_id}.{call_index}.{graph_index}."
     close = end["inputs"]
     output_source, next_source = close.get("output_value"), close.get("next_iteration_value")
     terminations = [v for k, v in sorted(close.items()) if k.startswith("termination") and _is_link(v)]
     accumulate = bool(close.get("accumulate", False))
+    after = set()  # nodes after the loop, fed by EndLoop's output
+    for node_id, node in outside.items():
+        assert not any(link[0] in body | {start_id} for link in _links(node)), (
+            f"node {node_id} uses the loop body's or Start Loop's outputs outside the loop: not emulated")
+        if any(link[0] == end_id for link in _links(node)):
+            assert not accumulate and _is_link(output_source) and values, (
+                f"node {node_id} uses End Loop's output after a loop that accumulates, has no output_value "
+                "or no iteration: not emulated")
+            after.add(node_id)
     used = {link[1] for node_id in (*body, end_id) for link in _links(prompt[node_id]) if link[0] == start_id}
     carried = start["inputs"].get("initial_iteration_value")
     dependencies: list = []
@@ -117,6 +131,7 @@ def expand_loop(prompt: dict, start_id: str, end_id: str, *, iterations: int | N
         dependencies = []
         if _is_link(output_source):
             out = relinked(output_source)
+            last_output = out
             if accumulate:
                 result_inputs[f"output{position}"] = out
             elif position == len(values) - 1:
@@ -136,4 +151,9 @@ def expand_loop(prompt: dict, start_id: str, end_id: str, *, iterations: int | N
         result_inputs["progress"] = progress_link
     result_inputs.update({f"dependency{i}": d for i, d in enumerate(dependencies)})
     expanded[f"{prefix}result"] = {"class_type": RESULT, "inputs": result_inputs}
+    for node_id in after:  # End Loop's output (a list of the last output_value): that value itself
+        inputs = outside[node_id]["inputs"]
+        for name, value in inputs.items():
+            if _is_link(value) and value[0] == end_id:
+                inputs[name] = list(last_output)
     return {**outside, **expanded}

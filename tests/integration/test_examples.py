@@ -149,7 +149,8 @@ def test_the_loop_example_expands_as_a_native_loop_does(schemas):
     StartLoop does (loop_emulation: ``_expand_loop`` of comfy_extras/nodes_loop.py @023f153c as
     read): one copy of the body per iteration with ids "{start}.0.0.{p}_{id}", iteration p's
     Handoff continuing iteration p-1's Store through the carried value, the models and the start
-    image outside (one node for all iterations), and the save after the loop."""
+    image outside (one node for all iterations), no decode in the body (the loop carries tokens,
+    never frames), and the film's render after the loop, fed the last Store's token."""
     from comfy_workflows import to_api_prompt, validate
     from loop_emulation import expand_loop, loop_body
 
@@ -162,15 +163,23 @@ def test_the_loop_example_expands_as_a_native_loop_does(schemas):
     iterations = prompt[start]["inputs"]["mode.num_iterations"]
     assert iterations == 6
     body = loop_body(prompt, start, end)
-    assert {prompt[i]["class_type"] for i in body} == {"ZeroCopyLatentHandoff", "KSampler", "ZeroCopyLatentStore",
-                                                       "VAEDecode"}
-    # what uses End Loop's outputs after the loop (the save) is not emulated (loop_emulation): it
-    # is checked here as a link only, then left out of the expansion
+    assert {prompt[i]["class_type"] for i in body} == {"ZeroCopyLatentHandoff", "KSampler", "ZeroCopyLatentStore"}
+    assert "VAEDecode" not in {prompt[i]["class_type"] for i in body}, "frames decoded (and held) in the loop"
+    # End Loop: the Store's token both carried and returned, nothing accumulated
+    store = ids["ZeroCopyLatentStore"]
+    assert prompt[end]["inputs"] == {"accumulate": False, "output_value": [store, 1],
+                                     "next_iteration_value": [store, 1]}
     after = [i for i, node in prompt.items() if [end, 0] in node["inputs"].values()]
-    assert [prompt[i]["class_type"] for i in after] == ["SaveAnimatedWEBP"]
-    out = expand_loop({k: v for k, v in prompt.items() if k not in after}, start, end, iterations=iterations)
+    assert [prompt[i]["class_type"] for i in after] == ["ZeroCopyFilmRender"]
+    render = prompt[after[0]]["inputs"]
+    assert render["vae"] == [ids["VAELoader"], 0] and render["continuity"] == [end, 0]
+    assert (render["format"], render["frame_rate"], render["folder"]) == ("h264-mp4", 16.0, "zerocopy")
+    out = expand_loop(prompt, start, end, iterations=iterations)
     prefix = f"{start}.0.0."
-    hand, store, sampler = ids["ZeroCopyLatentHandoff"], ids["ZeroCopyLatentStore"], ids["KSampler"]
+    hand, sampler = ids["ZeroCopyLatentHandoff"], ids["KSampler"]
+    # after the loop: one render (not copied per iteration), of the last iteration's stored shot
+    assert out[after[0]]["inputs"]["continuity"] == [f"{prefix}{iterations - 1}_{store}", 1]
+    assert not [k for k in out if k.endswith(f"_{after[0]}")]
     for p in range(iterations):
         iteration = out[f"{prefix}iteration_{p}"]["inputs"]
         assert out[f"{prefix}{p}_{hand}"]["inputs"]["continuity"] == [f"{prefix}iteration_{p}", 4]

@@ -4,8 +4,11 @@ stand-ins for the loop's internal nodes (zc_loop_test_nodes).
 
 The wiring (docs/compatibility.md, "Loops"): StartLoop(List: one prompt per shot) ->
 list_item -> Handoff.prompt, current_iteration_value -> Handoff.continuity; Handoff -> KSampler
-(seed <- iteration_index) -> Store; Store.continuity -> EndLoop.next_iteration_value. The loader,
-text encoder and VAE sit outside the loop and run once."""
+(seed <- iteration_index) -> Store; Store.continuity -> EndLoop.next_iteration_value and
+EndLoop.output_value (accumulate off: the loop carries tokens, never frames). The loader, text
+encoder and VAE sit outside the loop and run once. After the loop, ZeroCopyFilmRender (continuity
+<- EndLoop's output: the last shot's token) renders the film from the store to an H.264 file, one
+shot in memory at a time (the shipped example's wiring)."""
 
 from __future__ import annotations
 
@@ -52,7 +55,11 @@ def loop_film(unet, vae_name, tag, *, cache_iterations=False):
                            negative=g.out(ids["hand"], 2), latent_image=g.out(ids["hand"], 1), denoise=1.0)
     ids["store"] = g.add("ZeroCopyLatentStore", samples=g.out(ids["sampler"]), buffer_tag=tag,
                          model=g.out(ids["model"]))
-    ids["end"] = g.add("EndLoop", next_iteration_value=g.out(ids["store"], 1), accumulate=False)
+    ids["end"] = g.add("EndLoop", output_value=g.out(ids["store"], 1), next_iteration_value=g.out(ids["store"], 1),
+                       accumulate=False)
+    ids["render"] = g.add("ZeroCopyFilmRender", buffer_tag=tag, vae=g.out(ids["vae"]), format="h264-mp4",
+                          frame_rate=16.0, quality=19, folder="zerocopy", crossfade_frames=0, first_shot=1,
+                          last_shot=0, seam_trim=-1, timeline=True, continuity=g.out(ids["end"], 0))
     return g.prompt, ids
 
 
@@ -77,6 +84,11 @@ def test_the_expansion_matches_core_ids_links_and_fingerprints(tiny_wan21_t2v):
         assert iteration["reuse_cache"] is False and iteration["is_first"] is False  # is_first unused
     assert ids["start"] not in out and ids["end"] not in out and ids["hand"] not in out
     assert out[f"{prefix}result"]["inputs"]["dependency0"] == [f"{prefix}5_{ids['store']}", 1]
+    assert out[f"{prefix}result"]["inputs"]["output0"] == [f"{prefix}5_{ids['store']}", 1]  # the last token only
+    assert not [k for k in out[f"{prefix}result"]["inputs"] if k.startswith("output") and k != "output0"]
+    # after the loop, once: the render of the last iteration's stored shot (End Loop's output)
+    assert out[ids["render"]]["inputs"]["continuity"] == [f"{prefix}5_{ids['store']}", 1]
+    assert not [k for k in out if k.endswith(f"_{ids['render']}")]
     sys.path.insert(0, str(HERE))
     import zc_loop_test_nodes as stand_ins
     assert math.isnan(stand_ins.ZCTestLoopIteration.fingerprint_inputs(reuse_cache=False))
@@ -105,6 +117,7 @@ def test_a_six_shot_film_in_one_prompt(comfy, captures, pack, loop_nodes, tiny_w
     start = store.get(tag, 1)
     assert start.meta["kind"] == "start_image"
     previous = start
+    trims = []
     for p in range(6):
         shot = store.get(tag, p + 2)
         hop = json.loads(shot.meta["lineage"])
@@ -114,25 +127,49 @@ def test_a_six_shot_film_in_one_prompt(comfy, captures, pack, loop_nodes, tiny_w
         assert hop.get("seed") in (None, p)
         tail = previous.tensors["latent_tensor"][:, :, -1:]
         assert hop["tail_digest"] == digest_tensor(tail) == hop["used_digest"]  # bit-identical hop
+        trims.append(int(hop.get("trim") or 0))
         info = comfy.output(run, f"{prefix}{p}_{ids['hand']}", 3)
         if p:  # the Handoff of iteration p used iteration p-1's shot, not its own (stored after it)
             assert "bit-identical: yes" in info and f"generation {p + 1}" in info, info
         previous = shot
+    # the render after the loop: the six shots, each decoded once (9 frames: 3 latent frames), the
+    # first keeping every frame, each later one losing the frames its lineage says repeat the shot before
+    film = Path(comfy.output_dir) / "zerocopy" / f"{tag}.mp4"
+    assert film_frames(film) == 6 * WAN["length"] - sum(trims[1:]), comfy.output(run, ids["render"], 1)
+    info = comfy.output(run, ids["render"], 1)
+    assert info.startswith(f"ZeroCopy film {tag!r}: 6 shots, {film_frames(film)} frames"), info
+    assert "6 shot(s) decoded, 0 reused" in info, info
+    assert (film.parent / f"{tag}.otio").is_file() and len(list((film.parent / f"{tag}_clips").iterdir())) == 6
+    assert run.ui[ids["render"]]["images"][0]["filename"] == film.name  # the node shows the film
     store.flush()  # every spill file written: `zc film` reads the folder as a restart would
     done = zc_film(store.spill_dir, tag)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "7 shots on the line, all hops verified" in done.stdout, done.stdout  # start image + 6 shots
     # queued again: with cache_iterations the first Handoff still sees a new newest shot, so the
     # whole loop runs again and continues the film (6 more shots, none skipped, none twice)
-    comfy.run(run_prompt)
+    run = comfy.run(run_prompt)
     assert store.describe_tag(tag)["last_generation"] == 13
     again = json.loads(store.get(tag, 8).meta["lineage"])
     assert again["parent_generation"] == 7
+    # the render after it: the whole 12-shot film, the first six shots taken from the render cache
+    info = comfy.output(run, ids["render"], 1)
+    assert info.startswith(f"ZeroCopy film {tag!r}: 12 shots, {film_frames(film)} frames"), info
+    assert "6 shot(s) decoded, 6 reused" in info, info
+    trims += [int(json.loads(store.get(tag, g).meta["lineage"]).get("trim") or 0) for g in range(8, 14)]
+    assert film_frames(film) == 12 * WAN["length"] - sum(trims[1:]), info
     spill = store.spill_dir
     pack_module(pack, "zc_nodes.runtime").reset()  # a restart: spills flushed
     done = zc_film(spill, tag)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "13 shots on the line, all hops verified" in done.stdout, done.stdout
+
+
+def film_frames(path: Path) -> int:
+    """The frames of a video file, decoded (PyAV)."""
+    av = pytest.importorskip("av")
+    assert path.is_file(), f"no film at {path}"
+    with av.open(str(path)) as container:
+        return sum(1 for _ in container.decode(video=0))
 
 
 def zc_film(spill, tag):

@@ -2,8 +2,10 @@
 tools/build_examples.py) against core's loop nodes as read: the schema of StartLoop and EndLoop
 in ``comfy_extras/nodes_loop.py`` of Comfy-Org/ComfyUI at commit 023f153c (transcribed below by
 reading it; no ComfyUI here has loops, so this is a check against that reading, not against a
-running ComfyUI), and the wiring docs/compatibility.md ("Loops") gives for the Store and Handoff.
-Its expansion through real ComfyUI is tests/integration/test_loop_film.py's emulation."""
+running ComfyUI), and the wiring docs/compatibility.md ("Loops") gives for the Store and Handoff:
+the loop carries continuity tokens only (no frame is decoded in the body, none accumulated by End
+Loop) and ZeroCopyFilmRender renders the film from the store after the loop. Its expansion through
+real ComfyUI is tests/integration/test_loop_film.py's emulation."""
 
 from __future__ import annotations
 
@@ -71,7 +73,8 @@ def test_end_loop_matches_the_schema_as_read():
         (name, FRONTEND_TYPE[kind]) for name, kind in END_LOOP_OUTPUTS]
     read = {name for name, kind, _ in END_LOOP_INPUTS if kind == "MatchType"}
     assert {i["name"] for i in end["inputs"]} == read
-    assert end["widgets_values"] == [True]  # accumulate: every iteration's frames leave the loop
+    # accumulate off: End Loop returns the last iteration's output_value only (never the film's frames)
+    assert end["widgets_values"] == [False]
 
 
 def test_the_builders_schema_is_the_same_reading():
@@ -94,18 +97,30 @@ def test_the_wiring_is_the_documented_one():
     workflow = example()
     wired = links(workflow)
     # the carried shot: Store -> End Loop -> (next iteration's) Start Loop -> Handoff
-    assert wired[("ZeroCopyLatentStore", "continuity")] == [("EndLoop", "next_iteration_value")]
+    # and the same token is End Loop's output_value: after the loop, End Loop gives the last shot's token
+    assert sorted(wired[("ZeroCopyLatentStore", "continuity")]) == [("EndLoop", "next_iteration_value"),
+                                                                   ("EndLoop", "output_value")]
     assert wired[("StartLoop", "current_iteration_value")] == [("ZeroCopyLatentHandoff", "continuity")]
     assert wired[("StartLoop", "iteration_index")] == [("KSampler", "seed")]
-    assert wired[("VAEDecode", "IMAGE")] == [("EndLoop", "output_value")]
-    assert wired[("EndLoop", "outputs")] == [("SaveAnimatedWEBP", "images")]
+    assert ("ZeroCopyLatentStore", "samples") not in wired  # no frame leaves the Store: nothing decoded in the loop
+    # after the loop: the render of that token's film, from the store, with the loaders' VAE
+    assert wired[("EndLoop", "outputs")] == [("ZeroCopyFilmRender", "continuity")]
+    assert ("ZeroCopyFilmRender", "vae") in wired[("VAELoader", "VAE")]
     assert ("ZeroCopyLatentHandoff", "fallback_first_frame") in wired[("LoadImage", "IMAGE")]
+    render = by_type(workflow, "ZeroCopyFilmRender")
+    # widgets: buffer_tag, format, frame_rate, quality, folder, ... (the Store's tag; the linked token wins)
+    tag, fmt, rate, _, folder = render["widgets_values"][:5]
+    assert (tag, fmt, rate, folder) == (by_type(workflow, "ZeroCopyLatentStore")["widgets_values"][0], "h264-mp4",
+                                        16.0, "zerocopy")
+    assert not [n for n in workflow["nodes"] if n["type"] in ("VAEDecode", "SaveAnimatedWEBP", "SaveImage")]
 
 
 def test_the_body_holds_the_shot_and_no_terminal_output():
     """Validation's body (downstream of Start Loop, upstream of End Loop): Handoff, KSampler,
-    Store, VAE Decode; loaders, the VRAM pin and the save outside. No save in the body (a terminal
-    output there is validation's loop_escape)."""
+    Store; loaders, the VRAM pin and the render outside. No VAE Decode in the body: no frame is made
+    in the loop, so none is accumulated (the film is rendered from the store after it, one shot in
+    memory at a time). No output node in the body (a terminal output there is validation's
+    loop_escape)."""
     workflow = example()
     nodes = {n["id"]: n for n in workflow["nodes"]}
     edges = [(link[1], link[3]) for link in workflow["links"]]
@@ -123,9 +138,11 @@ def test_the_body_holds_the_shot_and_no_terminal_output():
         return seen
 
     body = (reach(start, True) & reach(end, False)) - {start, end}
-    assert sorted(nodes[i]["type"] for i in body) == ["KSampler", "VAEDecode", "ZeroCopyLatentHandoff",
-                                                      "ZeroCopyLatentStore"]
+    assert sorted(nodes[i]["type"] for i in body) == ["KSampler", "ZeroCopyLatentHandoff", "ZeroCopyLatentStore"]
+    assert "VAEDecode" not in {nodes[i]["type"] for i in body}, "frames decoded in the loop body"
     outside = {nodes[i]["type"] for i in nodes if i not in body}
-    assert {"UNETLoader", "ZeroCopyVRAMPin", "CLIPLoader", "VAELoader", "LoadImage", "SaveAnimatedWEBP"} <= outside
+    assert {"UNETLoader", "ZeroCopyVRAMPin", "CLIPLoader", "VAELoader", "LoadImage", "ZeroCopyFilmRender"} <= outside
+    # the render runs after the loop: downstream of End Loop, not of the body alone
+    assert by_type(workflow, "ZeroCopyFilmRender")["id"] in reach(end, True)
     consumed = {a for a, _ in edges}
     assert all(i in consumed for i in body), "a body node whose output nothing uses"
