@@ -7,7 +7,8 @@
 // - A storyboard per tag (the row's "Film" button; GET /zerocopy/film/{tag}?verify=true): the
 //   shots of the chosen line in order with thumbnails, take count, trim, digest and hop status;
 //   alternative and stale takes below; click a shot to inspect it, choose one of its takes
-//   (POST /zerocopy/film/{tag}/choose) or copy its "continue from here" settings.
+//   (POST /zerocopy/film/{tag}/choose) or copy its "continue from here" settings; "Render to a
+//   video file" adds (or selects) a ZeroCopyFilmRender node for the film, its VAE linked.
 //   A seam badge per hop, and, when the film document has a drift field, a small plot of each
 //   shot's colour and contrast drift from the first shot (web/zerocopy_drift.js).
 // - A setting, ZeroCopy > Farm > Redis URL, sent to POST /zerocopy/farm (empty: the server's
@@ -33,6 +34,7 @@ import { driftPlotModel, driftSVG } from "./zerocopy_drift.js";
 const STORE = "ZeroCopyLatentStore";
 const HANDOFF = "ZeroCopyLatentHandoff";
 const PIN = "ZeroCopyVRAMPin";
+const RENDER = "ZeroCopyFilmRender";
 const BADGED = new Set([STORE, HANDOFF, PIN]);
 const SIDEBAR_ID = "zerocopy-buffers";
 const FARM_URL_SETTING = "ZeroCopy.Farm.RedisURL";
@@ -58,6 +60,7 @@ const state = {
   refreshes: 0, // completed listings (read by the browser test)
   received: [], // names of pack events received (read by the browser test)
   spillFailed: new Map(), // "tag@generation" -> zerocopy.spill_failed payload (memory-only shots)
+  renderOffer: null, // {tag, text}: what the storyboard's "Render to a video file" did last
   toasts: [], // every toast this tab showed: {severity, summary, detail} (read by the browser test)
   engine: null, // GET /zerocopy/engine: {ok, engine, missing_nodes, platform, command, message}
 };
@@ -675,9 +678,62 @@ function storyboard(tag) {
     doc.pins.length
       ? el("button", { class: "zc-button zc-clear-choices", text: "Clear chosen takes", title: "Follow the newest shot again", onclick: () => chooseTake(tag, 0) })
       : null,
+    el("button", {
+      class: "zc-button zc-render-film",
+      testid: "zerocopy-render-film",
+      text: "Render to a video file",
+      title: "Adds (or shows) a ZeroCopy Film Render node for this film: one shot in memory at a time, the file, its clips and an editor's timeline in the output folder",
+      onclick: () => offerRender(tag),
+    }),
+    state.renderOffer?.tag === tag ? el("div", { class: "zc-label", testid: "zerocopy-render-offer", text: state.renderOffer.text }) : null,
     driftView(doc.drift),
     selected ? storyboardDetail(tag, doc, selected) : null
   );
+}
+
+// The storyboard's offer to render the film: the ZeroCopy Film Render node of this tag on the canvas,
+// selected, or a new one with the tag set and its VAE linked from the graph's VAE loader (when the
+// graph has exactly one VAE output to take). The line under the button says what was done and
+// what is left to do (queue the prompt).
+function offerRender(tag) {
+  const existing = [...graphNodes()].find(([, n]) => nodeClass(n) === RENDER && widgetValue(n, "buffer_tag") === tag);
+  let node = existing?.[1];
+  let text;
+  if (node) {
+    text = `The ZeroCopy Film Render node of "${tag}" is selected: queue the prompt to render the film.`;
+  } else {
+    const LiteGraph = globalThis.LiteGraph ?? globalThis.comfyAPI?.litegraph?.LiteGraph;
+    node = LiteGraph?.createNode?.(RENDER);
+    if (!node || !app.graph) {
+      state.renderOffer = { tag, text: "This ComfyUI has no ZeroCopy Film Render node (see the engine line above)." };
+      panel.render();
+      return;
+    }
+    // right of every node of the graph, at the top: it overlaps none of them
+    const placed = (app.graph._nodes ?? []).filter((n) => Array.isArray(n.pos) || n.pos?.length);
+    const right = placed.length ? Math.max(...placed.map((n) => n.pos[0] + (n.size?.[0] ?? 0))) : 0;
+    const top = placed.length ? Math.min(...placed.map((n) => n.pos[1])) : 0;
+    node.pos = [right + 80, top];
+    app.graph.add(node);
+    const tagWidget = node.widgets?.find((w) => w.name === "buffer_tag");
+    if (tagWidget) tagWidget.value = tag;
+    const vaeOutputs = [...graphNodes()]
+      .filter(([, n]) => n !== node && !n.subgraph)
+      .flatMap(([, n]) => (n.outputs ?? []).map((o, slot) => ({ n, slot, type: o.type })))
+      .filter((o) => o.type === "VAE");
+    const vaeInput = node.findInputSlot?.("vae") ?? -1;
+    if (vaeOutputs.length === 1 && vaeInput >= 0) {
+      vaeOutputs[0].n.connect(vaeOutputs[0].slot, node, vaeInput);
+      text = `Added a ZeroCopy Film Render node for "${tag}", its VAE linked: queue the prompt to render the film.`;
+    } else {
+      text = `Added a ZeroCopy Film Render node for "${tag}": link the VAE the film was made with, then queue the prompt.`;
+    }
+  }
+  app.canvas?.selectNode?.(node);
+  app.canvas?.centerOnNode?.(node);
+  app.graph?.setDirtyCanvas?.(true, true);
+  state.renderOffer = { tag, text };
+  panel.render();
 }
 
 // The drift of each shot's tail from the first shot's (the film document's drift field, when the

@@ -489,6 +489,44 @@ def test_storyboard_shows_the_film_its_takes_and_stale_shots(
     assert not _severe_errors(browser)
 
 
+def test_the_storyboard_offers_the_render_and_adds_its_node_once(
+    server, browser, frontend, schemas_for_browser, tiny_wan21_i2v, wan21_vae
+):
+    """The storyboard of the film above: "Render to a video file" adds a ZeroCopy Film Render node
+    for the film, its tag set and its VAE linked from the workflow's VAE loader; a second click
+    selects that node instead of adding another."""
+    import build_examples
+
+    workflow = build_examples.wan21_i2v_chain(
+        schemas_for_browser, build_examples.tiny_profile(tiny_wan21_i2v.name, wan21_vae.name, STORYBOARD_TAG)
+    ).to_json()
+    _open_page(browser, server, frontend)
+    _load_workflow(browser, workflow)
+    row = _open_film(browser, STORYBOARD_TAG)
+    offer = f"return document.querySelector('{row} {_tid('zerocopy-render-offer')}')?.textContent"
+    render_nodes = (
+        "return window.comfyAPI.app.app.graph._nodes.filter(n => n.type === 'ZeroCopyFilmRender')"
+        ".map(n => ({tag: n.widgets.find(w => w.name === 'buffer_tag').value,"
+        " vae: n.inputs.find(i => i.name === 'vae').link != null}))")
+    assert browser.execute_script(render_nodes) == []
+    _click(browser, f"{row} {_tid('zerocopy-render-film')}")
+    text = _wait(browser, offer, 10, "the render offer's line")
+    assert f'Added a ZeroCopy Film Render node for "{STORYBOARD_TAG}", its VAE linked' in text, text
+    assert browser.execute_script(render_nodes) == [{"tag": STORYBOARD_TAG, "vae": True}]
+    overlaps = browser.execute_script(
+        "const g = window.comfyAPI.app.app.graph; const r = g._nodes.find(n => n.type === 'ZeroCopyFilmRender');"
+        "const box = n => [n.pos[0], n.pos[1], n.pos[0] + n.size[0], n.pos[1] + n.size[1]];"
+        "const a = box(r); return g._nodes.filter(n => n !== r).map(box)"
+        ".filter(b => a[0] < b[2] && b[0] < a[2] && a[1] < b[3] && b[1] < a[3]).length")
+    assert overlaps == 0  # placed beside the workflow, over none of its nodes
+    time.sleep(0.3)
+    browser.save_screenshot(str(_shot(frontend, "zerocopy_storyboard_render_offer")))
+    _click(browser, f"{row} {_tid('zerocopy-render-film')}")
+    _wait(browser, offer + " && " + offer[len("return "):] + ".includes('is selected')", 10, "the node selected")
+    assert len(browser.execute_script(render_nodes)) == 1
+    assert not _severe_errors(browser)
+
+
 SEAM_TAG = "zc_browser_seams"
 
 

@@ -80,6 +80,13 @@ def test_a_real_film_renders_to_a_file_equal_to_the_assembly_and_a_new_take_deco
     assert len(clips) == 3 and timeline.tracks[0].duration().to_frames() == len(film)
     for clip in clips:
         assert (path.parent / clip.media_reference.target_url).is_file()
+    # core's tiled decode (spatial and temporal tiles), for shots too large to decode whole: its own
+    # cache entries (the decode settings are part of the key), the same frames within tiling's blend
+    _, tiled_info, *_ = render(comfy, tag, vae_name=vae, folder="zerocopy_tiled", decode="tiled", tile_size=64,
+                               tile_overlap=16, temporal_size=8, temporal_overlap=4)
+    assert "3 shot(s) decoded, 0 reused" in tiled_info, tiled_info
+    tiled = frames_of(Path(comfy.output_dir) / "zerocopy_tiled" / f"{tag}.mkv")
+    assert tiled.shape == film.shape and np.abs(tiled.astype(int) - film.astype(int)).mean() < 8
     # another take of shot 3, chosen: the render decodes that shot alone
     comfy.run(shot_graph(unet, vae, tag, 74, generation=3)[0].prompt)  # gen 5: shot 3, take 2
     film_view = pack_module(pack, "zc_nodes.film_view")

@@ -31,6 +31,7 @@ imports it, so the Manager's files go there and not into the shared tree.
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -283,7 +284,7 @@ def comfy():
 def executed(output: str) -> list[list[str]]:
     """The commands the Manager ran, from its '## ComfyUI-Manager: EXECUTE => [...]' lines."""
     flat = re.sub(r"\s*\n\s*", " ", output)  # rich wraps long lines
-    return [json.loads(m.replace("'", '"')) for m in re.findall(r"EXECUTE => (\[[^\]]*\])", flat)]
+    return [ast.literal_eval(m) for m in re.findall(r"EXECUTE => (\[[^\]]*\])", flat)]
 
 
 def test_cm_cli_post_install_with_the_engine_in_the_wheel_folder_installs_everything_and_all_five_register(
@@ -295,6 +296,7 @@ def test_cm_cli_post_install_with_the_engine_in_the_wheel_folder_installs_everyt
     assert code == 0, output
     python = str(setting["python"])
     assert executed(output) == [[python, "-m", "pip", "install", pin("redis")],
+                                [python, "-m", "pip", "install", pin("opentimelineio")],
                                 [python, "-m", "pip", "install", pin("zerocopy-engine")],
                                 [python, "install.py"]], output
     assert "install script failed" not in output, output
@@ -317,13 +319,14 @@ def test_without_the_engine_the_managers_step_fails_redis_is_installed_and_the_u
     fresh_and_bare(setting)
     python = str(setting["python"])
     engine_pip = [python, "-m", "pip", "install", pin("zerocopy-engine")]
+    otio_pip = [python, "-m", "pip", "install", pin("opentimelineio")]  # from the borrowed site-packages
 
     # cm-cli post-install: redis first, then the engine's line fails; the legacy core's run_script
     # is subprocess.check_call, so the failure ends cm-cli with an error status and install.py is
     # never run
     code, output = manager(setting, "cli")
     assert code != 0, output
-    assert executed(output) == [[python, "-m", "pip", "install", pin("redis")], engine_pip], output
+    assert executed(output) == [[python, "-m", "pip", "install", pin("redis")], otio_pip, engine_pip], output
     assert re.search(r"No matching distribution found for zerocopy-engine==" + re.escape(VERSION), output), output
     assert "CalledProcessError" in output and "returned non-zero exit status 1" in output, output
     after = probe(setting)
@@ -335,7 +338,7 @@ def test_without_the_engine_the_managers_step_fails_redis_is_installed_and_the_u
     # the task still reports success (unified_fix drops the step's result)
     code, output = manager(setting, "ui")
     assert code == 0, output
-    assert executed(output) == [[python, "-m", "pip", "install", pin("redis")], engine_pip], output
+    assert executed(output) == [[python, "-m", "pip", "install", pin("redis")], otio_pip, engine_pip], output
     assert "install script failed" in output and "EXECUTE_INSTALL_SCRIPT false" in output, output
     assert 'UNIFIED_FIX {"result": true' in output, output
     assert probe(setting)["zerocopy_engine"] is None
@@ -392,6 +395,7 @@ def test_the_lazy_route_windows_takes_installs_at_the_next_start_and_ends_in_fiv
     assert code == 0, output
     steps, path = _lazy_steps(setting, output)
     assert steps == [[pack, python, "-m", "pip", "install", pin("redis")],
+                     [pack, python, "-m", "pip", "install", pin("opentimelineio")],
                      [pack, python, "-m", "pip", "install", pin("zerocopy-engine")],
                      [pack, python, "install.py"]], steps
     assert probe(setting)["redis"] is None  # reserved, not run
