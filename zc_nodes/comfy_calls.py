@@ -312,13 +312,22 @@ def vae_decode(vae, samples: torch.Tensor) -> torch.Tensor:
 
 
 def audio_vae_decode(audio_vae, latent: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """(waveform [B, channels, samples], sample rate) of an audio latent, as core's
-    LTXVAudioVAEDecode computes them."""
+    """(waveform [B, channels, samples], sample rate) of an audio latent, as core decodes it: LTX-2's
+    audio VAE as LTXVAudioVAEDecode does, a VAE with an audio decoder of its own (MiniMax H3's) as
+    VAE Decode Audio does (comfy_extras.nodes_audio.vae_decode_audio)."""
     rate = getattr(getattr(audio_vae, "first_stage_model", None), "output_sample_rate", None)
-    if rate is None or not hasattr(audio_vae, "decode"):
-        raise TypeError(f"{type(audio_vae).__name__} is not an audio VAE ComfyUI's LTXVAudioVAEDecode can "
-                        "use (no decode / output_sample_rate); connect the LTX-2 audio VAE")
-    return audio_vae.decode(latent).movedim(-1, 1).to(latent.device), int(rate)
+    if rate is not None and hasattr(audio_vae, "decode"):
+        return audio_vae.decode(latent).movedim(-1, 1).to(latent.device), int(rate)
+    if getattr(audio_vae, "audio_sample_rate", None) is not None and hasattr(audio_vae, "decode"):
+        try:
+            from comfy_extras.nodes_audio import vae_decode_audio
+        except ImportError:
+            raise TypeError("this ComfyUI has no VAE Decode Audio function (comfy_extras.nodes_audio."
+                            "vae_decode_audio) to decode this audio VAE's latents; update ComfyUI") from None
+        audio = vae_decode_audio(audio_vae, {"samples": latent})
+        return audio["waveform"].to(latent.device), int(audio["sample_rate"])
+    raise TypeError(f"{type(audio_vae).__name__} is not an audio VAE ComfyUI can decode (no decode / output_sample_rate "
+                    "/ audio_sample_rate); connect the film's audio VAE (LTX-2's, or MiniMax H3's)")
 
 
 class _NoProgress:

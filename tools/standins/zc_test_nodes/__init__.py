@@ -532,6 +532,39 @@ class FakeDecodingAudioVAE:
         return wave.unsqueeze(-1).expand(-1, -1, 2).contiguous()  # [B, samples, channels]
 
 
+class FakeDecodingH3AudioVAE:
+    """A stand-in MiniMax H3 audio VAE whose decode is a fixed function of the latent [B, 32, 2, T]:
+    800 samples (32 kHz at 40 latents per second) per latent step, each stereo channel the step's
+    mean over the 32 channels of that side. Decoded as core's VAE Decode Audio decodes a VAE with an
+    audio decoder of its own (it reads ``audio_sample_rate``)."""
+
+    is_zc_test_fake = True
+    audio_sample_rate = 32000
+
+    def decode(self, latent):
+        steps = latent.float().mean(dim=1)  # [B, 2, T]
+        wave = steps.repeat_interleave(800, dim=2)  # [B, 2, samples]
+        return wave.movedim(1, -1).contiguous()  # [B, samples, channels]
+
+
+class ZCTestDecodingH3AudioVAE(io.ComfyNode):
+    @classmethod
+    def define_schema(cls):
+        return io.Schema(
+            node_id="ZCTestDecodingH3AudioVAE",
+            display_name="ZC TEST fake decoding MiniMax H3 audio VAE",
+            category=CATEGORY,
+            description="TEST ONLY. A fake H3 audio VAE whose decode is a fixed function of the latent "
+                        "(800 samples per latent step at 32 kHz).",
+            inputs=[],
+            outputs=[io.Vae.Output(display_name="audio_vae")],
+        )
+
+    @classmethod
+    def execute(cls) -> io.NodeOutput:
+        return io.NodeOutput(FakeDecodingH3AudioVAE())
+
+
 class ZCTestDecodingVAEs(io.ComfyNode):
     @classmethod
     def define_schema(cls):
@@ -573,7 +606,7 @@ class ZCTestHold(io.ComfyNode):
 
 NODES = [ZCTestHold, ZCTestConditioning, ZCTestClip, ZCTestRaisingVAE, ZCTestNoiseImage, ZCTestFrameMask,
          ZCTestCaptureLatent, ZCTestSeededLatent, ZCTestShapeOnlyVAE, ZCTestClipDims, ZCTestConditioningDims, ZCTestLTXAudioVAE,
-         ZCTestCaptureAny, ZCTestDecodingVAEs]
+         ZCTestCaptureAny, ZCTestDecodingVAEs, ZCTestDecodingH3AudioVAE]
 
 
 class ZCTestContinueLatent(io.ComfyNode):
