@@ -114,7 +114,7 @@ class ZeroCopyFilmRender(io.ComfyNode):
                                  tooltip="Also write each shot as a clip and an OpenTimelineIO timeline "
                                          "(<tag>.otio: DaVinci Resolve and other editors open it)."),
                 io.Vae.Input("audio_vae", optional=True,
-                             tooltip="LTX-2 films: the audio VAE, to decode the sound and mux it in sync."),
+                             tooltip="Audio-video films (LTX-2, MiniMax H3): the audio VAE, to decode the sound and mux it in sync."),
                 io.Boolean.Input("assemble_incomplete", default=False, optional=True,
                                  tooltip="Off (default, strict): fails, naming the shot and why, when the film "
                                          "has a shot it cannot place. On: renders the shots of the line that "
