@@ -30,12 +30,12 @@ import torch
 
 from .api_version import io
 
-from . import comfy_calls, farm_link, film_view, runtime
+from . import comfy_calls, film_line, runtime
 from ._pack import log
-from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
+from .tag_inputs import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, film_join
 from ..zc_continuity.errors import ContinuityError
-from ..zc_engine import NotFound, ZeroCopyError
+from ..zc_engine import ZeroCopyError
 
 
 MARGIN = 0.9  # a film may use at most this share of the free memory: the rest is the system's and ComfyUI's
@@ -95,39 +95,6 @@ def check_fits(tag: str, frames: int, clip, shot_frames: int) -> None:
         "ZeroCopyFilmRender (memory of one shot), or assemble fewer shots with first_shot/last_shot")
 
 
-def gaps(doc: dict) -> list[str]:
-    """Why the film in doc (film_view.describe) is not whole: one sentence per shot that cannot
-    be placed on it (state ``broken``: a missing parent, a parent not older, a cycle)."""
-    out = []
-    for shot in doc.get("shots", []):
-        if shot.get("state") == "broken":
-            out.append(shot.get("problem") or f"generation {shot['generation']} cannot be placed on the film "
-                                               f"(hop {shot.get('hop')})")
-    return out
-
-
-def partial_line(doc: dict) -> dict:
-    """doc with its line made of what can be assembled when the engine's line is empty (the
-    film's first shot lacks its parent): the newest shot and its ancestors down to the gap."""
-    if doc.get("line"):
-        return doc
-    by_generation = {s["generation"]: s for s in doc.get("shots", [])}
-    line, generation = [], doc.get("newest")
-    while generation in by_generation and generation not in line and len(line) < len(by_generation):
-        line.append(generation)
-        generation = by_generation[generation].get("parent")
-    return {**doc, "line": line[::-1]}
-
-
-def incomplete_error(tag: str, problems: list[str], line_count: int) -> str:
-    return (f"film {tag!r} is not whole on this worker: {'; '.join(problems)}. Assembling it would give "
-            f"{line_count} shot(s) without them, so nothing was assembled. On a farm, assemble on the worker "
-            "that made the film (Redis keeps only the newest ZEROCOPY_REDIS_KEEP shots of a tag, so a worker "
-            "that never received the first ones cannot fetch them), or raise ZEROCOPY_REDIS_KEEP above the "
-            "film's length on every worker before the film is made; else render the missing shot again. To "
-            "join only the shots that verify, turn on assemble_incomplete")
-
-
 class ZeroCopyFilmAssemble(io.ComfyNode):
     @classmethod
     def define_schema(cls):
@@ -148,16 +115,7 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
                 io.String.Input("buffer_tag", default=DEFAULT_TAG,
                                 tooltip="The film's tag (typed, or linked from the String node that names it)."),
                 io.Vae.Input("vae", tooltip="The VAE the film's shots were made with."),
-                io.Int.Input("crossfade_frames", default=0, min=0, max=64,
-                             tooltip="Frames blended at each seam (0: a cut). Each seam shortens the film "
-                                     "by this many frames."),
-                io.Int.Input("first_shot", default=1, min=1, max=100000,
-                             tooltip="The first shot to join (1: the film's first)."),
-                io.Int.Input("last_shot", default=0, min=0, max=100000,
-                             tooltip="The last shot to join (0: the end of the line)."),
-                io.Int.Input("seam_trim", default=-1, min=-1, max=4096,
-                             tooltip="-1: drop the frames each shot's lineage says repeat the shot "
-                                     "before. 0 or more: drop this many at every seam instead."),
+                *film_line.range_inputs("join"),
                 io.Vae.Input("audio_vae", optional=True,
                              tooltip="LTX-2 films: the audio VAE, to decode and join the audio too."),
                 io.Float.Input("frame_rate", default=25.0, min=1.0, max=240.0, optional=True,
@@ -184,14 +142,7 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
 
     @classmethod
     def fingerprint_inputs(cls, buffer_tag=DEFAULT_TAG, **kwargs):
-        # The film changes when a shot is stored or a take chosen.
-        try:
-            if buffer_tag is None:  # linked: every tag's newest stands in for it, as on the Handoff
-                return store_state()
-            entry = runtime.store().describe_tag(buffer_tag)
-            return f"{entry['last_generation'] if entry else 0}:{film_view.choices_state(buffer_tag)}"
-        except Exception:
-            return float("nan")
+        return film_line.fingerprint(buffer_tag)
 
     @classmethod
     def execute(cls, buffer_tag=DEFAULT_TAG, vae=None, crossfade_frames=0, first_shot=1, last_shot=0,
@@ -199,24 +150,9 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
         problem = tag_problem(buffer_tag)
         if problem:
             raise ValueError(problem)
-        farm_link.complete_film(buffer_tag)  # on a farm: the ancestors this worker lacks, if Redis has them
-        try:
-            doc = film_view.describe(buffer_tag)
-        except NotFound as exc:
-            raise ContinuityError(f"{exc}; store the film's shots with ZeroCopyLatentStore under tag "
-                                  f"{buffer_tag!r} first") from None
-        missing = gaps(doc)
-        if missing and not assemble_incomplete:
-            raise ContinuityError(incomplete_error(buffer_tag, missing, len(film_view.line(doc))))
-        if missing:
-            doc = partial_line(doc)
-            log.warning("film %r assembled incomplete (assemble_incomplete is on): %s", buffer_tag,
-                        "; ".join(missing))
-        if missing and not film_view.line(doc):
-            raise ContinuityError(f"film {buffer_tag!r} has no shot on its line that can be assembled"
-                                  + (f": {'; '.join(missing)}" if missing else ""))
-        shots = film_join.shot_range(film_view.line(doc), first_shot, last_shot)
-        trims = film_join.seam_trims(shots, seam_trim)
+        line = film_line.read(buffer_tag, first_shot, last_shot, seam_trim, assemble_incomplete, verify=False,
+                              verb="assembled")
+        doc, shots, trims, missing = line.doc, line.shots, line.trims, line.missing
         store = runtime.store()
         progress = comfy_calls.progress_bar(len(shots))
         # The film's latent frames per shot (the engine's film doc); pixel frames are projected

@@ -15,19 +15,18 @@ import os
 import re
 from pathlib import Path
 
-from ..zc_continuity import bundle_layout, film_join
+from .api_version import FOLDED, io
+
+from . import comfy_calls, film_line, runtime
+from ._pack import log
+from .sockets import ContinuityToken
+from .tag_inputs import DEFAULT_TAG, tag_problem, validate_tag
+from ..zc_continuity import bundle_layout
 from ..zc_continuity.errors import ContinuityError
-from ..zc_engine import NotFound, ZeroCopyError
-from ..zc_film import formats
-from ..zc_film import render as film_render
+from ..zc_engine import ZeroCopyError
+from ..zc_film import formats, render as film_render
 from ..zc_film.errors import RenderError
 from ..zc_film.segment_cache import SegmentCache
-from . import comfy_calls, farm_link, film_view, runtime
-from ._pack import log
-from .api_version import FOLDED, io
-from .film_assemble_node import gaps, incomplete_error, partial_line
-from .sockets import ContinuityToken
-from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
 
 DECODES = ["auto", "tiled"]
 DEFAULT_CACHE_GB = 50.0
@@ -100,16 +99,7 @@ class ZeroCopyFilmRender(io.ComfyNode):
                 io.String.Input("folder", default="zerocopy",
                                 tooltip="Folder inside ComfyUI's output folder; the film is <tag>.<ext> there, "
                                         "its clips in <tag>_clips/, its timeline <tag>.otio."),
-                io.Int.Input("crossfade_frames", default=0, min=0, max=64,
-                             tooltip="Frames blended at each seam (0: a cut). Each seam shortens the film "
-                                     "by this many frames."),
-                io.Int.Input("first_shot", default=1, min=1, max=100000,
-                             tooltip="The first shot to render (1: the film's first)."),
-                io.Int.Input("last_shot", default=0, min=0, max=100000,
-                             tooltip="The last shot to render (0: the end of the line)."),
-                io.Int.Input("seam_trim", default=-1, min=-1, max=4096,
-                             tooltip="-1: drop the frames each shot's lineage says repeat the shot "
-                                     "before. 0 or more: drop this many at every seam instead."),
+                *film_line.range_inputs("render"),
                 io.Boolean.Input("timeline", default=True,
                                  tooltip="Also write each shot as a clip and an OpenTimelineIO timeline "
                                          "(<tag>.otio: DaVinci Resolve and other editors open it)."),
@@ -156,13 +146,7 @@ class ZeroCopyFilmRender(io.ComfyNode):
 
     @classmethod
     def fingerprint_inputs(cls, buffer_tag=DEFAULT_TAG, **kwargs):
-        try:
-            if buffer_tag is None:
-                return store_state()
-            entry = runtime.store().describe_tag(buffer_tag)
-            return f"{entry['last_generation'] if entry else 0}:{film_view.choices_state(buffer_tag)}"
-        except Exception:
-            return float("nan")
+        return film_line.fingerprint(buffer_tag)
 
     @classmethod
     def execute(cls, buffer_tag=DEFAULT_TAG, vae=None, format=formats.DEFAULT, frame_rate=16.0, quality=19,
@@ -180,26 +164,12 @@ class ZeroCopyFilmRender(io.ComfyNode):
             fmt = formats.resolve(format)
         except RenderError as exc:
             raise ContinuityError(str(exc)) from None
-        farm_link.complete_film(buffer_tag)
-        try:
-            doc = film_view.describe(buffer_tag, verify=True)
-        except NotFound as exc:
-            raise ContinuityError(f"{exc}; store the film's shots with ZeroCopyLatentStore under tag "
-                                  f"{buffer_tag!r} first") from None
-        missing = gaps(doc)
-        if missing and not assemble_incomplete:
-            raise ContinuityError(incomplete_error(buffer_tag, missing, len(film_view.line(doc))))
-        if missing:
-            doc = partial_line(doc)
-            log.warning("film %r rendered incomplete (assemble_incomplete is on): %s", buffer_tag, "; ".join(missing))
-        if not film_view.line(doc):
-            raise ContinuityError(f"film {buffer_tag!r} has no shot on its line that can be rendered"
-                                  + (f": {'; '.join(missing)}" if missing else ""))
-        shots = film_join.shot_range(film_view.line(doc), first_shot, last_shot)
-        trims = film_join.seam_trims(shots, seam_trim)
+        chosen = film_line.read(buffer_tag, first_shot, last_shot, seam_trim, assemble_incomplete, verify=True,
+                                verb="rendered")
+        doc, shots, missing = chosen.doc, chosen.shots, chosen.missing
         line = [film_render.LineShot(place, s["generation"], f"{s.get('digest')}:{s.get('shape')}", trim,
                                      s.get("take", 1), s.get("takes", 1), s.get("prompt") or "")
-                for place, (s, trim) in enumerate(zip(shots, trims), start=first_shot)]
+                for place, (s, trim) in enumerate(zip(shots, chosen.trims), start=first_shot)]
         settings = {"decode": decode}
         if decode == "tiled":
             settings.update(tile=tile_size, overlap=tile_overlap, temporal=temporal_size,

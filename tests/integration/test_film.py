@@ -171,27 +171,33 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     assert sorted(p.name for p in Path(spill).glob(f"{tag}@*.latent")) == [f"{tag}@{i:020d}.latent" for i in range(1, 8)]
 
 
-def test_assemble_joins_the_audio_of_an_audio_video_film(comfy, captures, pack):
-    """Three LTX-2-shaped audio-video shots stored with lineage (trim 8 frames), assembled with fake
-    decoding VAEs (named as fakes: no tiny LTX-2 VAE exists): the picture and the sound are cut at
-    the same seams, and the sound lasts exactly as long as the picture."""
+def store_av_film(store, tag, video_shape, audio_shape, family, adapter, shots=3, trim=8):
+    """``shots`` audio-video shots of seeded noise stored under ``tag`` as bundles of ``family``, each
+    continuing the one before (one tail frame, ``trim`` pixel frames repeated), spilled."""
     from zc_continuity import bundle_layout, lineage
     from zc_engine import digest_tensor
 
-    tag = "film_av_assemble"
-    store = shared_store(pack)
     parent = None
-    for seed in (1, 2, 3):
+    for seed in range(1, shots + 1):
         g = torch.Generator().manual_seed(seed)
-        video, audio = torch.randn(1, 128, 3, 2, 2, generator=g), torch.randn(1, 8, 17, 16, generator=g)
+        video, audio = torch.randn(*video_shape, generator=g), torch.randn(*audio_shape, generator=g)
         tensors, meta = bundle_layout.bundle_tensors([video, audio])
-        meta["family"] = "ltxav"
+        meta["family"] = family
         if parent is not None:
             tail = store.get(tag, parent).tensors["latent_tensor"][:, :, -1:]
             meta["lineage"] = lineage.record(lineage.marker(
                 parent_tag=tag, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
-                used_digest=digest_tensor(tail), adapter="ltx_latent_guide", trim=8))
+                used_digest=digest_tensor(tail), adapter=adapter, trim=trim))
         parent = store.put(tag, tensors, meta, spill=True)
+
+
+def test_assemble_joins_the_audio_of_an_audio_video_film(comfy, captures, pack):
+    """Three LTX-2-shaped audio-video shots stored with lineage (trim 8 frames), assembled with fake
+    decoding VAEs (named as fakes: no tiny LTX-2 VAE exists): the picture and the sound are cut at
+    the same seams, and the sound lasts exactly as long as the picture."""
+    tag = "film_av_assemble"
+    store = shared_store(pack)
+    store_av_film(store, tag, (1, 128, 3, 2, 2), (1, 8, 17, 16), "ltxav", "ltx_latent_guide")
     images, audio, info = assemble(comfy, tag, audio=True, frame_rate=25.0)
     assert images.shape == (3 * 17 - 2 * 8, 16, 16, 3), (images.shape, info)
     assert audio["sample_rate"] == 16000 and audio["waveform"].shape == (1, 2, (3 * 17 - 2 * 8) * 640)

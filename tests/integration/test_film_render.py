@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 from test_families_support import pack, pack_module, shared_store  # noqa: F401
-from test_film import assemble, shot_graph
+from test_film import assemble, shot_graph, store_av_film
 
 from conftest import ComfyRunError, Graph
 
@@ -112,23 +112,8 @@ def test_an_audio_video_film_is_muxed_in_sync(comfy, captures, pack):
     """The LTX-2-shaped film of test_film (three shots, trim 8) rendered with its sound: H.264 and
     AAC in MP4, the sound as long as the picture within one frame, the picture's frame count the
     assembly's."""
-    from zc_continuity import bundle_layout, lineage
-    from zc_engine import digest_tensor
-
     tag = "film_av_render"
-    store = shared_store(pack)
-    parent = None
-    for seed in (1, 2, 3):
-        g = torch.Generator().manual_seed(seed)
-        video, audio = torch.randn(1, 128, 3, 2, 2, generator=g), torch.randn(1, 8, 17, 16, generator=g)
-        tensors, meta = bundle_layout.bundle_tensors([video, audio])
-        meta["family"] = "ltxav"
-        if parent is not None:
-            tail = store.get(tag, parent).tensors["latent_tensor"][:, :, -1:]
-            meta["lineage"] = lineage.record(lineage.marker(
-                parent_tag=tag, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
-                used_digest=digest_tensor(tail), adapter="ltx_latent_guide", trim=8))
-        parent = store.put(tag, tensors, meta, spill=True)
+    store_av_film(shared_store(pack), tag, (1, 128, 3, 2, 2), (1, 8, 17, 16), "ltxav", "ltx_latent_guide")
     _, info, *_ = render(comfy, tag, audio=True, format="h264-mp4", frame_rate=25.0)
     path = Path(comfy.output_dir) / "zerocopy" / f"{tag}.mp4"
     with av.open(str(path)) as container:
@@ -151,24 +136,9 @@ def test_a_minimax_h3_shaped_film_is_muxed_in_sync_through_core_audio_decode(com
     except ImportError:
         pytest.skip("skipped: this ComfyUI has no comfy_extras.nodes_audio.vae_decode_audio (VAE Decode Audio "
                     "for VAEs with an audio decoder; v0.3.75 predates MiniMax H3)")
-    from zc_continuity import bundle_layout, lineage
-    from zc_engine import digest_tensor
-
     tag = "film_h3_render"
-    store = shared_store(pack)
-    parent = None
-    for seed in (1, 2, 3):
-        g = torch.Generator().manual_seed(seed)
-        # 3 latent frames -> 17 pixel frames through the fake video VAE (8x temporal), 0.708 s at 24 fps
-        video, audio = torch.randn(1, 24, 3, 2, 2, generator=g), torch.randn(1, 32, 2, 30, generator=g)
-        tensors, meta = bundle_layout.bundle_tensors([video, audio])
-        meta["family"] = "minimax_h3"
-        if parent is not None:
-            tail = store.get(tag, parent).tensors["latent_tensor"][:, :, -1:]
-            meta["lineage"] = lineage.record(lineage.marker(
-                parent_tag=tag, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
-                used_digest=digest_tensor(tail), adapter="minimax_h3_keyframe", trim=8))
-        parent = store.put(tag, tensors, meta, spill=True)
+    # 3 latent frames -> 17 pixel frames through the fake video VAE (8x temporal), 0.708 s at 24 fps
+    store_av_film(shared_store(pack), tag, (1, 24, 3, 2, 2), (1, 32, 2, 30), "minimax_h3", "minimax_h3_keyframe")
     g = Graph()
     video_vae = g.out(g.add("ZCTestDecodingVAEs"), 0)
     audio_vae = g.out(g.add("ZCTestDecodingH3AudioVAE"), 0)
