@@ -12,12 +12,12 @@ import importlib
 import logging
 import subprocess
 import sys
-import types
 from unittest import mock
 
 import pytest
 import torch
 
+import comfy_api_standin
 from conftest import REPO, same_bits
 from redis_server import RedisServer, skip_reason
 from zc_continuity import lineage
@@ -132,29 +132,14 @@ def test_an_ancestor_redis_no_longer_holds_is_reported_not_silent(workers, caplo
 def assemble_node(monkeypatch):
     """The pack's ZeroCopyFilmAssemble and its modules, loaded as a package with a stand-in for
     ComfyUI's comfy_api (no ComfyUI here); its VAE decode gives one frame per latent frame."""
-    io = types.ModuleType("comfy_api.latest.io")
-
-    class ComfyNode:
-        pass
-
-    io.ComfyNode, io.NodeOutput = ComfyNode, (lambda *outputs: outputs)
-    io.__getattr__ = lambda name: mock.MagicMock(name=name)
-    latest = types.ModuleType("comfy_api.latest")
-    latest.io = io
-    api = types.ModuleType("comfy_api")
-    api.latest = latest
-    pack = types.ModuleType("zc_assemble_pack")
-    pack.__path__ = [str(REPO)]
-    for name, module in {"comfy_api": api, "comfy_api.latest": latest, "comfy_api.latest.io": io,
-                         "zc_assemble_pack": pack}.items():
+    for name, module in comfy_api_standin.modules("zc_assemble_pack").items():
         monkeypatch.setitem(sys.modules, name, module)
     node = importlib.import_module("zc_assemble_pack.zc_nodes.film_assemble_node")
     calls = sys.modules["zc_assemble_pack.zc_nodes.comfy_calls"]
     monkeypatch.setattr(calls, "vae_decode", lambda vae, latent: torch.zeros(latent.shape[2], 2, 2, 3))
     monkeypatch.setattr(calls, "progress_bar", lambda total: mock.MagicMock())
     yield node, sys.modules["zc_assemble_pack.zc_nodes.runtime"], sys.modules["zc_assemble_pack.zc_nodes.farm_link"]
-    for name in [n for n in sys.modules if n.startswith("zc_assemble_pack")]:
-        del sys.modules[name]
+    comfy_api_standin.forget("zc_assemble_pack")
 
 
 def test_the_assembly_refuses_a_film_with_a_missing_shot_or_joins_what_verifies_when_asked(

@@ -12,14 +12,13 @@ from __future__ import annotations
 import gc
 import importlib
 import sys
-import types
 import weakref
 from unittest import mock
 
 import pytest
 import torch
 
-from conftest import REPO
+import comfy_api_standin
 from zc_continuity import lineage
 from zc_continuity.film_join import join_frames
 from zc_engine import LatentStore, digest_tensor
@@ -56,29 +55,14 @@ class Decoder:
 def assemble_node(monkeypatch):
     """(node module, runtime, comfy_calls): the pack's ZeroCopyFilmAssemble loaded as a package
     with a stand-in for ComfyUI's comfy_api (as in test_farm_film.py), farm off."""
-    io = types.ModuleType("comfy_api.latest.io")
-
-    class ComfyNode:
-        pass
-
-    io.ComfyNode, io.NodeOutput = ComfyNode, (lambda *outputs: outputs)
-    io.__getattr__ = lambda name: mock.MagicMock(name=name)
-    latest = types.ModuleType("comfy_api.latest")
-    latest.io = io
-    api = types.ModuleType("comfy_api")
-    api.latest = latest
-    pack = types.ModuleType(PACK)
-    pack.__path__ = [str(REPO)]
-    for name, module in {"comfy_api": api, "comfy_api.latest": latest, "comfy_api.latest.io": io,
-                         PACK: pack}.items():
+    for name, module in comfy_api_standin.modules(PACK).items():
         monkeypatch.setitem(sys.modules, name, module)
     node = importlib.import_module(f"{PACK}.zc_nodes.film_assemble_node")
     calls = sys.modules[f"{PACK}.zc_nodes.comfy_calls"]
     monkeypatch.setattr(calls, "progress_bar", lambda total: mock.MagicMock())
     monkeypatch.setattr(sys.modules[f"{PACK}.zc_nodes.farm_link"], "complete_film", lambda tag: None)
     yield node, sys.modules[f"{PACK}.zc_nodes.runtime"], calls
-    for name in [n for n in sys.modules if n.startswith(PACK)]:
-        del sys.modules[name]
+    comfy_api_standin.forget(PACK)
 
 
 @pytest.fixture

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import importlib
 import sys
-import types
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
 import pytest
 import torch
+
+import comfy_api_standin
 
 av = pytest.importorskip("av")
 
@@ -27,21 +28,7 @@ PACK = "zc_render_pack"
 @pytest.fixture
 def node(monkeypatch, tmp_path):
     """(the node module, the pack's modules by short name, the store, the output folder)."""
-    io = types.ModuleType("comfy_api.latest.io")
-
-    class ComfyNode:
-        pass
-
-    io.ComfyNode, io.NodeOutput = ComfyNode, (lambda *outputs, ui=None: (outputs, ui))
-    io.__getattr__ = lambda name: mock.MagicMock(name=name)
-    latest = types.ModuleType("comfy_api.latest")
-    latest.io = io
-    api = types.ModuleType("comfy_api")
-    api.latest = latest
-    pack = types.ModuleType(PACK)
-    pack.__path__ = [str(REPO)]
-    for name, module in {"comfy_api": api, "comfy_api.latest": latest, "comfy_api.latest.io": io,
-                         PACK: pack}.items():
+    for name, module in comfy_api_standin.modules(PACK, with_ui=True).items():
         monkeypatch.setitem(sys.modules, name, module)
     module = importlib.import_module(f"{PACK}.zc_nodes.film_render_node")
     mods = {name: sys.modules[f"{PACK}.{name}"] for name in ("zc_nodes.comfy_calls", "zc_nodes.runtime",
@@ -67,8 +54,7 @@ def node(monkeypatch, tmp_path):
     monkeypatch.setattr(mods["zc_nodes.runtime"], "store", lambda: store)
     yield module, mods, store, out, decoded
     store.close()
-    for name in [n for n in sys.modules if n.startswith(PACK)]:
-        del sys.modules[name]
+    comfy_api_standin.forget(PACK)
 
 
 def put_shot(store, mods, seed: int, parent: int | None, trim: int = 1) -> int:
