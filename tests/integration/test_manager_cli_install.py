@@ -52,8 +52,9 @@ from conftest import COMFYUI_PATH
 REPO = Path(__file__).resolve().parents[2]
 VERSION = "0.3.0"
 ALL_NODES = {"ZeroCopyVRAMPin", "ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad",
-             "ZeroCopyFilmAssemble"}
-ENGINE_NODES = ["ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad", "ZeroCopyFilmAssemble"]
+             "ZeroCopyFilmAssemble", "ZeroCopyFilmRender"}
+ENGINE_NODES = ["ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad", "ZeroCopyFilmAssemble",
+                "ZeroCopyFilmRender"]
 PLATFORM = f"{platform.system()} {platform.machine()}"
 HIDDEN = ("zerocopy_engine", "redis")  # what the fresh environment must not borrow
 # uv too (not a ComfyUI requirement): with its module but not its binary borrowed, the Manager's UI

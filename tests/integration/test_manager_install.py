@@ -19,7 +19,7 @@ from comfy_server import Server, get
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_NODES = {"ZeroCopyVRAMPin", "ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad",
-             "ZeroCopyFilmAssemble"}
+             "ZeroCopyFilmAssemble", "ZeroCopyFilmRender"}
 WAIT_S = 90
 
 
@@ -87,7 +87,7 @@ def test_an_engine_that_cannot_load_leaves_the_pin_and_one_exact_message_in_the_
     assert status == 200 and doc["ok"] is False
     assert doc["message"] == expected["message"], doc["message"]
     assert doc["missing_nodes"] == ["ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad",
-                                    "ZeroCopyFilmAssemble"]
+                                    "ZeroCopyFilmAssemble", "ZeroCopyFilmRender"]
     assert doc["platform"] == loc.platform_label() and doc["command"] == expected["command"]
     # ComfyUI keeps serving, and the rest of the pack's API answers (the store says why it cannot)
     assert get(srv.url + "/api/zerocopy/buffers")[0] == 503
