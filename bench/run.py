@@ -22,6 +22,10 @@ Sections, in order (each also runs alone with --only):
              (the GPU encode is row P3 of the gpu section)
   farm       a Wan 2.1 720p shot through Redis on loopback against the local path, and 4 workers'
              aggregate store throughput (a real redis-server; NOT MEASURED without one)
+  film       a film rendered to a video file one shot at a time (ZeroCopyFilmRender): peak memory of
+             5-, 50- and 200-shot films (each in a child process) beside the IMAGE route
+             (ZeroCopyFilmAssemble), a re-render after another take, a resume after a SIGKILL, and the
+             file read back (stand-in VAE at 480p on the CPU; a few minutes)
   gpu        every GPU row, from the JSON bench/gpu/run_all.py wrote (--gpu-json, default
              DIR/gpu.json, or the folder bench/gpu/device_run.sh returned; bench/gpu/import_results.py
              does that and the README in one command); NOT MEASURED, with the reason, where there is none
@@ -57,7 +61,7 @@ if str(REPO) not in sys.path:
 
 from bench.common import FAIL, PASS, Context, Row, Section, cpu_load, git_commit, host, md_table  # noqa: E402
 
-SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "padding", "farm", "gpu")
+SECTIONS = ("engine", "overhead", "drift", "residency", "scale", "padding", "farm", "film", "gpu")
 TIME_GOAL = {"full": 600, "quick": 120, "smoke": None}
 
 

@@ -32,7 +32,7 @@ def smoke_run(tmp_path_factory):
 def test_every_section_ran_and_wrote_its_files(smoke_run):
     out, doc, _ = smoke_run
     assert [s["name"] for s in doc["sections"]] == ["engine", "overhead", "drift", "residency", "scale",
-                                                    "padding", "farm", "gpu"]
+                                                    "padding", "farm", "film", "gpu"]
     assert doc["failures"] == []
     for section in doc["sections"]:
         assert section["rows"], section["name"]

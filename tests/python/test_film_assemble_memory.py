@@ -1,6 +1,6 @@
 """ZeroCopyFilmAssemble holds the film once: its IMAGE batch is allocated at the size projected
 from the first shot and each shot's frames are written into it as the shot decodes, so the peak
-is the film plus one decoded shot, not the film twice (issue 36). A film that cannot fit in the
+is the film plus one decoded shot, not the film twice. A film that cannot fit in the
 memory there is is refused after its first shot, naming what it needs and ZeroCopyFilmRender.
 
 The node runs against a real LatentStore holding a film of several shots (each continuing the
