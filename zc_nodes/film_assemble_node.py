@@ -33,9 +33,8 @@ from .api_version import io
 from . import comfy_calls, film_line, runtime
 from ._pack import log
 from .tag_inputs import DEFAULT_TAG, tag_problem, validate_tag
-from ..zc_continuity import bundle_layout, film_join
+from ..zc_continuity import film_join
 from ..zc_continuity.errors import ContinuityError
-from ..zc_engine import ZeroCopyError
 
 
 MARGIN = 0.9  # a film may use at most this share of the free memory: the rest is the system's and ComfyUI's
@@ -162,17 +161,7 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
         waves, sample_rate, lines = [], None, []
         for index, (shot, trim) in enumerate(zip(shots, trims)):
             place, generation = first_shot + index, shot["generation"]
-            try:
-                stored = store.get(buffer_tag, generation, verify=True)
-            except ZeroCopyError as exc:
-                raise ContinuityError(f"shot {place} of film {buffer_tag!r} (generation {generation}) cannot "
-                                      f"be read: {exc}; choose another take of it in the storyboard, or "
-                                      "render it again") from None
-            streams = bundle_layout.streams_of(stored)
-            if streams[0].shape[0] != 1:
-                raise ContinuityError(f"shot {place} (generation {generation}) holds a batch of "
-                                      f"{streams[0].shape[0]}; a film joins one clip per shot, so store "
-                                      "batch 1 shots (or split the batch before the Store)")
+            streams = film_line.shot_streams(store, buffer_tag, place, generation, "joins")
             clip = comfy_calls.vae_decode(vae, streams[0])
             count = frames_of(clip)
             if joiner is None or count != projected[index]:
@@ -192,10 +181,8 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
             del clip  # its frames are in the film now: one decoded shot in memory at a time
             decoded += count
             if audio_vae is not None:
-                if len(streams) < 2:
-                    raise ContinuityError(f"shot {place} (generation {generation}) has no audio stream; "
-                                          "disconnect audio_vae, or assemble an audio-video (LTX-2) film")
-                wave, rate = comfy_calls.audio_vae_decode(audio_vae, streams[1])
+                wave, rate = comfy_calls.audio_vae_decode(
+                    audio_vae, film_line.audio_stream(streams, place, generation, "assemble"))
                 if sample_rate not in (None, rate):
                     raise ContinuityError(f"shot {place} decodes at {rate} Hz, the shots before at "
                                           f"{sample_rate} Hz; use one audio VAE for the whole film")

@@ -14,9 +14,9 @@ from .api_version import io
 from . import farm_link, film_view, runtime
 from ._pack import log
 from .tag_inputs import store_state
-from ..zc_continuity import film_join
+from ..zc_continuity import bundle_layout, film_join
 from ..zc_continuity.errors import ContinuityError
-from ..zc_engine import NotFound
+from ..zc_engine import NotFound, ZeroCopyError
 
 
 def gaps(doc: dict) -> list[str]:
@@ -112,3 +112,27 @@ def fingerprint(tag) -> str | float:
         return f"{entry['last_generation'] if entry else 0}:{film_view.choices_state(tag)}"
     except Exception:  # noqa: BLE001 - an unknown state re-runs the node (NaN never equals itself)
         return float("nan")
+
+
+def shot_streams(store, tag: str, place: int, generation: int, verb: str) -> list:
+    """The streams of one shot of the line, read verified (``verb``: "joins", "renders"): a shot that
+    cannot be read, or holds a batch, is refused naming its place and generation and what to do."""
+    try:
+        stored = store.get(tag, generation, verify=True)
+    except ZeroCopyError as exc:
+        raise ContinuityError(f"shot {place} of film {tag!r} (generation {generation}) cannot be read: {exc}; "
+                              "choose another take of it in the storyboard, or render it again") from None
+    streams = bundle_layout.streams_of(stored)
+    if streams[0].shape[0] != 1:
+        raise ContinuityError(f"shot {place} (generation {generation}) holds a batch of {streams[0].shape[0]}; "
+                              f"a film {verb} one clip per shot, so store batch 1 shots (or split the batch before "
+                              "the Store)")
+    return streams
+
+
+def audio_stream(streams: list, place: int, generation: int, verb: str):
+    """A shot's audio latent, for a node given an audio VAE (``verb``: "assemble", "render")."""
+    if len(streams) < 2:
+        raise ContinuityError(f"shot {place} (generation {generation}) has no audio stream; disconnect audio_vae, "
+                              f"or {verb} an audio-video (LTX-2) film")
+    return streams[1]

@@ -21,9 +21,7 @@ from . import comfy_calls, film_line, runtime
 from ._pack import log
 from .sockets import ContinuityToken
 from .tag_inputs import DEFAULT_TAG, tag_problem, validate_tag
-from ..zc_continuity import bundle_layout
 from ..zc_continuity.errors import ContinuityError
-from ..zc_engine import ZeroCopyError
 from ..zc_film import formats, render as film_render
 from ..zc_film.errors import RenderError
 from ..zc_film.segment_cache import SegmentCache
@@ -180,17 +178,7 @@ class ZeroCopyFilmRender(io.ComfyNode):
         store = runtime.store()
 
         def decode_shot(shot: film_render.LineShot) -> film_render.Decoded:
-            try:
-                stored = store.get(buffer_tag, shot.generation, verify=True)
-            except ZeroCopyError as exc:
-                raise ContinuityError(f"shot {shot.place} of film {buffer_tag!r} (generation {shot.generation}) "
-                                      f"cannot be read: {exc}; choose another take of it in the storyboard, or "
-                                      "render it again") from None
-            streams = bundle_layout.streams_of(stored)
-            if streams[0].shape[0] != 1:
-                raise ContinuityError(f"shot {shot.place} (generation {shot.generation}) holds a batch of "
-                                      f"{streams[0].shape[0]}; a film renders one clip per shot, so store batch 1 "
-                                      "shots (or split the batch before the Store)")
+            streams = film_line.shot_streams(store, buffer_tag, shot.place, shot.generation, "renders")
             if decode == "tiled":
                 frames = comfy_calls.vae_decode_tiled(vae, streams[0], tile_size, tile_overlap, temporal_size,
                                                       temporal_overlap)
@@ -198,10 +186,8 @@ class ZeroCopyFilmRender(io.ComfyNode):
                 frames = comfy_calls.vae_decode(vae, streams[0])
             if audio_vae is None:
                 return film_render.Decoded(frames)
-            if len(streams) < 2:
-                raise ContinuityError(f"shot {shot.place} (generation {shot.generation}) has no audio stream; "
-                                      "disconnect audio_vae, or render an audio-video (LTX-2) film")
-            wave, rate = comfy_calls.audio_vae_decode(audio_vae, streams[1])
+            wave, rate = comfy_calls.audio_vae_decode(
+                audio_vae, film_line.audio_stream(streams, shot.place, shot.generation, "render"))
             return film_render.Decoded(frames, wave[0].float().cpu().numpy(), rate)
 
         job = film_render.Job(

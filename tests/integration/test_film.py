@@ -90,18 +90,23 @@ def rewrite_tail(path: Path, *, scale: float):
     save_file(tensors, str(path), metadata=meta)
 
 
+def vae_links(g, vae_name=None, audio=False):
+    """(the vae link, {"audio_vae": link} or {}) for a finishing node in ``g``: a VAE file by name,
+    else the fake decoding VAEs (with their LTX-2 audio one when ``audio`` is True, or the audio VAE
+    of the node class ``audio`` names)."""
+    if vae_name:
+        return g.out(g.add("VAELoader", vae_name=vae_name)), {}
+    fakes = g.add("ZCTestDecodingVAEs")
+    if not audio:
+        return g.out(fakes, 0), {}
+    return g.out(fakes, 0), {"audio_vae": g.out(fakes, 1) if audio is True else g.out(g.add(audio), 0)}
+
+
 def assemble(comfy, tag, *, vae_name=None, audio=False, **settings):
     """ZeroCopyFilmAssemble run on the film (a VAE file by name, else the fake decoding VAEs, with
     the audio one when ``audio``); its three outputs (images, audio, info)."""
     g = Graph()
-    extra = {}
-    if vae_name:
-        vae = g.out(g.add("VAELoader", vae_name=vae_name))
-    else:
-        fakes = g.add("ZCTestDecodingVAEs")
-        vae = g.out(fakes, 0)
-        if audio:
-            extra["audio_vae"] = g.out(fakes, 1)
+    vae, extra = vae_links(g, vae_name, audio)
     inputs = {"crossfade_frames": 0, "first_shot": 1, "last_shot": 0, "seam_trim": -1, **settings}
     node = g.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=vae, **extra, **inputs)
     run = comfy.run(g.prompt, targets=[node])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 from test_families_support import pack, pack_module, shared_store  # noqa: F401
-from test_film import assemble, shot_graph, store_av_film
+from test_film import assemble, shot_graph, store_av_film, vae_links
 
 from conftest import ComfyRunError, Graph
 
@@ -20,17 +20,10 @@ av = pytest.importorskip("av")
 
 
 def render(comfy, tag, *, vae_name=None, audio=False, components=False, **settings):
-    """ZeroCopyFilmRender on the film; (video, info, the run, the node), and with ``components``
-    core's GetVideoComponents of its VIDEO (images, audio, fps)."""
+    """ZeroCopyFilmRender on the film (``audio`` as test_film.vae_links takes it); (video, info, the
+    run, the node), and with ``components`` core's GetVideoComponents of its VIDEO (images, audio, fps)."""
     g = Graph()
-    extra = {}
-    if vae_name:
-        vae = g.out(g.add("VAELoader", vae_name=vae_name))
-    else:
-        fakes = g.add("ZCTestDecodingVAEs")
-        vae = g.out(fakes, 0)
-        if audio:
-            extra["audio_vae"] = g.out(fakes, 1)
+    vae, extra = vae_links(g, vae_name, audio)
     inputs = {"format": "ffv1-mkv", "frame_rate": 16.0, "quality": 19, "folder": "zerocopy",
               "crossfade_frames": 0, "first_shot": 1, "last_shot": 0, "seam_trim": -1, "timeline": True,
               **settings}
@@ -45,6 +38,15 @@ def render(comfy, tag, *, vae_name=None, audio=False, components=False, **settin
     if components:
         out.append(tuple(comfy.output(run, parts, i) for i in range(3)))
     return out
+
+
+def picture_and_sound(path: Path) -> tuple[int, int, int]:
+    """(video frames, audio samples, sample rate) of a film file, as PyAV decodes it."""
+    with av.open(str(path)) as container:
+        frames = sum(1 for _ in container.decode(video=0))
+    with av.open(str(path)) as container:
+        stream = container.streams.audio[0]
+        return frames, sum(f.samples for f in container.decode(stream)), stream.codec_context.sample_rate
 
 
 def frames_of(path: Path) -> np.ndarray:
@@ -116,12 +118,7 @@ def test_an_audio_video_film_is_muxed_in_sync(comfy, captures, pack):
     store_av_film(shared_store(pack), tag, (1, 128, 3, 2, 2), (1, 8, 17, 16), "ltxav", "ltx_latent_guide")
     _, info, *_ = render(comfy, tag, audio=True, format="h264-mp4", frame_rate=25.0)
     path = Path(comfy.output_dir) / "zerocopy" / f"{tag}.mp4"
-    with av.open(str(path)) as container:
-        frames = sum(1 for _ in container.decode(video=0))
-    with av.open(str(path)) as container:
-        stream = container.streams.audio[0]
-        samples = sum(f.samples for f in container.decode(stream))
-        rate = stream.codec_context.sample_rate
+    frames, samples, rate = picture_and_sound(path)
     assert frames == 3 * 17 - 2 * 8, info
     assert abs(samples / rate - frames / 25.0) <= 1 / 25.0 + 1024 / rate, (samples, rate, frames)
     assert f"audio: {frames * 640} samples at 16000 Hz" in info, info
@@ -139,21 +136,10 @@ def test_a_minimax_h3_shaped_film_is_muxed_in_sync_through_core_audio_decode(com
     tag = "film_h3_render"
     # 3 latent frames -> 17 pixel frames through the fake video VAE (8x temporal), 0.708 s at 24 fps
     store_av_film(shared_store(pack), tag, (1, 24, 3, 2, 2), (1, 32, 2, 30), "minimax_h3", "minimax_h3_keyframe")
-    g = Graph()
-    video_vae = g.out(g.add("ZCTestDecodingVAEs"), 0)
-    audio_vae = g.out(g.add("ZCTestDecodingH3AudioVAE"), 0)
-    node = g.add("ZeroCopyFilmRender", buffer_tag=tag, vae=video_vae, audio_vae=audio_vae, format="ffv1-mkv",
-                 frame_rate=24.0, quality=19, folder="zerocopy", crossfade_frames=2, first_shot=1, last_shot=0,
-                 seam_trim=-1, timeline=False)
-    run = comfy.run(g.prompt, targets=[node])
-    info = comfy.output(run, node, 1)
+    _, info, *_ = render(comfy, tag, audio="ZCTestDecodingH3AudioVAE", frame_rate=24.0, crossfade_frames=2,
+                         timeline=False)
     path = Path(comfy.output_dir) / "zerocopy" / f"{tag}.mkv"
-    with av.open(str(path)) as container:
-        frames = sum(1 for _ in container.decode(video=0))
-    with av.open(str(path)) as container:
-        stream = container.streams.audio[0]
-        samples = sum(f.samples for f in container.decode(stream))
-        rate = stream.codec_context.sample_rate
+    frames, samples, rate = picture_and_sound(path)
     assert frames == 3 * 17 - 2 * 8 - 2 * 2, info
     assert rate == 32000 and abs(samples / rate - frames / 24.0) <= 1 / 24.0, (samples, rate, frames)
     assert f"audio: {round(frames * 32000 / 24)} samples at 32000 Hz" in info, info
