@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .api_version import FOLDED, io
 
-from . import comfy_calls, film_line, runtime
+from . import comfy_calls, film_line, runtime, ui_events
 from ._pack import log
 from .sockets import ContinuityToken
 from .tag_inputs import DEFAULT_TAG, tag_problem, validate_tag
@@ -204,6 +204,9 @@ class ZeroCopyFilmRender(io.ComfyNode):
             raise ContinuityError(str(exc)) from None
         info = _info(job, report, missing, doc)
         log.info(info.replace("\n", " | "))
+        if report.notes:  # a damaged cache entry made again, no timeline, the cache trimmed: said where users look
+            log.warning("film %r: %s", buffer_tag, "; ".join(report.notes))
+            ui_events.warn(f"ZeroCopy film {buffer_tag!r} rendered, with notes", "; ".join(report.notes))
         subfolder = folder.strip("/")
         return io.NodeOutput(comfy_calls.video_from_file(str(job.output)), info,
                              ui=comfy_calls.preview_video(job.output.name, subfolder))

@@ -83,7 +83,7 @@ def film_frames(path: Path) -> np.ndarray:
         return np.stack([f.to_ndarray(format="rgb24")[0, 0, 0] for f in container.decode(video=0)])
 
 
-def test_the_node_renders_the_chosen_line_with_its_trims_and_follows_a_new_take(node):
+def test_the_node_renders_the_chosen_line_with_its_trims_and_follows_a_new_take(node, monkeypatch, tmp_path):
     module, mods, store, out, decoded = node
     g1 = put_shot(store, mods, 1, None)
     g2 = put_shot(store, mods, 2, g1, trim=2)
@@ -108,6 +108,17 @@ def test_the_node_renders_the_chosen_line_with_its_trims_and_follows_a_new_take(
     clips = sorted(p.name for p in (out / "films" / f"{TAG}_clips").iterdir())
     assert len(clips) == 3 and clips[2].startswith("shot_0003_gen_000004_"), clips
     assert (out / "films" / f"{TAG}.otio").is_file() or "no editor timeline" in info
+    # a cache entry damaged on disk: made again, and the user told in a toast, not only in info
+    toasts = []
+    monkeypatch.setattr(sys.modules[f"{PACK}.zc_nodes.ui_events"], "warn",
+                        lambda title, message, **kw: toasts.append((title, message)))
+    body = next(p for p in (tmp_path / "render_cache" / TAG).glob("*/body.mkv")
+                if '"generation": 4' in (p.parent / "entry.json").read_text())
+    body.write_bytes(body.read_bytes()[:-1] + bytes([body.read_bytes()[-1] ^ 0xFF]))
+    _, info, _ = render(module)
+    assert "1 shot(s) decoded, 2 reused" in info and "changed since it was written" in info, info
+    assert toasts and toasts[0][0] == f"ZeroCopy film {TAG!r} rendered, with notes", toasts
+    assert "changed since it was written" in toasts[0][1]
     # linked from a Store's continuity (or End Loop carrying it): its tag is the film rendered
     _, info, _ = render(module, buffer_tag="some_other_tag", continuity={"tag": TAG, "generation": g4})
     assert info.startswith(f"ZeroCopy film {TAG!r}: 3 shots") and "0 shot(s) decoded, 3 reused" in info, info
