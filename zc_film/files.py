@@ -20,7 +20,8 @@ PART = ".zc-part-"  # temporary names start with this: a render removes its own 
 
 
 def fsync_path(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+    # Windows flushes only a handle opened for writing (_commit); POSIX takes any descriptor
+    fd = os.open(path, os.O_RDWR if os.name == "nt" else os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:

@@ -132,11 +132,7 @@ def _make_entry(job: Job, index: int, shot: LineShot, what: dict, decoded: Decod
             np.save(stage.folder / "audio.npy", audio)
             facts.update(sample_rate=int(decoded.sample_rate), channels=int(wave.shape[0]))
         stage.facts = facts
-    entry = job.cache.get(what)
-    if entry is None:
-        raise RenderError(f"shot {shot.place} of film {job.film!r} was cached but cannot be read back from "
-                          f"{job.cache.root}; check that folder's disk")
-    return entry
+    return stage.entry
 
 
 def _blend_piece(job: Job, before: Entry, after: Entry, place: int) -> tuple[Entry, bool]:
@@ -152,7 +148,7 @@ def _blend_piece(job: Job, before: Entry, after: Entry, place: int) -> tuple[Ent
     with job.cache.stage(what, what_for=what_for) as stage:
         pieces.encode(stage.folder / f"blend.{job.fmt.extension}", blended, job.fmt,
                       pieces.rate_of(job.frame_rate), job.quality, what=what_for)
-    return job.cache.get(what), True
+    return stage.entry, True
 
 
 def _audio(entry: Entry) -> np.ndarray | None:

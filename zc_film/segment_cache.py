@@ -57,11 +57,13 @@ class Entry:
 
 
 class Stage:
-    """A folder to write an entry's files into; ``facts`` are kept with them."""
+    """A folder to write an entry's files into; ``facts`` are kept with them; ``entry`` is the entry
+    once it is in place (its files just checksummed: no second read)."""
 
     def __init__(self, folder: Path):
         self.folder = folder
         self.facts: dict = {}
+        self.entry: Entry | None = None  # the entry in place, once the block has ended without error
 
 
 class SegmentCache:
@@ -129,6 +131,7 @@ class SegmentCache:
                 shutil.rmtree(final, ignore_errors=True)
             os.replace(temp, final)
             fsync_folder(self.root)
+            stage.entry = Entry(key, final, stage.facts, files)
         except BaseException as exc:
             shutil.rmtree(temp, ignore_errors=True)
             if is_disk_error(exc):
