@@ -135,7 +135,10 @@ typedef enum {
     ZC_E_CORRUPT = -7,     /* a file is truncated, malformed, foreign, or fails its digest */
     ZC_E_STATE = -8,       /* the call does not fit the object's state (closed store, duplicate name) */
     ZC_E_UNSUPPORTED = -9, /* valid request the engine cannot serve (device bytes without a host copy) */
-    ZC_E_EXISTS = -10      /* the tag already holds that generation, in memory or on disk */
+    ZC_E_EXISTS = -10,     /* the tag already holds that generation, in memory or on disk */
+    ZC_E_ACCESS = -11      /* a spill file cannot be read for lack of permission (another
+                              user's private file): kept, never renamed; the message names
+                              its owner and mode */
 } zc_status;
 
 /* The symbolic name of a status code ("ZC_E_CORRUPT"); never NULL. */
@@ -348,6 +351,16 @@ ZC_API void zc_store_config_init(zc_store_config *config);
  * ".zc-lock"; for a tag's counter, the put goes on with the store's own
  * number and the next zc_store_flush says why), and the link's target is
  * never touched; remove the link and the store creates the file anew.
+ * Every file the store writes, locks or serves there (a counter, the folder
+ * lock, a spill file it restores, a film's choices file) must also be a
+ * regular file with exactly one name, checked on the open handle: a hard
+ * link planted in its place (whose other name may lie outside the folder),
+ * a FIFO or a device is never written, locked or served.  It is renamed
+ * aside to "<name>.rejected" (kept, never deleted), counted in
+ * files_rejected, and said: for a counter or ".zc-lock" a new file is made
+ * and the note ("last_rejected" in zc_store_describe_json) names the file,
+ * why and the fix; a spill file is refused as ZC_E_CORRUPT (see
+ * zc_store_get).
  * @return ZC_OK; ZC_E_INVALID; ZC_E_IO (directory unusable); ZC_E_NOMEM. */
 ZC_API int zc_store_open(const zc_store_config *config, zc_store **out);
 
@@ -421,9 +434,15 @@ ZC_API int zc_store_put_generation(zc_store *store, const char *tag, zc_bundle *
  * more bytes than the file has is ZC_E_CORRUPT (renamed aside), and with a
  * host budget, one whose tensors need more than the whole budget is
  * ZC_E_BUDGET (the message names the file, its size and the budget; the
- * file is kept, since a store with a larger budget may read it).
- * @return ZC_OK, ZC_E_INVALID, ZC_E_NOT_FOUND, ZC_E_CORRUPT, ZC_E_BUDGET,
- * ZC_E_IO, ZC_E_NOMEM. */
+ * file is kept, since a store with a larger budget may read it).  A spill
+ * file that is a symbolic link, has another name (a hard link) or is no
+ * regular file is never served: ZC_E_CORRUPT, renamed aside.  One this
+ * process may not read (another user's file, mode 0600) is ZC_E_ACCESS,
+ * naming its owner and mode; it is kept (and stays indexed), so a caller
+ * wanting "the newest that can be read" tries the next generation, as for
+ * ZC_E_CORRUPT.
+ * @return ZC_OK, ZC_E_INVALID, ZC_E_NOT_FOUND, ZC_E_CORRUPT, ZC_E_ACCESS,
+ * ZC_E_BUDGET, ZC_E_IO, ZC_E_NOMEM. */
 ZC_API int zc_store_get(zc_store *store, const char *tag, uint64_t generation, zc_view **out);
 
 /* zc_store_get without the look at the tag's counter file: generation 0 is
@@ -536,8 +555,10 @@ ZC_API int zc_store_stats_get(zc_store *store, zc_store_stats *out);
  * bytes, tier, digest), metadata, disk files, as far as this store knows
  * them (it does not look for files other processes spilled since; the
  * one-tag description below does), and "spill_locks": whether the spill
- * folder's file system grants file locks (null without a spill_dir).
- * Writes at most cap bytes including the terminating NUL; *needed
+ * folder's file system grants file locks (null without a spill_dir), and
+ * "last_rejected": the newest file of the spill folder this store refused
+ * and renamed aside (files_rejected counts them), with why and the fix, or
+ * null.  Writes at most cap bytes including the terminating NUL; *needed
  * (optional) gets the full size including the NUL.  @return ZC_OK, or
  * ZC_E_LIMIT when cap was too small (call again with *needed bytes). */
 ZC_API int zc_store_describe_json(zc_store *store, char *buf, size_t cap, size_t *needed);

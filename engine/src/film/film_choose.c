@@ -6,6 +6,10 @@
  * refresh or owner scan takes it for a spill file; it is not a temporary
  * file either, so no scan removes it.  Two processes choosing at once:
  * the last one to write wins.
+ *
+ * The choices file is read only when it is a regular file with one name,
+ * never through a link: a description of the film ignores the pins of any
+ * other file in its place and says why.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,19 +32,52 @@ char *zc__film_choices_path(const char *dir, const char *tag)
     return p;
 }
 
-/* The file's bytes (NUL-terminated), or *missing 1 when there is none. */
-static int read_text(const char *path, char **text, size_t *len, int *missing)
+/* The file's bytes (NUL-terminated), or *missing 1 when there is none.  Only
+ * a regular file with one name, never through a link: anything else is
+ * ZC_E_CORRUPT (unreadable), and with aside (a choice, under the folder
+ * lock) it is also renamed aside, *refused saying so. */
+static int read_text(const char *path, int aside, char **text, size_t *len, int *missing,
+                     zc_refusal *refused)
 {
     zc_os_file f = ZC_OS_FILE_CLOSED;
-    uint64_t size = 0;
-    int regular = 0;
+    uint64_t size = 0, links = 0;
+    int regular = 0, err;
     *text = NULL;
     *missing = 0;
-    int err = zc_os_file_open_read(path, &f);
-    if (err != 0) {
-        if (zc_os_error_is(err, ZC_OS_NOT_FOUND)) {
+    memset(refused, 0, sizeof *refused);
+    if (aside) {
+        err = zc__open_private(path, 0, &f, refused);
+    } else if ((err = zc_os_file_open_read_nofollow(path, &f)) == 0 &&
+               (err = zc_os_file_check_private(f, &links)) != 0) {
+        zc_os_file_close(&f);
+        refused->err = err;
+        refused->links = links;
+    }
+    if (err != 0 || refused->err != 0) {
+        if (refused->err == 0 && zc_os_error_is(err, ZC_OS_NOT_FOUND)) {
             *missing = 1;
             return ZC_OK;
+        }
+        if (refused->err != 0 || zc_os_error_is(err, ZC_OS_NOT_PRIVATE)) {
+            int why = refused->err != 0 ? refused->err : err;
+            char names[64] = "";
+            if (why == ZC_OS_ERROR_HARD_LINKED)
+                snprintf(names, sizeof names, " (it has %llu names)",
+                         (unsigned long long)refused->links);
+            if (refused->renamed) {
+                char number[16] = "";
+                if (refused->aside > 1)
+                    snprintf(number, sizeof number, ".%d", refused->aside);
+                return zc__fail(ZC_E_CORRUPT, "the choices file \"%s\" was refused: %s%s; it was "
+                                "renamed to \"%s%s%s\" (kept, never deleted) and its choices "
+                                "are not used", path, ZC_OS_WHY(why), names, path, number,
+                                ZC_REJECTED_SUFFIX);
+            }
+            return zc__fail(ZC_E_CORRUPT, "the choices file \"%s\" is refused: %s%s%s", path,
+                            ZC_OS_WHY(why), names,
+                            why == ZC_OS_ERROR_LINK_REFUSED ? ""
+                            : aside ? "; it could not be renamed aside: remove it"
+                                    : "; a choice of a take replaces it with a file of its own");
         }
         return zc__fail(ZC_E_IO, "cannot open %s: %s", path, ZC_OS_WHY(err));
     }
@@ -67,8 +104,10 @@ static int read_text(const char *path, char **text, size_t *len, int *missing)
     return ZC_OK;
 }
 
-int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t *count,
-                       int *unreadable)
+/* zc__film_read_pins; aside: rename a file that is not private aside
+ * (*refused says so). */
+static int read_pins(const char *dir, const char *tag, int aside, uint64_t **pins, size_t *count,
+                     int *unreadable, zc_refusal *refused)
 {
     char *path = zc__film_choices_path(dir, tag), *text = NULL;
     size_t len = 0;
@@ -76,9 +115,10 @@ int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t
     *pins = NULL;
     *count = 0;
     *unreadable = 0;
+    memset(refused, 0, sizeof *refused);
     if (path == NULL)
         return zc__fail(ZC_E_NOMEM, "out of host memory");
-    int rc = read_text(path, &text, &len, &missing);
+    int rc = read_text(path, aside, &text, &len, &missing, refused);
     if (rc != ZC_OK || missing) {
         if (rc == ZC_E_CORRUPT) {
             *unreadable = 1;
@@ -123,6 +163,13 @@ int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t
     free(text);
     free(path);
     return rc;
+}
+
+int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t *count,
+                       int *unreadable)
+{
+    zc_refusal refused;
+    return read_pins(dir, tag, 0, pins, count, unreadable, &refused);
 }
 
 static int write_pins(const char *dir, const char *tag, const uint64_t *pins, size_t count)

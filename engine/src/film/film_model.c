@@ -157,7 +157,7 @@ static void read_shot(zc_film *film, zc_film_shot *s)
     s->parent = -1;
     int rc = zc__spill_path_in(film->dir, film->tag, s->generation, path, sizeof path);
     if (rc == ZC_OK)
-        rc = zc_file_open(path, &f);
+        rc = zc__spill_file_open(path, &f); /* never a link or another's file */
     if (rc != ZC_OK) {
         s->file = FILM_FILE_BAD;
         s->state = FILM_BROKEN;
