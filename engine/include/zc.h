@@ -796,17 +796,19 @@ ZC_API void zc_view_release(zc_view *view);
 /* the encoded start image a film may begin with.  Shots with one parent (or  */
 /* all roots of the tag) are the takes of one shot, numbered 1.. by           */
 /* generation.  At each step the film follows the chosen take: the pinned     */
-/* one, else the take whose descendants hold the newest generation, so with   */
-/* no pins the film ends at the tag's newest shot.  The chosen line runs from */
-/* the chosen root down the chosen takes to a leaf.                           */
+/* one (a pin chooses its ancestors too), else the take whose descendants     */
+/* hold the newest generation, so with no pins the film ends at the tag's     */
+/* newest shot.  The chosen line runs from the chosen root down the chosen    */
+/* takes to a leaf; a choice makes it pass through the chosen take.           */
 /*                                                                            */
 /*   char *json; zc_film_describe(dir, "shot_a", ZC_FILM_VERIFY, &json);      */
 /*   ... parse json ...; zc_free(json);                                       */
 /*   zc_film_choose(dir, "shot_a", 7);   (pin take 7; 0 clears every pin)    */
 /*                                                                            */
-/* Choices live in "<dir>/.zc-film-<tag>.json", replaced atomically; stores   */
-/* never prune a pinned take or its ancestors (see zc_store_config            */
-/* .disk_keep).  Safe from any thread; a film is read as the folder stands.   */
+/* Choices live in "<dir>/.zc-film-<tag>.json", replaced atomically under    */
+/* the folder's lock; stores never prune a pinned take or its ancestors (see  */
+/* zc_store_config.disk_keep).  Safe from any thread and process; a film is   */
+/* read as the folder stands.                                                 */
 /* ------------------------------------------------------------------------ */
 
 #define ZC_FILM_VERIFY 1u /* read every file (digests checked) and check every hop's tail */
@@ -845,13 +847,22 @@ ZC_API void zc_view_release(zc_view *view);
 ZC_API int zc_film_describe(const char *spill_dir, const char *tag, uint32_t flags,
                             char **json_out);
 
-/* Pin take generation of tag's film: it becomes the chosen take among its
- * siblings (replacing any pin of a sibling); generation 0 clears every pin.
- * Pins of files that are gone are dropped.  Written crash-safe to
- * "<spill_dir>/.zc-film-<tag>.json" = {"version":1,"tag":..,"chosen":[..]};
- * two processes choosing at once: the last write wins.
+/* Choose take generation of tag's film: the chosen line passes through it
+ * from then on.  It and its ancestors within the tag are pinned, each the
+ * chosen take of its place; the pins below it that the line followed stay,
+ * every other pin goes (so the pins are one chain from a root down, and
+ * the line passes through every one).  generation 0 clears every pin.  The
+ * choices file "<spill_dir>/.zc-film-<tag>.json" = {"version":1,"tag":..,
+ * "chosen":[..]} is read, changed and replaced crash-safe under the spill
+ * folder's lock (".zc-lock"), so choices made at once by threads or
+ * processes are applied one after the other: the last one wins, and the
+ * line passes through it.  A choices file (or folder lock) that is not a
+ * regular file with one name is renamed aside to ".rejected" and the
+ * choice refused, saying so (ZC_E_CORRUPT); choose again.
  * @return ZC_OK; ZC_E_INVALID; ZC_E_NOT_FOUND (no such generation, or no
- * files of the tag: the message names it); ZC_E_IO; ZC_E_NOMEM. */
+ * files of the tag: the message names it); ZC_E_STATE (the take cannot be on
+ * any line: its lineage, or an ancestor's, cannot be followed; the message
+ * says why); ZC_E_CORRUPT (see above); ZC_E_IO; ZC_E_NOMEM. */
 ZC_API int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation);
 
 /* 1 if the tag's choices file exists and pins at least one take, else 0

@@ -572,6 +572,17 @@ TEST(planted_folder_lock_hard_link_is_renamed_aside_and_the_store_opens)
     CHECK_OK(zc_store_flush(s));
     zc_store_close(s);
     CHECK(victim_unchanged(&p));
+    /* A choice takes the folder lock too: planted again, the choice is refused, said. */
+    char *lock = zc_test_join(p.spill, ZC_FOLDER_LOCK);
+    REQUIRE(lock != NULL);
+    CHECK(zc_os_remove(lock) == 0);
+    CHECK(zc_os_test_hardlink(p.victim, lock) == 0);
+    CHECK(zc_film_choose(p.spill, "film", 1) == ZC_E_CORRUPT);
+    CHECK(strstr(zc_last_error(), "the folder lock") != NULL);
+    CHECK(strstr(zc_last_error(), "choose the take again") != NULL);
+    CHECK_OK(zc_film_choose(p.spill, "film", 1));
+    CHECK(victim_unchanged(&p));
+    free(lock);
     unplant(&p);
 }
 
@@ -628,7 +639,7 @@ TEST(hard_linked_spill_file_from_another_folder_is_not_served)
     free(root), free(other), free(spill), free(theirs), free(ours);
 }
 
-TEST(planted_choices_hard_link_is_ignored_by_the_film_and_never_written)
+TEST(planted_choices_hard_link_is_ignored_by_the_film_and_renamed_aside_by_a_choice)
 {
     planted p;
     const char *skip = plant_hard(&p, "hostile-hard-choices", ".zc-film-film.json");
@@ -646,11 +657,16 @@ TEST(planted_choices_hard_link_is_ignored_by_the_film_and_never_written)
     REQUIRE_OK(zc_film_describe(p.spill, "film", 0, &json));
     CHECK(strstr(json, "\"pins\":[]") != NULL);
     CHECK(strstr(json, "the choices file") != NULL && strstr(json, "hard link") != NULL);
-    CHECK(strstr(json, "a choice of a take replaces it") != NULL);
+    CHECK(strstr(json, "the next choice of a take renames it aside") != NULL);
     zc_free(json);
     CHECK(zc_film_has_choices(p.spill, "film") == 0);
-    /* A choice replaces the name with a file of its own (an atomic rename, never a write
-     * through it). */
+    /* A choice: refused, the file renamed aside, said; the next one goes through. */
+    CHECK(zc_film_choose(p.spill, "film", 1) == ZC_E_CORRUPT);
+    CHECK(strstr(zc_last_error(), "was renamed to") != NULL);
+    CHECK(strstr(zc_last_error(), ".zc-film-film.json" ZC_REJECTED_SUFFIX) != NULL);
+    CHECK(strstr(zc_last_error(), "the choice was not made") != NULL);
+    CHECK(exists_in(p.spill, ".zc-film-film.json" ZC_REJECTED_SUFFIX));
+    CHECK(victim_unchanged(&p));
     CHECK_OK(zc_film_choose(p.spill, "film", 1));
     CHECK(zc_film_has_choices(p.spill, "film") == 1);
     CHECK(victim_unchanged(&p));
