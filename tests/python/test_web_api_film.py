@@ -31,11 +31,7 @@ class FilmOfStore:
 
     def choose(self, tag, generation):
         self.store.flush()
-        if generation == 0:
-            engine_film.clear_choices(self.store.spill_dir, tag)
-        else:
-            engine_film.choose_take(self.store.spill_dir, tag, generation)
-        return engine_film.describe_film(self.store.spill_dir, tag)
+        return engine_film.choose(self.store.spill_dir, tag, generation)
 
 
 class Harness:
@@ -95,7 +91,8 @@ def test_the_film_its_takes_and_choosing_one(api):
     status, doc = api.client.json("GET", f"/zerocopy/film/{TAG}")
     assert doc["line"] == [one, other] and states(doc)[two] == "alternative" and states(doc)[three] == "stale"
     status, doc = api.client.json("POST", f"/zerocopy/film/{TAG}/choose", json={"generation": two})
-    assert status == 200 and doc["line"] == [one, two, three] and doc["pins"] == [two]
+    assert status == 200 and doc["line"] == [one, two, three] and doc["pins"] == [one, two]
+    assert doc["choice"] == {"generation": two, "on_line": True, "note": None}
     assert states(doc)[other] == "alternative"
     assert api.notified[-1] == ("zerocopy.film", {"reason": "chosen", "tag": TAG, "generation": two})
     status, doc = api.client.json("POST", f"/zerocopy/film/{TAG}/choose", json={"generation": 0})
