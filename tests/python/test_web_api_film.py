@@ -124,3 +124,21 @@ def test_without_a_film_view_the_routes_answer_503(tmp_path):
         assert_error(*harness.client.json("GET", f"/zerocopy/film/{TAG}"), 503, "film_unavailable")
     finally:
         harness.close()
+
+
+def test_a_shot_of_another_folder_hard_linked_in_is_not_previewed(api, tmp_path):
+    """Before: a valid shot of another folder, hard-linked into the spill folder, was served (the
+    preview answered 200, the film verified ok). Now neither serves it, and both say why."""
+    import os
+    other = tmp_path / "other"
+    with LatentStore(spill_dir=other) as store:
+        store.put("secret", {"latent_tensor": torch.randn(1, 16, 3, 4, 4)}, {"family": "wan21"}, spill=True)
+        store.flush()
+    name = f"secret@{1:020d}.latent"
+    os.link(other / name, api.store.spill_dir / name)
+    status, doc = api.client.json("GET", "/zerocopy/film/secret?verify=true")
+    assert status == 200 and doc["ok"] is False and "hard link" in doc["shots"][0]["problem"]
+    status, body = api.client.json("GET", "/zerocopy/buffers/secret/preview.png?generation=1")
+    assert status == 409 and body["error"] == "corrupt_file", body
+    assert "is not served" in body["message"] and "hard link" in body["message"]
+    assert (other / name).exists() and (api.store.spill_dir / (name + ".rejected")).samefile(other / name)
