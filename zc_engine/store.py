@@ -500,8 +500,8 @@ class LatentStore:
             return self.get(tag, 0, verify=True), []  # raises NotFound with the engine's message
         bundle, skipped = self.first_verified(tag, candidates)
         if bundle is None:
-            raise CorruptFile(f"no stored generation of tag {tag!r} can be read and verifies against its "
-                              "digests: " + "; ".join(s.describe() for s in skipped))
+            raise CorruptFile(f"no stored generation of tag {tag!r} verifies against its digests (or can "
+                              "be read): " + "; ".join(s.describe() for s in skipped))
         return bundle, skipped
 
     def first_verified(self, tag: str, generations) -> tuple[StoredBundle | None,
