@@ -499,11 +499,13 @@ async function loadFilm(tag) {
 async function chooseTake(tag, generation) {
   state.choosing = tag; // its own zerocopy.film event needs no second read
   try {
-    await apiJSON(`/zerocopy/film/${encodeURIComponent(tag)}/choose`, {
+    const doc = await apiJSON(`/zerocopy/film/${encodeURIComponent(tag)}/choose`, {
       method: "POST",
       body: JSON.stringify({ generation }),
       headers: { "Content-Type": "application/json" },
     });
+    // The line passes through the chosen take, unless a choice made at the same time came after it.
+    if (doc?.choice?.on_line === false && doc.choice.note) state.error = doc.choice.note;
   } catch (error) {
     state.error = String(error?.message ?? error);
   }

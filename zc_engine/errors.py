@@ -53,6 +53,14 @@ class CorruptFile(ZeroCopyError):
     code = -7
 
 
+class AccessDenied(EngineIOError):
+    """A spill file this process may not read (another user's private file). It is kept, never
+    renamed; callers that want the newest readable shot go on to the next one, as for CorruptFile.
+    An EngineIOError, so code that catches those catches it too."""
+
+    code = -11
+
+
 class InvalidState(ZeroCopyError, RuntimeError):
     code = -8
 
@@ -70,7 +78,8 @@ class GenerationExists(ZeroCopyError):
 _BY_CODE = {
     cls.code: cls
     for cls in (InvalidInput, OutOfMemory, NotFound, BudgetExceeded, LimitExceeded,
-                EngineIOError, CorruptFile, InvalidState, Unsupported, GenerationExists)
+                EngineIOError, CorruptFile, InvalidState, Unsupported, GenerationExists,
+                AccessDenied)
 }
 
 

@@ -47,8 +47,14 @@ def describe_film(spill_dir, tag: str, *, verify: bool = False) -> dict:
 
 
 def choose_take(spill_dir, tag: str, generation: int) -> None:
-    """Pin take ``generation`` of ``tag``'s film (replacing a pin of any of its siblings).
-    Raises NotFound when the tag has no such generation."""
+    """Choose take ``generation`` of ``tag``'s film: the chosen line passes through it from now on
+    (it and its ancestors are pinned, replacing their siblings' pins; pins below it that the line
+    followed stay, every other pin goes). The choices file is read, changed and written under the
+    spill folder's lock, so choices made at once apply one after the other and the last one wins.
+    Raises NotFound when the tag has no such generation, InvalidState when the take cannot be on
+    any line (its lineage, or an ancestor's, cannot be followed: the message says why),
+    CorruptFile when the choices file (or the folder lock) was not the engine's own file (renamed
+    aside: choose again)."""
     _require("zc_film_choose")
     generation = int(generation)
     if generation <= 0:
@@ -56,6 +62,27 @@ def choose_take(spill_dir, tag: str, generation: int) -> None:
         raise InvalidInput(f"generation {generation} is not a take; pass a generation >= 1 "
                            "(clear_choices removes every pin)")
     check(lib.zc_film_choose(_dir(spill_dir), encode(tag, "tag"), generation))
+
+
+def choose(spill_dir, tag: str, generation: int) -> dict:
+    """Choose take ``generation`` (0: clear every choice) and describe the film as it stands after
+    (unverified), with ``choice``: ``{"generation", "on_line", "note"}``. ``on_line`` says whether
+    the line passes through the chosen take; it does, unless another choice made at the same time
+    (another tab, another client) came after this one, which ``note`` then says (the line shown is
+    the film as it stands: through that later choice)."""
+    if generation:
+        choose_take(spill_dir, tag, generation)
+    else:
+        clear_choices(spill_dir, tag)
+    doc = describe_film(spill_dir, tag)
+    on_line = not generation or generation in doc.get("line", [])
+    note = None
+    if not on_line:
+        note = (f"generation {generation} was chosen, but another choice made at the same time came after it: "
+                f"the line now follows the takes chosen last (pins {doc.get('pins', [])}); choose "
+                f"{generation} again to follow it")
+    doc["choice"] = {"generation": int(generation), "on_line": on_line, "note": note}
+    return doc
 
 
 def clear_choices(spill_dir, tag: str) -> None:

@@ -28,7 +28,7 @@ from typing import Mapping
 import torch
 
 from . import device, dlpack
-from .errors import CorruptFile, NotFound
+from .errors import AccessDenied, CorruptFile, NotFound
 from ._library import (DL_BFLOAT, DL_BOOL, DL_FLOAT, DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2, DL_INT, DL_UINT, SeamLayout,
                        SeamStats, StoreConfig, StoreStats, TensorInfo, VerifyReport, call_growing, check, encode,
                        has, lib)
@@ -488,28 +488,32 @@ class LatentStore:
         return list(out[:count]) if count else []
 
     def get_newest_verified(self, tag: str) -> tuple[StoredBundle, list[SkippedGeneration]]:
-        """The tag's newest generation whose bytes verify against their digests, and the newer
-        ones skipped on the way with the reason each failed: a corrupt or truncated spill file
-        (which the engine renames aside, never deletes), or bytes in memory that changed. Raises
-        NotFound when the tag holds nothing, CorruptFile when no generation verifies."""
+        """The tag's newest generation that can be read and whose bytes verify against their
+        digests, and the newer ones skipped on the way with the reason each failed: a corrupt or
+        truncated spill file, or one that is not the store's own (a hard link, a symbolic link:
+        the engine renames those aside, never deletes them), a spill file this process may not
+        read (another user's, mode 0600: kept, its owner and mode named), or bytes in memory that
+        changed. Raises NotFound when the tag holds nothing, CorruptFile when no generation can be
+        read and verifies."""
         candidates = self.generations(tag)
         if not candidates:
             return self.get(tag, 0, verify=True), []  # raises NotFound with the engine's message
         bundle, skipped = self.first_verified(tag, candidates)
         if bundle is None:
-            raise CorruptFile(f"no stored generation of tag {tag!r} verifies against its digests: "
-                              + "; ".join(s.describe() for s in skipped))
+            raise CorruptFile(f"no stored generation of tag {tag!r} verifies against its digests (or can "
+                              "be read): " + "; ".join(s.describe() for s in skipped))
         return bundle, skipped
 
     def first_verified(self, tag: str, generations) -> tuple[StoredBundle | None,
                                                              list[SkippedGeneration]]:
-        """The first of ``generations`` (in the order given) whose bytes verify, and the ones
-        skipped before it with the reason each failed; None when none verifies."""
+        """The first of ``generations`` (in the order given) that can be read and whose bytes
+        verify, and the ones skipped before it with the reason each failed; None when none does."""
         skipped: list[SkippedGeneration] = []
         for generation in generations:
             try:
                 return self.get(tag, generation, verify=True), skipped
-            except (CorruptFile, NotFound) as exc:  # NotFound: another thread dropped it meanwhile
+            # NotFound: another thread dropped it meanwhile; AccessDenied: another user's file
+            except (CorruptFile, AccessDenied, NotFound) as exc:
                 skipped.append(SkippedGeneration(generation, str(exc)))
         return None, skipped
 

@@ -15,6 +15,11 @@ never evicted from memory (the engine pins it; see ``zc_store_flush`` in engine/
   ComfyUI installs no handler for them, so Python's default would end the process without its
   exit hooks) flush the store, then do what the previous handler did: call it, ignore the
   signal, or re-raise it with the default action. Windows has SIGBREAK instead of SIGHUP.
+- **Refused files.** Files of the spill folder the engine refused and renamed aside to
+  ``*.rejected`` (a name out of range, a corrupt spill file, a hard link or FIFO planted in place
+  of a counter, the folder lock or a spill file) are said once each, at open and after each
+  prompt: a warning naming the newest (the engine's sentence: which file, why, what was done, the
+  fix) and a toast.
 - **Failures.** A spill that fails after the engine's own healing (a removed folder is created
   again, older files beyond ``disk_keep`` are pruned first) is reported as an error line naming
   the tag, the generation, the folder and the cause; as a ``zerocopy.spill_failed`` event (the
@@ -33,6 +38,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import weakref
 
 from . import ui_events
 from ._pack import log
@@ -42,6 +48,7 @@ _lock = threading.RLock()  # RLock: a signal handler may interrupt the main thre
 _unflushed: list[tuple[str, int, str | None]] = []
 _reported: set[tuple[str, int]] = set()  # memory-only shots the user was told about
 _recreated_seen = 0
+_rejected_seen: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # store -> files_rejected said
 _installed: dict[str, object] = {}
 SIGNALS = ("SIGTERM", "SIGHUP", "SIGBREAK")
 FAILED_EVENT = "zerocopy.spill_failed"
@@ -71,6 +78,7 @@ def make_durable(reason: str = "the prompt finished") -> bool:
         pending = store.stats()
     except Exception:  # noqa: BLE001 - a closed store: nothing of ours to write
         return True
+    report_rejected(store, pending)
     if not stored and not pending.get("memory_only") and not pending.get("pending_spills"):
         return True
     error = None
@@ -79,6 +87,32 @@ def make_durable(reason: str = "the prompt finished") -> bool:
     except Exception as exc:  # noqa: BLE001 - reported below, never raised into ComfyUI
         error = str(exc)
     return _report(store, stored, error, reason)
+
+
+def report_rejected(store, stats: dict | None = None) -> int:
+    """Say the files of the spill folder the engine refused and renamed aside since the last
+    call (``stats()["files_rejected"]`` grew): a warning naming the newest, in the engine's words
+    (``describe()["last_rejected"]``: the file, why, what was done, the fix), and a toast. Returns
+    how many were new."""
+    try:
+        rejected = int((stats or store.stats()).get("files_rejected", 0) or 0)
+    except Exception:  # noqa: BLE001 - a closed store
+        return 0
+    new = rejected - _rejected_seen.get(store, 0)
+    _rejected_seen[store] = rejected
+    if new <= 0:
+        return 0
+    try:
+        newest = store.describe().get("last_rejected")
+    except Exception:  # noqa: BLE001 - an engine without it says the count alone
+        newest = None
+    message = (f"{new} file(s) in the spill folder {store.spill_dir} were refused and renamed aside to "
+               "*.rejected (kept, never deleted)" + (f"; the newest: {newest}" if newest else
+                                                     " (named like spill files but not ones: a generation out "
+                                                     "of range, no regular file, or too small)"))
+    log.warning("%s", message)
+    ui_events.warn("ZeroCopy: files renamed aside in the spill folder", _redacted(message))
+    return new
 
 
 def _memory_only(store) -> tuple[list[tuple[str, int]], dict]:

@@ -103,13 +103,12 @@ def line(doc: dict) -> list[dict]:
 
 
 def choose(tag: str, generation: int) -> dict:
-    """Choose a take (0: clear every choice); returns the film as it stands after. The engine's
-    errors (NotFound for a generation the film does not hold, InvalidInput for a bad tag) pass
-    through: they name the value and the fix."""
+    """Choose a take (0: clear every choice): the chosen line passes through it. Returns the film
+    as it stands after, with ``choice`` saying whether the line passes through the chosen take (it
+    does unless a choice made at the same time came after it; see zc_engine.film.choose). The
+    engine's errors (NotFound for a generation the film does not hold, InvalidState for a take
+    that cannot be on any line, InvalidInput for a bad tag) pass through: they name the value and
+    the fix."""
     store = runtime.store()
     store.flush()
-    if generation == 0:
-        engine_film.clear_choices(store.spill_dir, tag)
-    else:
-        engine_film.choose_take(store.spill_dir, tag, generation)
-    return engine_film.describe_film(store.spill_dir, tag)
+    return engine_film.choose(store.spill_dir, tag, generation)

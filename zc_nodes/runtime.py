@@ -98,15 +98,8 @@ def store():
                 _exit_hook.append(True)
             log.info("latent store ready: spill directory %s, %d tags on disk%s", spill,
                      len(_store.tags()), f"; gives memory back through {', '.join(hooked)}" if hooked else "")
-            rejected = _store.stats().get("files_rejected", 0)
-            if rejected:  # planted, damaged or foreign files named like ours: kept, renamed aside
-                from . import ui_events
-                message = (f"{rejected} file(s) in the spill folder {spill} are named like spill files "
-                           "but cannot be ours (a generation out of range, not a regular file, or too "
-                           "small); they were renamed aside to *.rejected (kept, never deleted)")
-                log.warning("%s", message)
-                ui_events.warn("ZeroCopy: files renamed aside in the spill folder",
-                               message.replace(str(spill), "<spill folder>"))
+            from . import durability
+            durability.report_rejected(_store)  # planted, damaged or foreign files: kept, renamed aside
         return _store
 
 

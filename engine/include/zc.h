@@ -135,7 +135,10 @@ typedef enum {
     ZC_E_CORRUPT = -7,     /* a file is truncated, malformed, foreign, or fails its digest */
     ZC_E_STATE = -8,       /* the call does not fit the object's state (closed store, duplicate name) */
     ZC_E_UNSUPPORTED = -9, /* valid request the engine cannot serve (device bytes without a host copy) */
-    ZC_E_EXISTS = -10      /* the tag already holds that generation, in memory or on disk */
+    ZC_E_EXISTS = -10,     /* the tag already holds that generation, in memory or on disk */
+    ZC_E_ACCESS = -11      /* a spill file cannot be read for lack of permission (another
+                              user's private file): kept, never renamed; the message names
+                              its owner and mode */
 } zc_status;
 
 /* The symbolic name of a status code ("ZC_E_CORRUPT"); never NULL. */
@@ -348,6 +351,16 @@ ZC_API void zc_store_config_init(zc_store_config *config);
  * ".zc-lock"; for a tag's counter, the put goes on with the store's own
  * number and the next zc_store_flush says why), and the link's target is
  * never touched; remove the link and the store creates the file anew.
+ * Every file the store writes, locks or serves there (a counter, the folder
+ * lock, a spill file it restores, a film's choices file) must also be a
+ * regular file with exactly one name, checked on the open handle: a hard
+ * link planted in its place (whose other name may lie outside the folder),
+ * a FIFO or a device is never written, locked or served.  It is renamed
+ * aside to "<name>.rejected" (kept, never deleted), counted in
+ * files_rejected, and said: for a counter or ".zc-lock" a new file is made
+ * and the note ("last_rejected" in zc_store_describe_json) names the file,
+ * why and the fix; a spill file is refused as ZC_E_CORRUPT (see
+ * zc_store_get).
  * @return ZC_OK; ZC_E_INVALID; ZC_E_IO (directory unusable); ZC_E_NOMEM. */
 ZC_API int zc_store_open(const zc_store_config *config, zc_store **out);
 
@@ -421,9 +434,15 @@ ZC_API int zc_store_put_generation(zc_store *store, const char *tag, zc_bundle *
  * more bytes than the file has is ZC_E_CORRUPT (renamed aside), and with a
  * host budget, one whose tensors need more than the whole budget is
  * ZC_E_BUDGET (the message names the file, its size and the budget; the
- * file is kept, since a store with a larger budget may read it).
- * @return ZC_OK, ZC_E_INVALID, ZC_E_NOT_FOUND, ZC_E_CORRUPT, ZC_E_BUDGET,
- * ZC_E_IO, ZC_E_NOMEM. */
+ * file is kept, since a store with a larger budget may read it).  A spill
+ * file that is a symbolic link, has another name (a hard link) or is no
+ * regular file is never served: ZC_E_CORRUPT, renamed aside.  One this
+ * process may not read (another user's file, mode 0600) is ZC_E_ACCESS,
+ * naming its owner and mode; it is kept (and stays indexed), so a caller
+ * wanting "the newest that can be read" tries the next generation, as for
+ * ZC_E_CORRUPT.
+ * @return ZC_OK, ZC_E_INVALID, ZC_E_NOT_FOUND, ZC_E_CORRUPT, ZC_E_ACCESS,
+ * ZC_E_BUDGET, ZC_E_IO, ZC_E_NOMEM. */
 ZC_API int zc_store_get(zc_store *store, const char *tag, uint64_t generation, zc_view **out);
 
 /* zc_store_get without the look at the tag's counter file: generation 0 is
@@ -536,8 +555,10 @@ ZC_API int zc_store_stats_get(zc_store *store, zc_store_stats *out);
  * bytes, tier, digest), metadata, disk files, as far as this store knows
  * them (it does not look for files other processes spilled since; the
  * one-tag description below does), and "spill_locks": whether the spill
- * folder's file system grants file locks (null without a spill_dir).
- * Writes at most cap bytes including the terminating NUL; *needed
+ * folder's file system grants file locks (null without a spill_dir), and
+ * "last_rejected": the newest file of the spill folder this store refused
+ * and renamed aside (files_rejected counts them), with why and the fix, or
+ * null.  Writes at most cap bytes including the terminating NUL; *needed
  * (optional) gets the full size including the NUL.  @return ZC_OK, or
  * ZC_E_LIMIT when cap was too small (call again with *needed bytes). */
 ZC_API int zc_store_describe_json(zc_store *store, char *buf, size_t cap, size_t *needed);
@@ -775,17 +796,19 @@ ZC_API void zc_view_release(zc_view *view);
 /* the encoded start image a film may begin with.  Shots with one parent (or  */
 /* all roots of the tag) are the takes of one shot, numbered 1.. by           */
 /* generation.  At each step the film follows the chosen take: the pinned     */
-/* one, else the take whose descendants hold the newest generation, so with   */
-/* no pins the film ends at the tag's newest shot.  The chosen line runs from */
-/* the chosen root down the chosen takes to a leaf.                           */
+/* one (a pin chooses its ancestors too), else the take whose descendants     */
+/* hold the newest generation, so with no pins the film ends at the tag's     */
+/* newest shot.  The chosen line runs from the chosen root down the chosen    */
+/* takes to a leaf; a choice makes it pass through the chosen take.           */
 /*                                                                            */
 /*   char *json; zc_film_describe(dir, "shot_a", ZC_FILM_VERIFY, &json);      */
 /*   ... parse json ...; zc_free(json);                                       */
 /*   zc_film_choose(dir, "shot_a", 7);   (pin take 7; 0 clears every pin)    */
 /*                                                                            */
-/* Choices live in "<dir>/.zc-film-<tag>.json", replaced atomically; stores   */
-/* never prune a pinned take or its ancestors (see zc_store_config            */
-/* .disk_keep).  Safe from any thread; a film is read as the folder stands.   */
+/* Choices live in "<dir>/.zc-film-<tag>.json", replaced atomically under    */
+/* the folder's lock; stores never prune a pinned take or its ancestors (see  */
+/* zc_store_config.disk_keep).  Safe from any thread and process; a film is   */
+/* read as the folder stands.                                                 */
 /* ------------------------------------------------------------------------ */
 
 #define ZC_FILM_VERIFY 1u /* read every file (digests checked) and check every hop's tail */
@@ -824,13 +847,22 @@ ZC_API void zc_view_release(zc_view *view);
 ZC_API int zc_film_describe(const char *spill_dir, const char *tag, uint32_t flags,
                             char **json_out);
 
-/* Pin take generation of tag's film: it becomes the chosen take among its
- * siblings (replacing any pin of a sibling); generation 0 clears every pin.
- * Pins of files that are gone are dropped.  Written crash-safe to
- * "<spill_dir>/.zc-film-<tag>.json" = {"version":1,"tag":..,"chosen":[..]};
- * two processes choosing at once: the last write wins.
+/* Choose take generation of tag's film: the chosen line passes through it
+ * from then on.  It and its ancestors within the tag are pinned, each the
+ * chosen take of its place; the pins below it that the line followed stay,
+ * every other pin goes (so the pins are one chain from a root down, and
+ * the line passes through every one).  generation 0 clears every pin.  The
+ * choices file "<spill_dir>/.zc-film-<tag>.json" = {"version":1,"tag":..,
+ * "chosen":[..]} is read, changed and replaced crash-safe under the spill
+ * folder's lock (".zc-lock"), so choices made at once by threads or
+ * processes are applied one after the other: the last one wins, and the
+ * line passes through it.  A choices file (or folder lock) that is not a
+ * regular file with one name is renamed aside to ".rejected" and the
+ * choice refused, saying so (ZC_E_CORRUPT); choose again.
  * @return ZC_OK; ZC_E_INVALID; ZC_E_NOT_FOUND (no such generation, or no
- * files of the tag: the message names it); ZC_E_IO; ZC_E_NOMEM. */
+ * files of the tag: the message names it); ZC_E_STATE (the take cannot be on
+ * any line: its lineage, or an ancestor's, cannot be followed; the message
+ * says why); ZC_E_CORRUPT (see above); ZC_E_IO; ZC_E_NOMEM. */
 ZC_API int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation);
 
 /* 1 if the tag's choices file exists and pins at least one take, else 0

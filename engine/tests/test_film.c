@@ -208,7 +208,8 @@ TEST(film_pinning_take_one_makes_the_later_shots_stale)
     CHECK(zc_test_count(dir, ".zc-film-film.json", "") == 1);
     char *json = describe(dir, "film", ZC_FILM_VERIFY);
     REQUIRE(json != NULL);
-    CHECK(strstr(json, "\"line\":[1,2,3],\"newest\":6,\"end\":3,\"anchor\":1,\"pins\":[3]") !=
+    /* The chosen take's ancestors are chosen with it: the pins are one chain. */
+    CHECK(strstr(json, "\"line\":[1,2,3],\"newest\":6,\"end\":3,\"anchor\":1,\"pins\":[1,2,3]") !=
           NULL);
     CHECK(shot_has(json, 3, "\"state\":\"line\",\"pinned\":true"));
     CHECK(shot_has(json, 4, "\"state\":\"alternative\",\"pinned\":false"));
@@ -216,11 +217,12 @@ TEST(film_pinning_take_one_makes_the_later_shots_stale)
     CHECK(shot_has(json, 6, "\"state\":\"stale\""));
     CHECK(strstr(json, "\"ok\":true") != NULL); /* stale is not broken */
     zc_free(json);
-    /* Pinning a sibling replaces the pin; pinning elsewhere adds one. */
+    /* Choosing a sibling replaces the pin; choosing an ancestor of the line's
+     * pins keeps the pins below it that the line follows. */
     CHECK_OK(zc_film_choose(dir, "film", 4));
     CHECK_OK(zc_film_choose(dir, "film", 2));
     REQUIRE((json = describe(dir, "film", 0)) != NULL);
-    CHECK(strstr(json, "\"pins\":[4,2]") != NULL);
+    CHECK(strstr(json, "\"pins\":[1,2,4]") != NULL);
     CHECK(strstr(json, "\"line\":[1,2,4,5,6]") != NULL);
     zc_free(json);
     /* The store's index does not take the choices file for a spill file. */
@@ -238,6 +240,122 @@ TEST(film_pinning_take_one_makes_the_later_shots_stale)
     REQUIRE((json = describe(dir, "film", 0)) != NULL);
     CHECK(strstr(json, "\"pins\":[]") != NULL && strstr(json, "\"end\":6") != NULL);
     zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+/* A film with two takes of shot 2: 1 -> 2 -> 3, and a second take 4 (from 1)
+ * continued by 5. */
+static int build_takes_film(const char *dir)
+{
+    zc_store *s = open_keep(dir, 100);
+    if (s == NULL)
+        return 0;
+    int ok = put_shot(s, "film", 1, 1, NULL, NULL) == ZC_OK && put_child(s, "film", 2, 1) == ZC_OK &&
+             put_child(s, "film", 3, 2) == ZC_OK && put_child(s, "film", 4, 1) == ZC_OK &&
+             put_child(s, "film", 5, 4) == ZC_OK && zc_store_flush(s) == ZC_OK;
+    zc_store_close(s);
+    return ok;
+}
+
+/* Write the choices file of tag in dir with the pins text (e.g. "3,4"). */
+static int write_choices(const char *dir, const char *tag, const char *pins)
+{
+    char name[128], text[256];
+    snprintf(name, sizeof name, ".zc-film-%s.json", tag);
+    snprintf(text, sizeof text, "{\"version\":1,\"tag\":\"%s\",\"chosen\":[%s]}\n", tag, pins);
+    char *p = zc_test_join(dir, name);
+    FILE *fp = p ? fopen(p, "wb") : NULL;
+    int ok = fp != NULL && fputs(text, fp) >= 0;
+    if (fp && fclose(fp) != 0)
+        ok = 0;
+    free(p);
+    return ok;
+}
+
+TEST(film_choosing_a_take_makes_the_line_pass_through_it)
+{
+    char *dir = zc_test_tmpdir("film-choose-chain");
+    REQUIRE(dir != NULL);
+    REQUIRE(build_takes_film(dir));
+    char *json = describe(dir, "film", 0);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"line\":[1,4,5],\"newest\":5,\"end\":5") != NULL); /* the newest */
+    zc_free(json);
+    /* Before: only 3 was pinned, and the line stayed [1, 4, 5]. */
+    CHECK_OK(zc_film_choose(dir, "film", 3));
+    REQUIRE((json = describe(dir, "film", 0)) != NULL);
+    CHECK(strstr(json, "\"line\":[1,2,3],\"newest\":5,\"end\":3,\"anchor\":1,\"pins\":[1,2,3]") !=
+          NULL);
+    CHECK(shot_has(json, 3, "\"state\":\"line\",\"pinned\":true"));
+    CHECK(shot_has(json, 4, "\"state\":\"alternative\",\"pinned\":false"));
+    CHECK(shot_has(json, 5, "\"state\":\"stale\""));
+    CHECK(strstr(json, "\"problems\":[]") != NULL);
+    zc_free(json);
+    CHECK_OK(zc_film_choose(dir, "film", 4));
+    REQUIRE((json = describe(dir, "film", 0)) != NULL);
+    CHECK(strstr(json, "\"line\":[1,4,5],\"newest\":5,\"end\":5,\"anchor\":1,\"pins\":[1,4]") !=
+          NULL);
+    CHECK(shot_has(json, 2, "\"state\":\"alternative\""));
+    CHECK(shot_has(json, 3, "\"state\":\"stale\",\"pinned\":false"));
+    zc_free(json);
+    /* A leaf below the chosen take: the chain grows. */
+    CHECK_OK(zc_film_choose(dir, "film", 5));
+    REQUIRE((json = describe(dir, "film", 0)) != NULL);
+    CHECK(strstr(json, "\"line\":[1,4,5]") != NULL && strstr(json, "\"pins\":[1,4,5]") != NULL);
+    zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_pins_of_older_engines_choose_their_ancestors_and_the_newest_pin_wins)
+{
+    char *dir = zc_test_tmpdir("film-old-pins");
+    REQUIRE(dir != NULL);
+    REQUIRE(build_takes_film(dir));
+    /* An older engine pinned only the chosen take. */
+    REQUIRE(write_choices(dir, "film", "3"));
+    char *json = describe(dir, "film", 0);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"line\":[1,2,3]") != NULL && strstr(json, "\"pins\":[3]") != NULL);
+    zc_free(json);
+    /* Two pins the line cannot both pass through: the later one (listed last) wins, and
+     * the other is said. */
+    REQUIRE(write_choices(dir, "film", "3,4"));
+    REQUIRE((json = describe(dir, "film", 0)) != NULL);
+    CHECK(strstr(json, "\"line\":[1,4,5]") != NULL);
+    CHECK(strstr(json, "generation 3 is pinned, but a later choice took generation 4") != NULL);
+    zc_free(json);
+    /* The next choice writes one chain. */
+    CHECK_OK(zc_film_choose(dir, "film", 2));
+    REQUIRE((json = describe(dir, "film", 0)) != NULL);
+    CHECK(strstr(json, "\"line\":[1,2,3],") != NULL && strstr(json, "\"pins\":[1,2]") != NULL);
+    CHECK(strstr(json, "\"problems\":[]") != NULL);
+    zc_free(json);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(film_choosing_a_shot_below_a_broken_one_is_refused_with_the_reason)
+{
+    char *dir = zc_test_tmpdir("film-choose-broken");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_keep(dir, 100);
+    REQUIRE(s != NULL);
+    /* 2's parent, 9, has no file: 2 is broken and 3, its child, cannot be on a line. */
+    CHECK_OK(put_shot(s, "film", 1, 1, NULL, NULL));
+    CHECK_OK(put_child(s, "film", 2, 9));
+    CHECK_OK(put_child(s, "film", 3, 2));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK(zc_film_choose(dir, "film", 3) == ZC_E_STATE);
+    CHECK(strstr(zc_last_error(), "generation 3 of tag \"film\" cannot be on the chosen line") !=
+          NULL);
+    CHECK(strstr(zc_last_error(), "it continues a broken shot") != NULL);
+    CHECK(strstr(zc_last_error(), "generation 9") != NULL);
+    CHECK(zc_film_choose(dir, "film", 2) == ZC_E_STATE);
+    CHECK(zc_film_has_choices(dir, "film") == 0); /* nothing was written */
+    CHECK_OK(zc_film_choose(dir, "film", 1));
     zc_test_rmtree(dir);
     free(dir);
 }

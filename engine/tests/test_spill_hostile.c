@@ -1,8 +1,11 @@
 /*
  * test_spill_hostile.c — the spill folder as hostile input: file
  * names planted to break a tag's numbering, counter files that say too much,
- * symbolic links planted in place of the engine's bookkeeping files, and
- * spill files whose headers promise more than the file or the budget holds.
+ * symbolic links planted in place of the engine's bookkeeping files, hard
+ * links and FIFOs planted in place of its counter, its folder lock, a spill
+ * file and a film's choices file (never written, locked or served: renamed
+ * aside and said), and spill files whose headers promise more than the file
+ * or the budget holds.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,6 +370,305 @@ TEST(planted_folder_lock_link_fails_the_open_and_keeps_the_target)
     CHECK(strstr(zc_last_error(), ZC_FOLDER_LOCK) != NULL);
     CHECK(strstr(zc_last_error(), "symbolic link") != NULL);
     zc_store_close(s);
+    CHECK(victim_unchanged(&p));
+    unplant(&p);
+}
+
+/* ---- hard links and FIFOs planted in the folder ---- */
+
+/* A victim outside the spill folder and a hard link to it named link_name in
+ * the spill folder (p->link).  NULL, or a reason to skip. */
+static const char *plant_hard(planted *p, const char *label, const char *link_name)
+{
+    static char reason[512];
+    memset(p, 0, sizeof *p);
+    p->root = zc_test_tmpdir(label);
+    p->spill = p->root ? zc_test_join(p->root, "spill") : NULL;
+    p->victim = p->root ? zc_test_join(p->root, "victim.json") : NULL;
+    if (p->spill == NULL || p->victim == NULL || zc_os_mkdir(p->spill) != 0 ||
+        !write_in(p->root, "victim.json", VICTIM_TEXT, strlen(VICTIM_TEXT)))
+        return "cannot set up the folders";
+    char *link = zc_test_join(p->spill, link_name);
+    int err = link ? zc_os_test_hardlink(p->victim, link) : -1;
+    free(link);
+    if (err != 0) {
+        snprintf(reason, sizeof reason, "this file system cannot make a hard link for the test "
+                 "(%s)", ZC_OS_WHY(err));
+        return reason;
+    }
+    return NULL; /* p->link stays NULL: a hard link is a plain name, rmtree takes it */
+}
+
+/* The store's describe JSON (caller frees), or NULL. */
+static char *store_json(zc_store *s)
+{
+    size_t need = 0;
+    if (zc_store_describe_json(s, NULL, 0, &need) != ZC_E_LIMIT)
+        return NULL;
+    char *buf = malloc(need);
+    if (buf && zc_store_describe_json(s, buf, need, &need) != ZC_OK) {
+        free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
+static uint64_t files_rejected(zc_store *s)
+{
+    zc_store_stats st;
+    return zc_store_stats_get(s, &st) == ZC_OK ? st.files_rejected : 0;
+}
+
+TEST(platform_check_private_tells_hard_links_and_fifos_from_our_files)
+{
+    planted p;
+    const char *skip = plant_hard(&p, "hostile-private-plat", "second-name");
+    if (skip) {
+        unplant(&p);
+        SKIP(skip);
+    }
+    zc_os_file f = ZC_OS_FILE_CLOSED;
+    uint64_t links = 0;
+    char *second = zc_test_join(p.spill, "second-name");
+    REQUIRE(second != NULL);
+    REQUIRE(zc_os_file_open_read_nofollow(second, &f) == 0);
+    int err = zc_os_file_check_private(f, &links);
+    CHECK(err == ZC_OS_ERROR_HARD_LINKED && links == 2);
+    CHECK(zc_os_error_is(err, ZC_OS_NOT_PRIVATE) && !zc_os_error_is(err, ZC_OS_LINK));
+    CHECK(strstr(ZC_OS_WHY(err), "more than one name (a hard link)") != NULL);
+    int same = 0;
+    CHECK(zc_os_file_is_at(f, second, &same) == 0 && same == 1);
+    CHECK(zc_os_file_is_at(f, p.victim, &same) == 0 && same == 1); /* the same file */
+    zc_os_file_close(&f);
+    /* Once the other name is gone it is a file of one name again. */
+    REQUIRE(zc_os_remove(p.victim) == 0);
+    REQUIRE(zc_os_file_open_rw(second, &f) == 0);
+    CHECK(zc_os_file_check_private(f, &links) == 0 && links == 1);
+    CHECK(zc_os_file_is_at(f, p.victim, &same) == 0 && same == 0); /* nothing there */
+    zc_os_file_close(&f);
+    CHECK(zc_os_error_is(ZC_OS_ERROR_LINK_REFUSED, ZC_OS_NOT_PRIVATE));
+    /* A FIFO opens without blocking and is no regular file. */
+    char *fifo = zc_test_join(p.spill, "fifo");
+    REQUIRE(fifo != NULL);
+    err = zc_os_test_mkfifo(fifo);
+    if (err == 0) {
+        REQUIRE(zc_os_file_open_rw(fifo, &f) == 0); /* O_NONBLOCK: returns at once */
+        err = zc_os_file_check_private(f, NULL);
+        CHECK(err == ZC_OS_ERROR_NOT_REGULAR && zc_os_error_is(err, ZC_OS_NOT_PRIVATE));
+        CHECK(strstr(ZC_OS_WHY(err), "not a regular file") != NULL);
+        zc_os_file_close(&f);
+    } else {
+        CHECK(zc_os_error_is(err, ZC_OS_UNSUPPORTED)); /* Windows: no FIFO in the file system */
+    }
+    free(fifo);
+    free(second);
+    unplant(&p);
+}
+
+TEST(planted_counter_hard_link_is_renamed_aside_and_its_victim_never_written)
+{
+    planted p;
+    const char *skip = plant_hard(&p, "hostile-hard-gen", ZC_GEN_PREFIX "film");
+    if (skip) {
+        unplant(&p);
+        SKIP(skip);
+    }
+    zc_store *s = open_budget(p.spill, 0);
+    REQUIRE(s != NULL);
+    /* Before: the victim's first 42 bytes became "00000000000000000000 0000...1\n". */
+    uint64_t g = 0;
+    CHECK_OK(put_one(s, "film", 1.0f, &g));
+    CHECK(g == 1);
+    CHECK_OK(zc_store_flush(s)); /* a new counter was made: the put is as any other */
+    CHECK(victim_unchanged(&p));
+    CHECK(exists_in(p.spill, ZC_GEN_PREFIX "film" ZC_REJECTED_SUFFIX));
+    CHECK(exists_in(p.spill, ZC_GEN_PREFIX "film"));
+    CHECK(files_rejected(s) == 1);
+    char *json = store_json(s);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"last_rejected\":\"the generation counter") != NULL);
+    CHECK(strstr(json, ZC_GEN_PREFIX "film" ZC_REJECTED_SUFFIX) != NULL);
+    CHECK(strstr(json, "hard link") != NULL && strstr(json, "it had 2 names") != NULL);
+    CHECK(strstr(json, "a new counter was made") != NULL);
+    free(json);
+    CHECK_OK(put_one(s, "film", 2.0f, &g));
+    CHECK(g == 2);
+    /* Planted again while the store runs: the look at the counter (a get) refuses it too. */
+    char *counter = zc_test_join(p.spill, ZC_GEN_PREFIX "film");
+    REQUIRE(counter != NULL);
+    CHECK(zc_os_remove(counter) == 0);
+    CHECK(zc_os_test_hardlink(p.victim, counter) == 0);
+    zc_view *v = NULL;
+    CHECK_OK(zc_store_get(s, "film", 0, &v));
+    zc_view_release(v);
+    CHECK(victim_unchanged(&p));
+    CHECK(files_rejected(s) == 2);
+    CHECK(exists_in(p.spill, ZC_GEN_PREFIX "film.2" ZC_REJECTED_SUFFIX)); /* the first one kept */
+    CHECK(exists_in(p.spill, ZC_GEN_PREFIX "film" ZC_REJECTED_SUFFIX));
+    CHECK_OK(put_one(s, "film", 3.0f, &g));
+    CHECK(g == 3); /* above every spill file, though the counter is new */
+    CHECK_OK(zc_store_flush(s));
+    CHECK(victim_unchanged(&p));
+    zc_store_close(s);
+    free(counter);
+    unplant(&p);
+}
+
+TEST(planted_counter_fifo_is_refused_without_blocking)
+{
+    char *dir = zc_test_tmpdir("hostile-fifo-gen");
+    REQUIRE(dir != NULL);
+    char *fifo = zc_test_join(dir, ZC_GEN_PREFIX "film");
+    REQUIRE(fifo != NULL);
+    int err = zc_os_test_mkfifo(fifo);
+    if (err != 0) {
+        free(fifo);
+        zc_test_rmtree(dir);
+        free(dir);
+        SKIP("this system has no FIFO in the file system (Windows)");
+    }
+    zc_store *s = open_budget(dir, 0);
+    REQUIRE(s != NULL);
+    uint64_t g = 0;
+    CHECK_OK(put_one(s, "film", 1.0f, &g)); /* before: used as the counter, no warning */
+    CHECK(g == 1);
+    CHECK_OK(zc_store_flush(s));
+    zc_os_path_kind kind;
+    char *aside = zc_test_join(dir, ZC_GEN_PREFIX "film" ZC_REJECTED_SUFFIX);
+    REQUIRE(aside != NULL);
+    CHECK(zc_os_stat(aside, &kind, NULL) == 0 && kind == ZC_OS_PATH_OTHER); /* the FIFO, aside */
+    CHECK(zc_os_stat(fifo, &kind, NULL) == 0 && kind == ZC_OS_PATH_FILE); /* a new counter */
+    char *json = store_json(s);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "not a regular file") != NULL && strstr(json, ZC_GEN_PREFIX "film") != NULL);
+    free(json);
+    CHECK(files_rejected(s) == 1);
+    zc_store_close(s);
+    free(aside);
+    free(fifo);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+TEST(planted_folder_lock_hard_link_is_renamed_aside_and_the_store_opens)
+{
+    planted p;
+    const char *skip = plant_hard(&p, "hostile-hard-lock", ZC_FOLDER_LOCK);
+    if (skip) {
+        unplant(&p);
+        SKIP(skip);
+    }
+    zc_store *s = open_budget(p.spill, 0);
+    REQUIRE(s != NULL);
+    CHECK(exists_in(p.spill, ZC_FOLDER_LOCK ZC_REJECTED_SUFFIX));
+    CHECK(files_rejected(s) == 1);
+    char *json = store_json(s);
+    REQUIRE(json != NULL);
+    CHECK(strstr(json, "\"last_rejected\":\"the folder lock") != NULL);
+    CHECK(strstr(json, "hard link") != NULL && strstr(json, "the store opened") != NULL);
+    free(json);
+    uint64_t g = 0;
+    CHECK_OK(put_one(s, "film", 1.0f, &g));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    CHECK(victim_unchanged(&p));
+    /* A choice takes the folder lock too: planted again, the choice is refused, said. */
+    char *lock = zc_test_join(p.spill, ZC_FOLDER_LOCK);
+    REQUIRE(lock != NULL);
+    CHECK(zc_os_remove(lock) == 0);
+    CHECK(zc_os_test_hardlink(p.victim, lock) == 0);
+    CHECK(zc_film_choose(p.spill, "film", 1) == ZC_E_CORRUPT);
+    CHECK(strstr(zc_last_error(), "the folder lock") != NULL);
+    CHECK(strstr(zc_last_error(), "choose the take again") != NULL);
+    CHECK_OK(zc_film_choose(p.spill, "film", 1));
+    CHECK(victim_unchanged(&p));
+    free(lock);
+    unplant(&p);
+}
+
+TEST(hard_linked_spill_file_from_another_folder_is_not_served)
+{
+    char *root = zc_test_tmpdir("hostile-hard-shot");
+    REQUIRE(root != NULL);
+    char *other = zc_test_join(root, "other"), *spill = zc_test_join(root, "spill");
+    REQUIRE(other != NULL && spill != NULL);
+    REQUIRE(zc_os_mkdir(other) == 0 && zc_os_mkdir(spill) == 0);
+    /* A valid shot of another folder, its spill file hard-linked into ours. */
+    zc_store *s = open_budget(other, 0);
+    REQUIRE(s != NULL);
+    uint64_t g = 0;
+    REQUIRE_OK(put_one(s, "secret", 7.0f, &g));
+    REQUIRE_OK(zc_store_flush(s));
+    zc_store_close(s);
+    const char *name = "secret@00000000000000000001.latent";
+    char *theirs = zc_test_join(other, name), *ours = zc_test_join(spill, name);
+    REQUIRE(theirs != NULL && ours != NULL);
+    char before[8192], after[8192];
+    long nbefore = read_all(theirs, before, sizeof before);
+    REQUIRE(nbefore > 0);
+    int err = zc_os_test_hardlink(theirs, ours);
+    if (err != 0) {
+        zc_test_rmtree(root);
+        free(root), free(other), free(spill), free(theirs), free(ours);
+        SKIP("this file system cannot make a hard link for the test");
+    }
+    /* The film refuses it (before: verify ok), and says why. */
+    char *json = NULL;
+    REQUIRE_OK(zc_film_describe(spill, "secret", ZC_FILM_VERIFY, &json));
+    CHECK(strstr(json, "\"ok\":false") != NULL);
+    CHECK(strstr(json, "\"state\":\"broken\"") != NULL);
+    CHECK(strstr(json, "hard link") != NULL);
+    zc_free(json);
+    /* The store does not serve it (before: restored, preview 200): ZC_E_CORRUPT, aside. */
+    REQUIRE((s = open_budget(spill, 0)) != NULL);
+    zc_view *v = NULL;
+    CHECK(zc_store_get(s, "secret", 1, &v) == ZC_E_CORRUPT && v == NULL);
+    CHECK(strstr(zc_last_error(), "is not served") != NULL);
+    CHECK(strstr(zc_last_error(), "hard link") != NULL);
+    CHECK(strstr(zc_last_error(), "it has 2 names") != NULL);
+    CHECK(strstr(zc_last_error(), "a copy, not a link") != NULL);
+    CHECK(strstr(zc_last_error(), "renamed to") != NULL);
+    CHECK(files_rejected(s) == 1);
+    CHECK(!exists_in(spill, name));
+    CHECK(zc_test_count(spill, name, ZC_REJECTED_SUFFIX) == 1);
+    CHECK(zc_store_get(s, "secret", 0, &v) == ZC_E_NOT_FOUND);
+    zc_store_close(s);
+    /* Their file: the same bytes, still there. */
+    CHECK(read_all(theirs, after, sizeof after) == nbefore && memcmp(before, after, (size_t)nbefore) == 0);
+    zc_test_rmtree(root);
+    free(root), free(other), free(spill), free(theirs), free(ours);
+}
+
+TEST(planted_choices_hard_link_is_ignored_by_the_film_and_renamed_aside_by_a_choice)
+{
+    planted p;
+    const char *skip = plant_hard(&p, "hostile-hard-choices", ".zc-film-film.json");
+    if (skip) {
+        unplant(&p);
+        SKIP(skip);
+    }
+    zc_store *s = open_budget(p.spill, 0);
+    REQUIRE(s != NULL);
+    uint64_t g = 0;
+    CHECK_OK(put_one(s, "film", 1.0f, &g));
+    CHECK_OK(zc_store_flush(s));
+    zc_store_close(s);
+    char *json = NULL;
+    REQUIRE_OK(zc_film_describe(p.spill, "film", 0, &json));
+    CHECK(strstr(json, "\"pins\":[]") != NULL);
+    CHECK(strstr(json, "the choices file") != NULL && strstr(json, "hard link") != NULL);
+    CHECK(strstr(json, "the next choice of a take renames it aside") != NULL);
+    zc_free(json);
+    CHECK(zc_film_has_choices(p.spill, "film") == 0);
+    /* A choice: refused, the file renamed aside, said; the next one goes through. */
+    CHECK(zc_film_choose(p.spill, "film", 1) == ZC_E_CORRUPT);
+    CHECK(strstr(zc_last_error(), "was renamed to") != NULL);
+    CHECK(strstr(zc_last_error(), ".zc-film-film.json" ZC_REJECTED_SUFFIX) != NULL);
+    CHECK(strstr(zc_last_error(), "the choice was not made") != NULL);
+    CHECK(exists_in(p.spill, ".zc-film-film.json" ZC_REJECTED_SUFFIX));
+    CHECK(victim_unchanged(&p));
+    CHECK_OK(zc_film_choose(p.spill, "film", 1));
+    CHECK(zc_film_has_choices(p.spill, "film") == 1);
     CHECK(victim_unchanged(&p));
     unplant(&p);
 }

@@ -137,7 +137,7 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     # choose the first take of shot 2: shots 3-4 (gens 5, 6) are now stale
     doc = film_view.choose(tag, 3)
     shots = {s["generation"]: s for s in doc["shots"]}
-    assert doc["line"] == [1, 2, 3] and doc["pins"] == [3], doc
+    assert doc["line"] == [1, 2, 3] and doc["pins"] == [1, 2, 3], doc  # the take and its ancestors
     assert (shots[5]["state"], shots[6]["state"], shots[4]["state"]) == ("stale", "stale", "alternative")
     # a Handoff asked for "newest" now continues the end of the chosen line, and says so
     g, hand, _ = shot_graph(unet, vae, tag, 66)  # gen 7: shot 3 after take 1

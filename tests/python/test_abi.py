@@ -78,7 +78,7 @@ CONSTANTS = {
 EXCEPTIONS = {"InvalidInput": "ZC_E_INVALID", "OutOfMemory": "ZC_E_NOMEM", "NotFound": "ZC_E_NOT_FOUND",
               "BudgetExceeded": "ZC_E_BUDGET", "LimitExceeded": "ZC_E_LIMIT", "EngineIOError": "ZC_E_IO",
               "CorruptFile": "ZC_E_CORRUPT", "InvalidState": "ZC_E_STATE", "Unsupported": "ZC_E_UNSUPPORTED",
-              "GenerationExists": "ZC_E_EXISTS"}
+              "GenerationExists": "ZC_E_EXISTS", "AccessDenied": "ZC_E_ACCESS"}
 # Where Python calls the engine: the bridge (the pack's runtime), then the tests and the benchmark.
 BRIDGE = ["zc_engine", "zc_nodes", "zc_farm", "zc_continuity", "zc_residency", "install.py"]
 CALLERS = BRIDGE + ["tests", "bench", "tools"]

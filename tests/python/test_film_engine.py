@@ -75,10 +75,11 @@ def test_round_trip_line_takes_pins_and_verification(tmp_path):
     choose_take(tmp_path, TAG, 3)
     assert has_choices(tmp_path, TAG)
     film = describe_film(tmp_path, TAG)
-    assert film["pins"] == [3] and film["line"] == [1, 2, 3] and end_of_line(tmp_path, TAG) == 3
+    # the chosen take and its ancestors: the line passes through it
+    assert film["pins"] == [1, 2, 3] and film["line"] == [1, 2, 3] and end_of_line(tmp_path, TAG) == 3
     assert shots_by_gen(film)[5]["state"] == "stale"
     stored = json.loads((tmp_path / f".zc-film-{TAG}.json").read_text())
-    assert stored == {"version": 1, "tag": TAG, "chosen": [3]}
+    assert stored == {"version": 1, "tag": TAG, "chosen": [1, 2, 3]}
     clear_choices(tmp_path, TAG)
     assert not has_choices(tmp_path, TAG) and end_of_line(tmp_path, TAG) == 5
 
@@ -118,21 +119,36 @@ def trees(draw):
 
 
 def expected_line(parents: list[int], pins: list[int]) -> list[int]:
+    """The line after choosing each of pins in turn: a choice pins the take and its ancestors (the
+    line passes through it), keeps the pins below it that the line followed, and drops the rest."""
     n = len(parents)
     children = {g: [c for c in range(1, n + 1) if parents[c - 1] == g] for g in range(0, n + 1)}
     newest = {}
     for g in range(n, 0, -1):
         newest[g] = max([g] + [newest[c] for c in children[g]])
-    pinned = set()
-    for p in pins:  # each pin replaces a sibling's
-        pinned = {q for q in pinned if parents[q - 1] != parents[p - 1]} | {p}
-    line, at = [], 0
-    while children[at]:
-        group = children[at]
-        chosen = [c for c in group if c in pinned]
-        at = chosen[0] if chosen else max(group, key=lambda c: newest[c])
-        line.append(at)
-    return line
+
+    def line_of(pinned):
+        line, at = [], 0
+        while children[at]:
+            group = children[at]
+            chosen = [c for c in group if c in pinned]
+            at = chosen[0] if chosen else max(group, key=lambda c: newest[c])
+            line.append(at)
+        return line
+
+    def ancestors(g):  # g and every ancestor, root first
+        path = []
+        while g:
+            path.insert(0, g)
+            g = parents[g - 1]
+        return path
+
+    pinned: list[int] = []
+    for p in pins:
+        before = line_of(set(pinned))
+        pinned = ancestors(p) + [q for q in pinned if q in before and p in ancestors(q) and q != p]
+        assert p in line_of(set(pinned))  # the model itself: the line passes through the choice
+    return line_of(set(pinned))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -149,6 +165,8 @@ def test_random_trees_of_takes_and_pins(tree):
         shots = shots_by_gen(film)
         line = film["line"]
         assert line == expected_line(parents, pins)
+        if pins:
+            assert pins[-1] in line and set(film["pins"]) <= set(line)  # the last choice, no pin ignored
         assert line and shots[line[0]]["parent"] == 0
         for a, b in zip(line, line[1:]):
             assert shots[b]["parent"] == a

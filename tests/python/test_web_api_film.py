@@ -31,11 +31,7 @@ class FilmOfStore:
 
     def choose(self, tag, generation):
         self.store.flush()
-        if generation == 0:
-            engine_film.clear_choices(self.store.spill_dir, tag)
-        else:
-            engine_film.choose_take(self.store.spill_dir, tag, generation)
-        return engine_film.describe_film(self.store.spill_dir, tag)
+        return engine_film.choose(self.store.spill_dir, tag, generation)
 
 
 class Harness:
@@ -95,7 +91,8 @@ def test_the_film_its_takes_and_choosing_one(api):
     status, doc = api.client.json("GET", f"/zerocopy/film/{TAG}")
     assert doc["line"] == [one, other] and states(doc)[two] == "alternative" and states(doc)[three] == "stale"
     status, doc = api.client.json("POST", f"/zerocopy/film/{TAG}/choose", json={"generation": two})
-    assert status == 200 and doc["line"] == [one, two, three] and doc["pins"] == [two]
+    assert status == 200 and doc["line"] == [one, two, three] and doc["pins"] == [one, two]
+    assert doc["choice"] == {"generation": two, "on_line": True, "note": None}
     assert states(doc)[other] == "alternative"
     assert api.notified[-1] == ("zerocopy.film", {"reason": "chosen", "tag": TAG, "generation": two})
     status, doc = api.client.json("POST", f"/zerocopy/film/{TAG}/choose", json={"generation": 0})
@@ -127,3 +124,21 @@ def test_without_a_film_view_the_routes_answer_503(tmp_path):
         assert_error(*harness.client.json("GET", f"/zerocopy/film/{TAG}"), 503, "film_unavailable")
     finally:
         harness.close()
+
+
+def test_a_shot_of_another_folder_hard_linked_in_is_not_previewed(api, tmp_path):
+    """Before: a valid shot of another folder, hard-linked into the spill folder, was served (the
+    preview answered 200, the film verified ok). Now neither serves it, and both say why."""
+    import os
+    other = tmp_path / "other"
+    with LatentStore(spill_dir=other) as store:
+        store.put("secret", {"latent_tensor": torch.randn(1, 16, 3, 4, 4)}, {"family": "wan21"}, spill=True)
+        store.flush()
+    name = f"secret@{1:020d}.latent"
+    os.link(other / name, api.store.spill_dir / name)
+    status, doc = api.client.json("GET", "/zerocopy/film/secret?verify=true")
+    assert status == 200 and doc["ok"] is False and "hard link" in doc["shots"][0]["problem"]
+    status, body = api.client.json("GET", "/zerocopy/buffers/secret/preview.png?generation=1")
+    assert status == 409 and body["error"] == "corrupt_file", body
+    assert "is not served" in body["message"] and "hard link" in body["message"]
+    assert (other / name).exists() and (api.store.spill_dir / (name + ".rejected")).samefile(other / name)

@@ -66,6 +66,7 @@ _ENGINE_STATUS = {
     "CorruptFile": (409, "corrupt_file"),
     "InvalidState": (409, "invalid_state"),
     "EngineIOError": (503, "storage_unavailable"),  # the spill folder refused: read-only, full, removed
+    "AccessDenied": (403, "access_denied"),  # a spill file of another user, not readable by this process
     "Unsupported": (400, "unsupported"),
 }
 

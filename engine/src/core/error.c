@@ -20,6 +20,7 @@ const char *zc_status_name(int status)
     case ZC_E_STATE: return "ZC_E_STATE";
     case ZC_E_UNSUPPORTED: return "ZC_E_UNSUPPORTED";
     case ZC_E_EXISTS: return "ZC_E_EXISTS";
+    case ZC_E_ACCESS: return "ZC_E_ACCESS";
     default: return "ZC_E_UNKNOWN";
     }
 }

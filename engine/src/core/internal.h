@@ -41,6 +41,54 @@ extern int zc__shared_locks_disabled_for_tests;
 zc_os_mutex *zc__shared_tag_mutex(const char *tag);
 zc_os_mutex *zc__shared_folder_mutex(void);
 
+/* ---- files a spill folder keeps for the engine alone (private_file.c) ---- */
+
+/* A file refused by zc__open_private: why (ZC_OS_ERROR_NOT_REGULAR or
+ * ZC_OS_ERROR_HARD_LINKED; 0 when nothing was refused), how many names it
+ * had, whether it was renamed aside, and to which name: aside 1 is
+ * <path>ZC_REJECTED_SUFFIX, n > 1 <path>.<n>ZC_REJECTED_SUFFIX (the first
+ * free one: a file rejected before keeps its name). */
+typedef struct {
+    int err;
+    uint64_t links;
+    int renamed;
+    int aside;
+} zc_refusal;
+
+/* Open path, a file of a spill folder the engine writes, locks or trusts
+ * (create: for reading and writing, made empty when missing; else for
+ * reading, existing): never through a symbolic link, and only a regular
+ * file with one name (zc_os_file_check_private on the open handle).  A file
+ * found there that is not (a hard link, a FIFO, a device) is neither read,
+ * written nor locked: it is renamed aside while its name still names it,
+ * *refused says so, and the open is tried once more (so with create a new
+ * file is made; without, the result is usually ZC_OS_NOT_FOUND).
+ * @return 0 and *out, or an OS error: the refusal's when it could not be
+ * renamed aside, ZC_OS_ERROR_LINK_REFUSED for a symbolic link (left as it
+ * is), or the open's.  *refused is filled either way. */
+int zc__open_private(const char *path, int create, zc_os_file *out, zc_refusal *refused);
+
+/* The sentence that says what happened to a refused file: "<what> "<path>"
+ * was refused: <why>; it was renamed to "<path>.rejected" ...; <after>; ..."
+ * (after may be NULL), into buf. */
+void zc__refusal_text(const zc_refusal *r, const char *what, const char *path, const char *after,
+                      char *buf, size_t cap);
+
+/* The lock of a spill folder: this process's folder mutex, then an exclusive
+ * lock of <dir>/ZC_FOLDER_LOCK (opened with zc__open_private: a planted hard
+ * link or FIFO there is renamed aside, *refused says so, and a new one is
+ * made).  locked is 0 on a file system without locks (then the mutex alone
+ * serialises, within this process).  Held while a store opens and while a
+ * film's choices file is read, changed and written. */
+typedef struct {
+    zc_os_file file;
+    int locked;
+} zc_folder_lock;
+/* @return ZC_OK (the mutex held until zc__folder_unlock), or ZC_E_IO / ZC_E_NOMEM
+ * with a message naming the folder (nothing held). */
+int zc__folder_lock(const char *dir, zc_folder_lock *l, zc_refusal *refused);
+void zc__folder_unlock(zc_folder_lock *l);
+
 /* ---- errors (error.c) ---- */
 
 /* Record a formatted message for zc_last_error() and return code. */

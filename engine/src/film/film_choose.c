@@ -4,8 +4,22 @@
  * replaced atomically and durably on every change (a reader sees the old
  * choices or the new ones).  The name starts with '.', so no spill index,
  * refresh or owner scan takes it for a spill file; it is not a temporary
- * file either, so no scan removes it.  Two processes choosing at once:
- * the last one to write wins.
+ * file either, so no scan removes it.
+ *
+ * A choice makes the chosen line pass through the chosen take: its
+ * ancestors within the tag are chosen with it (the pins are one chain from
+ * a root down), and the pins below it that the line followed stay; every
+ * other pin goes.  A take whose lineage cannot be followed (broken, or
+ * below a broken shot) cannot be on any line: its choice is refused with
+ * the reason.  The read, the change and the write happen under the spill
+ * folder's lock (ZC_FOLDER_LOCK, zc__folder_lock), so concurrent choices,
+ * from threads or processes, are applied one after the other: the last one
+ * wins and the line passes through it, and the pins are always one chain.
+ *
+ * The choices file is read only when it is a regular file with one name,
+ * never through a link (zc__open_private): a choice renames any other file
+ * in its place aside and is refused, saying so; a description of the film
+ * ignores its pins and says why.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,19 +42,52 @@ char *zc__film_choices_path(const char *dir, const char *tag)
     return p;
 }
 
-/* The file's bytes (NUL-terminated), or *missing 1 when there is none. */
-static int read_text(const char *path, char **text, size_t *len, int *missing)
+/* The file's bytes (NUL-terminated), or *missing 1 when there is none.  Only
+ * a regular file with one name, never through a link: anything else is
+ * ZC_E_CORRUPT (unreadable), and with aside (a choice, under the folder
+ * lock) it is also renamed aside, *refused saying so. */
+static int read_text(const char *path, int aside, char **text, size_t *len, int *missing,
+                     zc_refusal *refused)
 {
     zc_os_file f = ZC_OS_FILE_CLOSED;
-    uint64_t size = 0;
-    int regular = 0;
+    uint64_t size = 0, links = 0;
+    int regular = 0, err;
     *text = NULL;
     *missing = 0;
-    int err = zc_os_file_open_read(path, &f);
-    if (err != 0) {
-        if (zc_os_error_is(err, ZC_OS_NOT_FOUND)) {
+    memset(refused, 0, sizeof *refused);
+    if (aside) {
+        err = zc__open_private(path, 0, &f, refused);
+    } else if ((err = zc_os_file_open_read_nofollow(path, &f)) == 0 &&
+               (err = zc_os_file_check_private(f, &links)) != 0) {
+        zc_os_file_close(&f);
+        refused->err = err;
+        refused->links = links;
+    }
+    if (err != 0 || refused->err != 0) {
+        if (refused->err == 0 && zc_os_error_is(err, ZC_OS_NOT_FOUND)) {
             *missing = 1;
             return ZC_OK;
+        }
+        if (refused->err != 0 || zc_os_error_is(err, ZC_OS_NOT_PRIVATE)) {
+            int why = refused->err != 0 ? refused->err : err;
+            char names[64] = "";
+            if (why == ZC_OS_ERROR_HARD_LINKED)
+                snprintf(names, sizeof names, " (it has %llu names)",
+                         (unsigned long long)refused->links);
+            if (refused->renamed) {
+                char number[16] = "";
+                if (refused->aside > 1)
+                    snprintf(number, sizeof number, ".%d", refused->aside);
+                return zc__fail(ZC_E_CORRUPT, "the choices file \"%s\" was refused: %s%s; it was "
+                                "renamed to \"%s%s%s\" (kept, never deleted) and its choices "
+                                "are not used", path, ZC_OS_WHY(why), names, path, number,
+                                ZC_REJECTED_SUFFIX);
+            }
+            return zc__fail(ZC_E_CORRUPT, "the choices file \"%s\" is refused: %s%s%s", path,
+                            ZC_OS_WHY(why), names,
+                            why == ZC_OS_ERROR_LINK_REFUSED ? ""
+                            : aside ? "; it could not be renamed aside: remove it"
+                                    : "; the next choice of a take renames it aside");
         }
         return zc__fail(ZC_E_IO, "cannot open %s: %s", path, ZC_OS_WHY(err));
     }
@@ -67,8 +114,10 @@ static int read_text(const char *path, char **text, size_t *len, int *missing)
     return ZC_OK;
 }
 
-int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t *count,
-                       int *unreadable)
+/* zc__film_read_pins; aside: rename a file that is not private aside
+ * (*refused says so). */
+static int read_pins(const char *dir, const char *tag, int aside, uint64_t **pins, size_t *count,
+                     int *unreadable, zc_refusal *refused)
 {
     char *path = zc__film_choices_path(dir, tag), *text = NULL;
     size_t len = 0;
@@ -76,9 +125,10 @@ int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t
     *pins = NULL;
     *count = 0;
     *unreadable = 0;
+    memset(refused, 0, sizeof *refused);
     if (path == NULL)
         return zc__fail(ZC_E_NOMEM, "out of host memory");
-    int rc = read_text(path, &text, &len, &missing);
+    int rc = read_text(path, aside, &text, &len, &missing, refused);
     if (rc != ZC_OK || missing) {
         if (rc == ZC_E_CORRUPT) {
             *unreadable = 1;
@@ -125,6 +175,13 @@ int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t
     return rc;
 }
 
+int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t *count,
+                       int *unreadable)
+{
+    zc_refusal refused;
+    return read_pins(dir, tag, 0, pins, count, unreadable, &refused);
+}
+
 static int write_pins(const char *dir, const char *tag, const uint64_t *pins, size_t count)
 {
     char *path = zc__film_choices_path(dir, tag);
@@ -147,16 +204,76 @@ static int write_pins(const char *dir, const char *tag, const uint64_t *pins, si
     return rc;
 }
 
-/* The sibling group of shot index i: its parent's index, -1 for the roots. */
-int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation)
+/* 1 if shot d descends from shot a (a proper descendant), following parents. */
+static int descends_from(const zc_film *film, long d, long a)
+{
+    for (long at = film->shots[d].parent, steps = 0; at >= 0 && steps <= (long)film->count;
+         at = film->shots[at].parent, steps++)
+        if (at == a)
+            return 1;
+    return 0;
+}
+
+/* The pins after choosing shot index at of film (its pins are the file's as
+ * it stands): the chain from at's root down to at, then the pins below at
+ * that the line followed (so the line below at stays as it was).  *out is
+ * malloc'd.  @return ZC_OK, ZC_E_STATE (at cannot be on a line: the
+ * message says why), ZC_E_NOMEM. */
+static int chain_pins(const zc_film *film, long at, uint64_t **out, size_t *n)
+{
+    const zc_film_shot *chosen = &film->shots[at];
+    size_t depth = 0;
+    *out = NULL;
+    *n = 0;
+    for (long i = at; i >= 0 && depth <= film->count; i = film->shots[i].parent, depth++) {
+        const zc_film_shot *s = &film->shots[i];
+        if (s->state == FILM_BROKEN)
+            return zc__fail(ZC_E_STATE, "generation %llu of tag \"%s\" cannot be on the chosen "
+                            "line, so it was not chosen: %s%s; choose a take whose lineage can "
+                            "be followed", (unsigned long long)chosen->generation, film->tag,
+                            i == at ? "" : "it continues a broken shot: ",
+                            s->problem ? s->problem : "its lineage cannot be followed");
+    }
+    uint64_t *pins = calloc(depth + film->pin_count + 1, sizeof *pins);
+    if (pins == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory choosing a take of \"%s\"", film->tag);
+    size_t k = depth;
+    for (long i = at; i >= 0 && k > 0; i = film->shots[i].parent)
+        pins[--k] = film->shots[i].generation; /* root first */
+    size_t count = depth;
+    for (size_t p = 0; p < film->pin_count; p++) {
+        long j = zc__film_find(film, film->pins[p]);
+        int dup = 0;
+        for (size_t q = depth; q < count; q++)
+            dup |= pins[q] == film->pins[p];
+        if (j >= 0 && !dup && film->shots[j].on_line && descends_from(film, j, at))
+            pins[count++] = film->pins[p];
+    }
+    *out = pins;
+    *n = count;
+    return ZC_OK;
+}
+
+/* zc_film_choose with the folder lock held. */
+static int choose_locked(const char *spill_dir, const char *tag, uint64_t generation)
 {
     zc_film film;
+    uint64_t *old = NULL, *pins = NULL;
+    size_t nold = 0, n = 0;
+    int unreadable = 0;
+    zc_refusal refused;
+    /* The choices file as it stands: a file in its place that is not ours
+     * is renamed aside and the choice refused, saying so. */
+    int rc = read_pins(spill_dir, tag, 1, &old, &nold, &unreadable, &refused);
+    free(old);
+    if (rc == ZC_OK && refused.err != 0) {
+        char why[1024];
+        snprintf(why, sizeof why, "%s", zc_last_error());
+        rc = zc__fail(ZC_E_CORRUPT, "%s; the choice was not made: choose the take again", why);
+    }
+    if (rc != ZC_OK)
+        return rc;
     if (generation == 0) { /* clear: an empty list where there is a file, else nothing to do */
-        if (spill_dir == NULL || tag == NULL)
-            return zc__fail(ZC_E_INVALID, "zc_film_choose: spill_dir or tag is NULL");
-        int rc = zc_tag_check(tag);
-        if (rc != ZC_OK)
-            return rc;
         char *path = zc__film_choices_path(spill_dir, tag);
         if (path == NULL)
             return zc__fail(ZC_E_NOMEM, "out of host memory");
@@ -165,7 +282,7 @@ int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation)
         free(path);
         return exists ? write_pins(spill_dir, tag, NULL, 0) : ZC_OK;
     }
-    int rc = zc__film_build(spill_dir, tag, 0, &film);
+    rc = zc__film_build(spill_dir, tag, 0, &film);
     if (rc != ZC_OK) {
         zc__film_free(&film);
         return rc;
@@ -180,23 +297,42 @@ int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation)
         zc__film_free(&film);
         return rc;
     }
-    uint64_t *pins = calloc(film.pin_count + 1, sizeof *pins);
-    size_t n = 0;
-    if (pins == NULL) {
-        zc__film_free(&film);
-        return zc__fail(ZC_E_NOMEM, "out of host memory");
-    }
-    for (size_t i = 0; i < film.pin_count; i++) {
-        long j = zc__film_find(&film, film.pins[i]);
-        /* Pins of files that are gone are dropped; a sibling's pin (same parent) is replaced. */
-        if (j < 0 || j == at || film.shots[j].parent == film.shots[at].parent)
-            continue;
-        pins[n++] = film.pins[i];
-    }
-    pins[n++] = generation;
-    rc = write_pins(spill_dir, tag, pins, n);
+    rc = chain_pins(&film, at, &pins, &n);
+    if (rc == ZC_OK)
+        rc = write_pins(spill_dir, tag, pins, n);
     free(pins);
     zc__film_free(&film);
+    return rc;
+}
+
+int zc_film_choose(const char *spill_dir, const char *tag, uint64_t generation)
+{
+    if (spill_dir == NULL || tag == NULL || spill_dir[0] == '\0')
+        return zc__fail(ZC_E_INVALID, "zc_film_choose: spill_dir or tag is NULL or empty");
+    int rc = zc_tag_check(tag);
+    if (rc != ZC_OK)
+        return rc;
+    zc_folder_lock lock;
+    zc_refusal refused;
+    if ((rc = zc__folder_lock(spill_dir, &lock, &refused)) != ZC_OK)
+        return rc;
+    if (refused.err != 0) {
+        /* A planted hard link or FIFO as the folder lock: renamed aside, a new
+         * lock made and held.  Said by refusing this choice; the next one
+         * goes through. */
+        char *lock_path = malloc(strlen(spill_dir) + sizeof ZC_FOLDER_LOCK + 1);
+        char why[1024] = "";
+        if (lock_path != NULL) {
+            sprintf(lock_path, "%s/%s", spill_dir, ZC_FOLDER_LOCK);
+            zc__refusal_text(&refused, "the folder lock", lock_path, "a new one was made", why,
+                             sizeof why);
+        }
+        free(lock_path);
+        zc__folder_unlock(&lock);
+        return zc__fail(ZC_E_CORRUPT, "%s; the choice was not made: choose the take again", why);
+    }
+    rc = choose_locked(spill_dir, tag, generation);
+    zc__folder_unlock(&lock);
     return rc;
 }
 

@@ -2,9 +2,10 @@
  * film_model.c — the film of one tag from its spill files: each file's
  * lineage read from its metadata, parents linked within the tag, the
  * takes of every shot (siblings: one parent, or every root of the tag),
- * the chosen take of each (the pinned one, else the one whose subtree
- * holds the newest generation), the chosen line from the chosen root down
- * to a leaf, and each shot's state.  Verification is film_verify.c's.
+ * the chosen take of each (the one a pin chooses, a pin choosing its
+ * ancestors too; else the one whose subtree holds the newest generation),
+ * the chosen line from the chosen root down to a leaf, and each shot's
+ * state.  Verification is film_verify.c's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,7 +158,7 @@ static void read_shot(zc_film *film, zc_film_shot *s)
     s->parent = -1;
     int rc = zc__spill_path_in(film->dir, film->tag, s->generation, path, sizeof path);
     if (rc == ZC_OK)
-        rc = zc_file_open(path, &f);
+        rc = zc__spill_file_open(path, &f); /* never a link or another's file */
     if (rc != ZC_OK) {
         s->file = FILM_FILE_BAD;
         s->state = FILM_BROKEN;
@@ -353,8 +354,45 @@ typedef struct {
     int *tree;            /* per shot: linked down to a root, nothing broken on the way */
     uint32_t *takes;      /* per group: its members in the tree */
     uint32_t *seen;       /* per group: members met so far (the take number) */
-    long *best, *pinned;  /* per group: the newest subtree, the newest pinned member */
+    long *best, *pinned;  /* per group: the newest subtree, the member the pins choose */
 } line_work;
+
+/* Which member of each group the pins choose (w->pinned; -1: none).  A pin
+ * chooses its shot and every ancestor of it, so the line passes through it.
+ * Pins are taken newest first (the file lists them in the order they were
+ * chosen); a pin whose path up to its root goes through a group a newer pin
+ * chose otherwise is not followed, and is said in the problems.  The pins
+ * zc_film_choose writes are one chain, so every one of them is followed;
+ * older engines' files (one pin per place) are read the same way. */
+static void choose_pinned(zc_film *film, line_work *w)
+{
+    for (size_t k = film->pin_count; k-- > 0;) {
+        long p = zc__film_find(film, film->pins[k]), clash = -1;
+        if (p < 0)
+            continue; /* no file: load_pins said so */
+        if (!w->tree[p]) {
+            zc__jb_printf(&film->problems, "generation %llu is pinned but cannot be on the line: "
+                          "its lineage, or an ancestor's, cannot be followed; choose another take "
+                          "or clear the choices\n", (unsigned long long)film->pins[k]);
+            continue;
+        }
+        for (long at = p; at >= 0 && clash < 0; at = film->shots[at].parent) {
+            long g = film->shots[at].parent + 1, chosen = w->pinned[g];
+            if (chosen >= 0 && chosen != at)
+                clash = chosen;
+        }
+        if (clash >= 0) {
+            zc__jb_printf(&film->problems, "generation %llu is pinned, but a later choice took "
+                          "generation %llu at its place or above it, so the line does not pass "
+                          "through it; choose it again to follow it\n",
+                          (unsigned long long)film->pins[k],
+                          (unsigned long long)film->shots[clash].generation);
+            continue;
+        }
+        for (long at = p; at >= 0; at = film->shots[at].parent)
+            w->pinned[film->shots[at].parent + 1] = at;
+    }
+}
 
 static void line_work_free(line_work *w)
 {
@@ -406,8 +444,8 @@ static int build_line(zc_film *film)
         }
     }
     /* Takes: position by generation within the sibling group; and each group's chosen
-     * member: the (newest) pinned one, else the one with the newest subtree (the first
-     * of equals). */
+     * member: the one the pins choose (choose_pinned), else the one with the newest
+     * subtree (the first of equals). */
     for (size_t g = 0; g <= n; g++)
         w.best[g] = w.pinned[g] = -1;
     for (size_t i = 0; i < n; i++) {
@@ -416,11 +454,10 @@ static int build_line(zc_film *film)
         const zc_film_shot *s = &film->shots[i];
         size_t g = (size_t)(s->parent + 1);
         w.takes[g]++;
-        if (s->pinned)
-            w.pinned[g] = (long)i;
         if (w.best[g] < 0 || s->subtree_newest > film->shots[w.best[g]].subtree_newest)
             w.best[g] = (long)i;
     }
+    choose_pinned(film, &w);
     for (size_t i = 0; i < n; i++) {
         if (!tree[i])
             continue;

@@ -143,7 +143,7 @@ static int check_file(zc_film *film, zc_film_shot *s, held_tensor *video, held_t
     zc_file *f = NULL;
     int rc = zc__spill_path_in(film->dir, film->tag, s->generation, path, sizeof path);
     if (rc == ZC_OK)
-        rc = zc_file_open(path, &f);
+        rc = zc__spill_file_open(path, &f);
     if (rc == ZC_OK)
         rc = zc__spill_check_identity(f, path, film->tag, s->generation);
     for (uint32_t i = 0; rc == ZC_OK && i < zc_file_count(f); i++) {

@@ -550,19 +550,72 @@ static int load_header(zc_file *f)
     return rc;
 }
 
+static int open_opened(const char *path, zc_os_file os, zc_file **out);
+
 int zc_file_open(const char *path, zc_file **out)
 {
     zc_os_file os = ZC_OS_FILE_CLOSED;
-    zc_file *f = NULL;
-    uint64_t size = 0;
-    int rc, err, regular = 0;
+    int err;
     if (out == NULL || path == NULL)
         return zc__fail(ZC_E_INVALID, "zc_file_open: %s is NULL", path ? "out" : "path");
     *out = NULL;
     /* A hostile path may name a FIFO or device: the open does not block on
-     * it, and anything but a regular file is refused here. */
+     * it, and anything but a regular file is refused below. */
     if ((err = zc_os_file_open_read(path, &os)) != 0)
         return io_error("cannot open", path, err);
+    return open_opened(path, os, out);
+}
+
+/* How long a spill file with two names is looked at again (ms, doubling
+ * from 1): the instant of a non-replacing rename by link + unlink lasts
+ * microseconds (see zc_os_rename_noreplace); a planted link stays. */
+#define TWO_NAMES_WAIT_MS 16
+
+int zc__spill_file_open(const char *path, zc_file **out)
+{
+    zc_os_file os = ZC_OS_FILE_CLOSED;
+    uint64_t links = 0;
+    *out = NULL;
+    int err = zc_os_file_open_read_nofollow(path, &os);
+    if (zc_os_error_is(err, ZC_OS_ACCESS)) {
+        long uid = -1;
+        unsigned mode = 0;
+        char owner[96] = "";
+        if (zc_os_path_owner(path, &uid, &mode) == 0)
+            snprintf(owner, sizeof owner, " (owner uid %ld, mode %04o)", uid, mode);
+        return zc__fail(ZC_E_ACCESS, "spill file \"%s\" cannot be read: permission denied%s; it "
+                        "is kept and not used: make it readable by the user this process runs "
+                        "as (chown or chmod), or move it out of the spill folder", path, owner);
+    }
+    if (err == 0) {
+        err = zc_os_file_check_private(os, &links);
+        for (unsigned ms = 1; err == ZC_OS_ERROR_HARD_LINKED && ms <= TWO_NAMES_WAIT_MS; ms *= 2) {
+            zc_os_sleep_ms(ms);
+            err = zc_os_file_check_private(os, &links);
+        }
+        if (err != 0)
+            zc_os_file_close(&os);
+    }
+    if (zc_os_error_is(err, ZC_OS_NOT_PRIVATE)) {
+        char names[64] = "";
+        if (err == ZC_OS_ERROR_HARD_LINKED)
+            snprintf(names, sizeof names, " (it has %llu names)", (unsigned long long)links);
+        return zc__fail(ZC_E_CORRUPT, "spill file \"%s\" is not served: %s%s; if it is a shot "
+                        "you want, copy it into the folder (a copy, not a link) under an unused "
+                        "generation", path, ZC_OS_WHY(err), names);
+    }
+    if (err != 0)
+        return io_error("cannot open", path, err);
+    return open_opened(path, os, out);
+}
+
+/* zc_file_open's work once the file is open: only a regular file, its
+ * header read and checked.  os is the caller's no more. */
+static int open_opened(const char *path, zc_os_file os, zc_file **out)
+{
+    zc_file *f = NULL;
+    uint64_t size = 0;
+    int rc, err, regular = 0;
     if ((err = zc_os_file_info(os, &size, &regular)) != 0) {
         zc_os_file_close(&os);
         return io_error("cannot stat", path, err);

@@ -25,4 +25,16 @@ void zc__spill_identity(const char *tag, uint64_t generation, char gen[32],
 int zc__spill_check_identity(const zc_file *f, const char *label, const char *tag,
                              uint64_t generation);
 
+/* Open a spill file of a folder the engine serves from (safetensors_read.c):
+ * zc_file_open, but never through a symbolic link, and only a regular file
+ * with one name, checked on the open handle (zc_os_file_check_private: a
+ * hard link planted as a spill file would serve a file from elsewhere).  A
+ * file met in the instant of a non-replacing rename, when it has two names
+ * for microseconds, is looked at again for a few milliseconds first.
+ * @return ZC_OK and *out; ZC_E_CORRUPT for a link, a second name or no
+ * regular file (the message names the file, why and the fix; the store
+ * renames it aside); ZC_E_ACCESS when it may not be read (the message names
+ * its owner and mode: kept, never renamed); otherwise as zc_file_open. */
+int zc__spill_file_open(const char *path, zc_file **out);
+
 #endif

@@ -33,6 +33,10 @@ typedef enum {
     ZC_OS_UNSUPPORTED,  /* this file system or OS version cannot do it */
     ZC_OS_LINK,         /* a no-follow open found a symbolic link (Windows: a symbolic
                            link, junction or other name-surrogate reparse point) */
+    ZC_OS_NOT_PRIVATE,  /* the file is not the engine's alone: a symbolic link (as
+                           ZC_OS_LINK), a file with more than one name (a hard link), or no
+                           regular file (a FIFO, device, socket, directory); see
+                           zc_os_file_check_private */
 } zc_os_error_class;
 
 /* The error a no-follow open (zc_os_file_open_rw, zc_os_file_open_read_nofollow)
@@ -40,6 +44,12 @@ typedef enum {
  * set, never an errno nor a Windows system code), in class ZC_OS_LINK, worded by
  * zc_os_error_text as a symbolic link the engine will not follow and to remove. */
 #define ZC_OS_ERROR_LINK_REFUSED ((int)0x20000002)
+
+/* The errors of zc_os_file_check_private, on every platform: application codes
+ * like ZC_OS_ERROR_LINK_REFUSED, in class ZC_OS_NOT_PRIVATE, each worded by
+ * zc_os_error_text as what the file is and why the engine will not use it. */
+#define ZC_OS_ERROR_NOT_REGULAR ((int)0x20000003) /* a FIFO, device, socket or directory */
+#define ZC_OS_ERROR_HARD_LINKED ((int)0x20000004) /* a file with more than one name */
 
 /* 1 if the OS error code err belongs to class cls, else 0. */
 int zc_os_error_is(int err, zc_os_error_class cls);
@@ -205,12 +215,45 @@ void zc_os_file_advise(zc_os_file f, uint64_t off, uint64_t len, zc_os_advice ad
  * another reparse point (a cloud-sync placeholder, deduplicated data) is
  * opened again through its filter, and kept only if that is the same file. */
 int zc_os_file_open_rw(const char *path, zc_os_file *out);
+/* (zc_os_file_open_rw never blocks on a FIFO or device either: POSIX opens
+ * with O_NONBLOCK, which changes nothing for a regular file.  What it opened
+ * may still be no regular file, or have another name: callers that write,
+ * lock or trust the file check zc_os_file_check_private before anything.) */
 
 /* zc_os_file_open_read (an existing file, shared the same way) that never
  * follows a symbolic link at path, exactly as zc_os_file_open_rw: for files
  * the engine locks (a lock through a planted link would lock a file
  * elsewhere) or whose bytes it trusts as its own. */
 int zc_os_file_open_read_nofollow(const char *path, zc_os_file *out);
+
+/* Whether the open file f is the engine's alone, checked on the open handle
+ * (not on a name, which could be swapped in between): a regular file with
+ * one name.  A hard link planted under a bookkeeping file's name (ln
+ * victim .zc-gen-film) opens as an ordinary file, and writing, locking or
+ * serving it would write, lock or serve the victim, wherever its other name
+ * lies; a FIFO or device would block a reader or feed it endless bytes.
+ * @return 0 when f is a regular file with exactly one name, or with none
+ * (removed or renamed aside since it was opened: its bytes are nobody
+ * else's); ZC_OS_ERROR_NOT_REGULAR; ZC_OS_ERROR_HARD_LINKED (*links, when
+ * links is not NULL, receives how many names it has); or an OS error.
+ * POSIX: fstat, S_ISREG and st_nlink.  Windows: GetFileType (a disk file),
+ * GetFileInformationByHandle's attributes (no directory or device; the
+ * no-follow opens already refused links and junctions) and nNumberOfLinks. */
+int zc_os_file_check_private(zc_os_file f, uint64_t *links);
+
+/* Whether path names the very file f has open (*same 1) or something else or
+ * nothing (*same 0), without following a link at path: renaming a refused
+ * file aside only while its name still names it, never a file another
+ * process put there meanwhile.  POSIX: lstat and fstat (device and inode);
+ * Windows: the volume serial number and file index of both.  @return 0 or
+ * an OS error (not for a missing path: that is *same 0). */
+int zc_os_file_is_at(zc_os_file f, const char *path, int *same);
+
+/* The owner and permission bits of the file at path (a link itself, not
+ * followed), for a message that says why a file cannot be read.  POSIX:
+ * lstat's st_uid and the permission bits of st_mode.  Windows has ACLs,
+ * not these: a ZC_OS_UNSUPPORTED error. */
+int zc_os_path_owner(const char *path, long *uid, unsigned *mode);
 
 /* Write all n bytes at offset off (retrying short writes), without moving
  * or using a file position.  Not durable until zc_os_file_sync. */
@@ -265,7 +308,13 @@ int zc_os_replace(const char *from, const char *to);
  * MOVEFILE_WRITE_THROUGH, durable when it returns).  POSIX file systems
  * without hard links (FAT, exFAT, some SMB mounts) fall back to a check
  * then rename(2), which two writers racing for one name in that instant
- * can defeat.  POSIX: durable once zc_os_sync_parent_dir(to) returns 0. */
+ * can defeat.  POSIX: durable once zc_os_sync_parent_dir(to) returns 0.
+ * Linux tries renameat2(RENAME_NOREPLACE) first, atomic and never a second
+ * name; link + unlink only where the kernel or file system lacks it.  The
+ * moment between that link and unlink (or a crash inside it) shows the file
+ * with two names, which zc_os_file_check_private reports as
+ * ZC_OS_ERROR_HARD_LINKED: readers of files that may be in that moment allow
+ * for it. */
 int zc_os_rename_noreplace(const char *from, const char *to);
 
 /* Make the last rename or removal in path's directory durable.  POSIX:

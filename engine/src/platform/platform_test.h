@@ -29,6 +29,16 @@ int zc_os_test_truncate(const char *path, uint64_t size);
  * test can say it skipped the check rather than pretend. */
 int zc_os_test_symlink(const char *target, const char *link_path);
 
+/* Give the existing file target a second name link_path (a hard link, on
+ * the same file system).  POSIX link(2); Windows CreateHardLinkW (NTFS).
+ * A file system without hard links fails with its error, so a test can say
+ * it skipped. */
+int zc_os_test_hardlink(const char *target, const char *link_path);
+
+/* Make a FIFO (named pipe) at path, mode 0644.  Windows has no FIFO in the
+ * file system: a ZC_OS_UNSUPPORTED error. */
+int zc_os_test_mkfifo(const char *path);
+
 /* The current directory into buf, and changing it. */
 int zc_os_test_getcwd(char *buf, size_t cap);
 int zc_os_test_chdir(const char *path);

@@ -4,7 +4,9 @@
  * fallocate (glibc with _GNU_SOURCE), sync_file_range (likewise) and
  * posix_fadvise (POSIX, absent on macOS).  macOS gets F_FULLFSYNC, for files
  * and for the directory sync that makes a rename durable.  Files opened for
- * writing or locking never follow a symbolic link (O_NOFOLLOW, POSIX 2008).
+ * writing or locking never follow a symbolic link (O_NOFOLLOW, POSIX 2008),
+ * never block on a FIFO (O_NONBLOCK), and are checked on the descriptor
+ * (fstat) before anything is written, locked or trusted.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -203,12 +205,50 @@ int zc_os_sync_parent_dir(const char *path)
 
 int zc_os_file_open_rw(const char *path, zc_os_file *out)
 {
-    return open_nofollow(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, out);
+    /* O_NONBLOCK: a FIFO planted at path must not hang the open (O_RDWR does
+     * not on Linux, but POSIX leaves it undefined); regular files ignore it. */
+    return open_nofollow(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, out);
 }
 
 int zc_os_file_open_read_nofollow(const char *path, zc_os_file *out)
 {
     return open_nofollow(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, out);
+}
+
+int zc_os_file_check_private(zc_os_file f, uint64_t *links)
+{
+    struct stat st;
+    if (fstat(FD(f), &st) != 0)
+        return errno;
+    if (links != NULL)
+        *links = (uint64_t)st.st_nlink;
+    if (!S_ISREG(st.st_mode))
+        return ZC_OS_ERROR_NOT_REGULAR;
+    /* 0 names: removed or renamed aside since the open, which leaves the
+     * bytes to this descriptor alone. */
+    return st.st_nlink > 1 ? ZC_OS_ERROR_HARD_LINKED : 0;
+}
+
+int zc_os_file_is_at(zc_os_file f, const char *path, int *same)
+{
+    struct stat a, b;
+    *same = 0;
+    if (fstat(FD(f), &a) != 0)
+        return errno;
+    if (lstat(path, &b) != 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : errno;
+    *same = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    return 0;
+}
+
+int zc_os_path_owner(const char *path, long *uid, unsigned *mode)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno;
+    *uid = (long)st.st_uid;
+    *mode = (unsigned)(st.st_mode & 07777);
+    return 0;
 }
 
 int zc_os_file_write_at(zc_os_file f, const void *buf, size_t n, uint64_t off)

@@ -45,6 +45,16 @@ int zc_os_test_symlink(const char *target, const char *link_path)
     return symlink(target, link_path) == 0 ? 0 : errno;
 }
 
+int zc_os_test_hardlink(const char *target, const char *link_path)
+{
+    return link(target, link_path) == 0 ? 0 : errno;
+}
+
+int zc_os_test_mkfifo(const char *path)
+{
+    return mkfifo(path, 0644) == 0 ? 0 : errno;
+}
+
 int zc_os_test_getcwd(char *buf, size_t cap)
 {
     return getcwd(buf, cap) != NULL ? 0 : errno;

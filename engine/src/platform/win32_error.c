@@ -21,6 +21,9 @@ int zc_os_error_is(int err, zc_os_error_class cls)
         return e == ERROR_NOT_SUPPORTED || e == ERROR_INVALID_FUNCTION ||
                e == ERROR_CALL_NOT_IMPLEMENTED;
     case ZC_OS_LINK: return err == ZC_OS_ERROR_LINK_REFUSED;
+    case ZC_OS_NOT_PRIVATE:
+        return err == ZC_OS_ERROR_LINK_REFUSED || err == ZC_OS_ERROR_NOT_REGULAR ||
+               err == ZC_OS_ERROR_HARD_LINKED;
     }
     return 0;
 }
@@ -40,6 +43,18 @@ const char *zc_os_error_text(int err, char *buf, size_t cap)
         snprintf(buf, cap, "it is a symbolic link or junction, and the engine never follows a "
                  "link to a file it writes or locks (a planted link could make it overwrite a "
                  "file elsewhere); remove the link, and the engine creates the file anew");
+        return buf;
+    }
+    if (err == ZC_OS_ERROR_NOT_REGULAR) {
+        snprintf(buf, cap, "it is not a regular file (a device, pipe, directory or reparse "
+                 "point), and the engine reads, writes and locks only regular files of its own "
+                 "in a spill folder");
+        return buf;
+    }
+    if (err == ZC_OS_ERROR_HARD_LINKED) {
+        snprintf(buf, cap, "it has more than one name (a hard link), so another name, perhaps "
+                 "outside the spill folder, shares its bytes, and the engine never writes, locks "
+                 "or serves such a file");
         return buf;
     }
     wchar_t wide[512];

@@ -84,6 +84,24 @@ int zc_os_test_symlink(const char *target, const char *link_path)
     return err;
 }
 
+int zc_os_test_hardlink(const char *target, const char *link_path)
+{
+    int err = 0;
+    wchar_t *t = zc__win_path(target, NULL, &err), *l = t ? zc__win_path(link_path, NULL, &err)
+                                                          : NULL;
+    if (l != NULL && !CreateHardLinkW(l, t, NULL))
+        err = (int)GetLastError();
+    free(t);
+    free(l);
+    return err;
+}
+
+int zc_os_test_mkfifo(const char *path)
+{
+    (void)path;
+    return ERROR_NOT_SUPPORTED;
+}
+
 int zc_os_test_getcwd(char *buf, size_t cap)
 {
     wchar_t w[32768];

@@ -246,6 +246,7 @@ static void numbers(abi_writer *w)
     NUMBER(ZC_E_STATE);
     NUMBER(ZC_E_UNSUPPORTED);
     NUMBER(ZC_E_EXISTS);
+    NUMBER(ZC_E_ACCESS);
     NUMBER(ZC_F32);
     NUMBER(ZC_F16);
     NUMBER(ZC_BF16);

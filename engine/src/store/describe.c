@@ -107,6 +107,11 @@ int zc_store_describe_json(zc_store *s, char *buf, size_t cap, size_t *needed)
         zc__jb_string(&jb, s->spill_problem);
     else
         zc__jb_raw(&jb, "null");
+    zc__jb_raw(&jb, ",\"last_rejected\":");
+    if (s->reject_note[0])
+        zc__jb_string(&jb, s->reject_note);
+    else
+        zc__jb_raw(&jb, "null");
     zc__jb_printf(&jb, ",\"host_budget_bytes\":%llu,\"device_budget_bytes\":%llu,\"tags\":[",
                   (unsigned long long)s->config.host_budget_bytes,
                   (unsigned long long)s->config.device_budget_bytes);

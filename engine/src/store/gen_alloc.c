@@ -19,6 +19,12 @@
  * The counter file is opened without following a symbolic link
  * (zc_os_file_open_rw, zc_os_file_open_read_nofollow): a link planted in its
  * place is refused with a message naming it, never written or locked through.
+ * And only a regular file with one name is read, locked or written
+ * (zc__open_private, checked on the open handle): a hard link planted in its
+ * place (ln victim .zc-gen-<tag>), whose other name may lie anywhere, or a
+ * FIFO, is renamed aside to ".rejected", the store notes it (files_rejected,
+ * "last_rejected"), and a new counter is made, which allocation survives as
+ * it survives a zeroed one.
  */
 #include <stdio.h>
 #include <string.h>
@@ -77,12 +83,30 @@ static int read_counter(zc_os_file f, const char *path, zc_gen_counter *out)
     return ZC_OK;
 }
 
+/* Open tag's counter at path (create: for update, made when missing) as a
+ * file of the engine's alone; a file refused in its place is noted. */
+static int open_counter(zc_store *s, const char *path, int create, zc_os_file *f)
+{
+    zc_refusal refused;
+    int err = zc__open_private(path, create, f, &refused);
+    if (refused.err != 0) {
+        char note[ZC__NOTE_BYTES];
+        zc__refusal_text(&refused, "the generation counter", path,
+                         create ? "a new counter was made (numbers stay unique: they also go "
+                                  "above every spill file in the folder)"
+                                : "the next put makes a new counter",
+                         note, sizeof note);
+        zc__spill_note_rejected(s, "%s", note);
+    }
+    return err;
+}
+
 static int lock_failed(const char *path, int err)
 {
     return zc__fail(ZC_E_IO, "cannot lock generation counter %s: %s", path, ZC_OS_WHY(err));
 }
 
-int zc__gen_read(const zc_store *s, const char *tag, zc_gen_counter *out, int *exists)
+int zc__gen_read(zc_store *s, const char *tag, zc_gen_counter *out, int *exists)
 {
     char path[4096];
     zc_os_file f = ZC_OS_FILE_CLOSED;
@@ -93,7 +117,7 @@ int zc__gen_read(const zc_store *s, const char *tag, zc_gen_counter *out, int *e
         return rc;
     zc_os_mutex *m = zc__shared_tag_mutex(tag);
     zc_os_mutex_lock(m);
-    if ((err = zc_os_file_open_read_nofollow(path, &f)) != 0) {
+    if ((err = open_counter(s, path, 0, &f)) != 0) {
         zc_os_mutex_unlock(m);
         if (zc_os_error_is(err, ZC_OS_NOT_FOUND))
             return ZC_OK;
@@ -113,13 +137,13 @@ int zc__gen_read(const zc_store *s, const char *tag, zc_gen_counter *out, int *e
 
 /* Open tag's counter for update, exclusively locked; caller holds the
  * tag's mutex. */
-static int open_locked(const zc_store *s, const char *tag, char *path, size_t cap, zc_os_file *f,
+static int open_locked(zc_store *s, const char *tag, char *path, size_t cap, zc_os_file *f,
                        zc_gen_counter *c)
 {
     int rc = counter_path(s, tag, path, cap), err, locked = 0;
     if (rc != ZC_OK)
         return rc;
-    if ((err = zc_os_file_open_rw(path, f)) != 0)
+    if ((err = open_counter(s, path, 1, f)) != 0)
         return zc__fail(ZC_E_IO, "cannot open generation counter %s: %s", path, ZC_OS_WHY(err));
     if (s->shared_locks && (err = zc_os_file_lock(*f, 1, 1, &locked)) != 0)
         rc = lock_failed(path, err);

@@ -7,6 +7,7 @@
  * not ours are left alone.  What other processes sharing the folder do is
  * seen through gen_alloc.c, spill_owner.c and spill_refresh.c.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -182,9 +183,10 @@ static void reject_found(zc_store *s, zc_name_list *l)
         if (zc_os_replace(path, aside) != 0)
             continue; /* stays unindexed: its name alone keeps it out */
         zc_os_sync_parent_dir(path);
-        zc_os_mutex_lock(&s->lock);
-        s->stats.files_rejected++;
-        zc_os_mutex_unlock(&s->lock);
+        zc__spill_note_rejected(s, "\"%s\" is named like a spill file but cannot be one (a "
+                                "generation out of range, no regular file, or too small for a "
+                                "spill file's header); it was renamed to \"%s\" (kept, never "
+                                "deleted)", path, aside);
         if (zc__spill_parse_name(name, tag, &gen) == 0)
             zc__spill_announce(s, tag);
     }
@@ -604,15 +606,27 @@ int zc_store_flush(zc_store *s)
     return ZC_OK;
 }
 
-void zc__spill_reject(zc_store *s, const char *tag, const char *path)
+void zc__spill_note_rejected(zc_store *s, const char *fmt, ...)
+{
+    char note[ZC__NOTE_BYTES];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(note, sizeof note, fmt, ap);
+    va_end(ap);
+    zc_os_mutex_lock(&s->lock);
+    s->stats.files_rejected++;
+    memcpy(s->reject_note, note, sizeof note);
+    zc_os_mutex_unlock(&s->lock);
+}
+
+void zc__spill_reject(zc_store *s, const char *tag, const char *path, const char *why)
 {
     char aside[4200];
     snprintf(aside, sizeof aside, "%s%s", path, ZC_REJECTED_SUFFIX);
     if (zc_os_replace(path, aside) == 0) {
         zc_os_sync_parent_dir(path);
-        zc_os_mutex_lock(&s->lock);
-        s->stats.files_rejected++;
-        zc_os_mutex_unlock(&s->lock);
+        zc__spill_note_rejected(s, "spill file \"%s\" was renamed to \"%s\" (kept, never "
+                                "deleted): %s", path, aside, why ? why : "it could not be restored");
         zc__spill_announce(s, tag);
     }
 }
@@ -653,7 +667,7 @@ zc_file *zc__spill_open_shot(const zc_store *s, const char *tag, uint64_t genera
     char path[4096];
     zc_file *f = NULL;
     if (s->spill_dir == NULL || zc__spill_path(s, tag, generation, path, sizeof path) != ZC_OK ||
-        zc_file_open(path, &f) != ZC_OK)
+        zc__spill_file_open(path, &f) != ZC_OK)
         return NULL;
     if (zc__spill_check_identity(f, path, tag, generation) != ZC_OK) {
         zc_file_close(f);
@@ -670,7 +684,7 @@ int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot
     int rc = zc__spill_path(s, tag, generation, path, sizeof path);
     if (rc != ZC_OK)
         return rc;
-    rc = zc_file_open(path, &f);
+    rc = zc__spill_file_open(path, &f); /* never a link, a second name, another's file */
     zc_os_path_kind kind;
     if (rc == ZC_E_IO && zc_os_error_is(zc_os_stat(path, &kind, NULL), ZC_OS_NOT_FOUND))
         rc = zc__fail(ZC_E_NOT_FOUND, "spill file \"%s\" is gone (another process pruned, "
@@ -686,7 +700,10 @@ int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot
     zc_file_close(f);
     if (rc != ZC_OK) {
         if (rc == ZC_E_CORRUPT) {
-            zc__spill_reject(s, tag, path);
+            char why[ZC__NOTE_BYTES];
+            snprintf(why, sizeof why, "%s", zc_last_error());
+            zc__spill_reject(s, tag, path, why);
+            zc__fail(rc, "%s", why); /* the announce may have said something else meanwhile */
             zc__fail_context("restoring tag \"%s\" (file renamed to \"%s%s\")", tag, path,
                              ZC_REJECTED_SUFFIX);
         } else {

@@ -56,7 +56,7 @@ static void read_lineage(const zc_store *s, const char *tag, candidate *c)
     zc_os_path_kind kind;
     if (zc__spill_path(s, tag, c->f.generation, path, sizeof path) != ZC_OK)
         return;
-    int rc = zc_file_open(path, &f);
+    int rc = zc__spill_file_open(path, &f);
     if (rc != ZC_OK) {
         c->gone = zc_os_error_is(zc_os_stat(path, &kind, NULL), ZC_OS_NOT_FOUND);
         c->f.lineage_known = !c->gone && rc == ZC_E_CORRUPT; /* corrupt: a root outside any film */

@@ -30,7 +30,7 @@
 static atomic_ulong owner_counter;
 
 struct zc_owner_scan {
-    zc_os_file folder_lock; /* ZC_FOLDER_LOCK, exclusively locked; closed without locks */
+    zc_folder_lock folder_lock; /* ZC_FOLDER_LOCK and the process's folder mutex */
     zc_name_list temps;        /* ZC_TMP_PREFIX files */
     zc_name_list owners;       /* ZC_OWNER_PREFIX files */
 };
@@ -111,24 +111,22 @@ int zc__owner_begin(zc_store *s, zc_owner_scan **out)
         free(lock_path);
         return zc__fail(ZC_E_NOMEM, "out of host memory opening a store");
     }
-    scan->folder_lock = ZC_OS_FILE_CLOSED;
-    zc_os_mutex_lock(zc__shared_folder_mutex());
-    int rc = ZC_OK, locked = 0;
-    int err = zc_os_file_open_rw(lock_path, &scan->folder_lock);
-    if (err == 0 && !zc__shared_locks_disabled_for_tests)
-        err = zc_os_file_lock(scan->folder_lock, 1, 1, &locked);
-    s->shared_locks = err == 0 && locked;
-    if (err != 0 && !zc_os_error_is(err, ZC_OS_UNSUPPORTED))
-        rc = zc__fail(ZC_E_IO, "cannot lock \"%s\" in spill directory \"%s\": %s", ZC_FOLDER_LOCK,
-                      s->spill_dir, ZC_OS_WHY(err));
-    if (!s->shared_locks)
-        zc_os_file_close(&scan->folder_lock);
-    if (rc == ZC_OK && s->shared_locks)
-        rc = create_owner(s);
+    zc_refusal refused;
+    int rc = zc__folder_lock(s->spill_dir, &scan->folder_lock, &refused);
+    if (refused.err != 0) { /* a planted hard link or FIFO: renamed aside, a new lock made */
+        char note[ZC__NOTE_BYTES];
+        zc__refusal_text(&refused, "the folder lock", lock_path,
+                         "a new one was made and the store opened", note, sizeof note);
+        zc__spill_note_rejected(s, "%s", note);
+    }
     free(lock_path);
     if (rc != ZC_OK) {
-        zc_os_file_close(&scan->folder_lock);
-        zc_os_mutex_unlock(zc__shared_folder_mutex());
+        free(scan);
+        return rc;
+    }
+    s->shared_locks = scan->folder_lock.locked;
+    if (s->shared_locks && (rc = create_owner(s)) != ZC_OK) {
+        zc__folder_unlock(&scan->folder_lock);
         free(scan);
         return rc;
     }
@@ -182,6 +180,13 @@ static int judge_owners(zc_store *s, zc_owner_scan *scan, const char *own, token
              * sharing: a live handle) — only "gone" says dead. */
             if (zc_os_error_is(err, ZC_OS_NOT_FOUND))
                 t->alive = 0;
+            continue;
+        }
+        /* Only an owner file of ours is locked: a hard link planted under an
+         * owner file's name would lock its other name (zc_os_file_check_private);
+         * such a name is left alone, as if alive. */
+        if (zc_os_file_check_private(f, NULL) != 0) {
+            zc_os_file_close(&f);
             continue;
         }
         if (zc_os_file_lock(f, 0, 0, &locked) == 0 && locked) {
@@ -250,11 +255,7 @@ int zc__owner_end(zc_store *s, zc_owner_scan *scan, int *alone)
     }
     free(tokens);
     free(dead);
-    if (scan->folder_lock.handle != -1) {
-        zc_os_file_unlock(scan->folder_lock);
-        zc_os_file_close(&scan->folder_lock);
-    }
-    zc_os_mutex_unlock(zc__shared_folder_mutex());
+    zc__folder_unlock(&scan->folder_lock);
     zc__name_list_free(&scan->temps);
     zc__name_list_free(&scan->owners);
     free(scan);

@@ -105,6 +105,8 @@ typedef struct zc_spill_job {
     uint64_t due_ns;               /* zc_os_monotonic_ns() from which it may be written */
 } zc_spill_job;
 
+#define ZC__NOTE_BYTES 1024
+
 struct zc_store {
     zc_os_mutex lock;
     zc_bufpool *pool;              /* recycled host buffers (see bufpool.c) */
@@ -135,6 +137,8 @@ struct zc_store {
     char flush_message[1024];
     char spill_problem[1024];      /* the newest spill failure, kept while any slot is
                                       memory-only (stats.memory_only > 0); "" otherwise */
+    char reject_note[ZC__NOTE_BYTES]; /* the newest file of the folder refused and renamed
+                                         aside (or refused), and why; "" when none */
 
     /* a spill folder shared with other processes */
     int shared_locks;              /* the folder's file system grants file locks */
@@ -201,8 +205,15 @@ zc_slot *zc__ring_take(zc_store *store, zc_tag_entry *entry, uint32_t index);
  * its depth (pinned slots made it grow; lock held).  Their ring references
  * go into out (at most cap); returns how many. */
 uint32_t zc__ring_trim(zc_store *store, zc_tag_entry *entry, zc_slot **out, uint32_t cap);
-/* Rename tag's bad spill file at path aside (never deletes it). */
-void zc__spill_reject(zc_store *store, const char *tag, const char *path);
+/* Rename tag's bad spill file at path aside (never deletes it); why says
+ * what is wrong with it (for the store's note of refused files; may be NULL). */
+void zc__spill_reject(zc_store *store, const char *tag, const char *path, const char *why);
+/* Count a file of the spill folder refused (renamed aside, or left where it
+ * could not be) in stats.files_rejected, and keep the note (a format and its
+ * arguments), the sentence that
+ * says which, why and what was done, as the store's newest such note
+ * ("last_rejected" in zc_store_describe_json).  Takes the store lock. */
+void zc__spill_note_rejected(zc_store *store, const char *fmt, ...) ZC_PRINTF(2, 3);
 /* 1 if tag@generation has a spill file, or one renamed aside, in the folder. */
 int zc__spill_name_taken(const zc_store *store, const char *tag, uint64_t generation);
 
@@ -216,7 +227,7 @@ typedef struct {
     uint64_t changes;
 } zc_gen_counter;
 /* Read tag's counter; *exists 0 when it has none (all zero then). */
-int zc__gen_read(const zc_store *store, const char *tag, zc_gen_counter *out, int *exists);
+int zc__gen_read(zc_store *store, const char *tag, zc_gen_counter *out, int *exists);
 /* Hand out a generation of tag: requested (refused with ZC_E_EXISTS if its
  * file exists), or the next above the counter, floor (what the store knows)
  * and every existing file.  Raises the counter.  Caller holds
