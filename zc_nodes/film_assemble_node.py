@@ -14,9 +14,13 @@ that decodes to other frames regrows the batch once, never gives wrong frames), 
 cannot fit in the memory there is (``memory_available``, with a margin) is refused after its first
 shot, before any more are decoded: long films go to a video file with ZeroCopyFilmRender.
 
-A film with a shot the engine cannot place (its parent has no spill file: pruned, deleted, or a
-farm worker that never received the film's first shots) is refused, naming the shot, why and
-what to do: the node never returns fewer shots than the film has without saying so. The
+The film is read verified (film_view.describe with verify: every file against its tensors' and
+its record digest, every hop against its parent's tail), as ZeroCopyFilmRender reads it. A film
+with a shot the engine cannot place (its parent has no spill file: pruned, deleted, or a farm
+worker that never received the film's first shots; or a header that no longer matches its record
+digest, so its lineage cannot be trusted) is refused, naming the shot, why and what to do: the
+node never returns fewer shots than the film has without saying so, and a hop that fails its
+check is noted in ``info``. The
 ``assemble_incomplete`` input (off by default) joins only the line that verifies instead, and
 lists what it left out in ``info``. On a farm the film's missing ancestors are first fetched
 from Redis when it still holds them (farm_link.complete_film).
@@ -97,7 +101,8 @@ def check_fits(tag: str, frames: int, clip, shot_frames: int) -> None:
 
 def gaps(doc: dict) -> list[str]:
     """Why the film in doc (film_view.describe) is not whole: one sentence per shot that cannot
-    be placed on it (state ``broken``: a missing parent, a parent not older, a cycle)."""
+    be placed on it (state ``broken``: a missing parent, a parent not older, a cycle, a header that
+    no longer matches its record digest)."""
     out = []
     for shot in doc.get("shots", []):
         if shot.get("state") == "broken":
@@ -201,7 +206,10 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
             raise ValueError(problem)
         farm_link.complete_film(buffer_tag)  # on a farm: the ancestors this worker lacks, if Redis has them
         try:
-            doc = film_view.describe(buffer_tag)
+            # verified: every file of the film against its digests and its record digest, every hop
+            # against its parent's tail, so a shot whose lineage was rewritten (another parent, another
+            # trim) is refused here, or left out and said with assemble_incomplete, never joined silently
+            doc = film_view.describe(buffer_tag, verify=True)
         except NotFound as exc:
             raise ContinuityError(f"{exc}; store the film's shots with ZeroCopyLatentStore under tag "
                                   f"{buffer_tag!r} first") from None
