@@ -133,6 +133,47 @@ def zc(*args) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
+# ---------------------------------------------------------------- the record, as documented
+
+
+def documented_record(path: Path) -> str:
+    """The value of ``zc.record`` for the file's header, made in Python from docs/engine.md ("Record
+    digest") alone: the canonical serialisation, its XXH3-64, each tensor in clear, each value's
+    first 8 hex digits."""
+    xxhash = pytest.importorskip("xxhash")
+    _, head = header_of(path.read_bytes())
+    header = json.loads(head)
+    meta = {k: v for k, v in header.pop("__metadata__").items() if k != "zc.record"}
+    tensors = {name: f"{t['dtype']} [{','.join(str(d) for d in t['shape'])}]" for name, t in header.items()}
+
+    def utf8(text: str) -> bytes:
+        return text.encode("utf-8")
+
+    def by_bytes(items):
+        return sorted(items, key=lambda kv: utf8(kv[0]))
+
+    canon = b"zc.record 1\n"
+    for name, desc in by_bytes(tensors.items()):
+        canon += b"tensor %d:" % len(utf8(name)) + utf8(name) + b" " + utf8(desc) + b"\n"
+    for key, value in by_bytes(meta.items()):
+        canon += b"meta %d:" % len(utf8(key)) + utf8(key) + b" %d:" % len(utf8(value)) + utf8(value) + b"\n"
+    doc = {"version": 1, "digest": "xxh3:%016x" % xxhash.xxh3_64_intdigest(canon),
+           "tensors": dict(by_bytes(tensors.items())),
+           "meta": {k: "%08x" % (xxhash.xxh3_64_intdigest(utf8(v)) >> 32) for k, v in by_bytes(meta.items())}}
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
+def test_the_record_is_what_the_documentation_says(film):
+    spill, generations = film
+    for generation in generations:
+        path = shot_file(spill, generation)
+        _, head = header_of(path.read_bytes())
+        meta = json.loads(head)["__metadata__"]
+        assert list(meta)[-1] == "zc.record"  # written last
+        assert {"lineage", "zc.hop_seam", "zc.seam.latent_tensor"} <= set(meta) or generation == generations[0]
+        assert meta["zc.record"] == documented_record(path)
+
+
 # ---------------------------------------------------------------- the four cases of the issue
 
 CASES = {
