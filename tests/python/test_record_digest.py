@@ -1,4 +1,4 @@
-"""The record digest (issue 38, item 2): a shot's whole record, not only its tensor bytes, is covered.
+"""The record digest: a shot's whole record, not only its tensor bytes, is covered.
 
 Each case changes one byte of the header of a real spill file the store wrote (the newest shot of a
 three-shot film, the file's size unchanged): its dtype F32 -> I32, its lineage's trim 1 -> 7, its
