@@ -603,7 +603,8 @@ function storyboardDetail(tag, doc, shot) {
     `generation ${shot.generation} · ${shot.state}${shot.continues ? ` · continues ${shot.continues}` : ""}`,
     `parent ${shot.parent || "none (a root)"} · adapter ${shot.adapter || "—"} · trim ${shot.trim ?? 0} · tail ${shot.tail_frames ?? 0}`,
     `prompt: ${shot.prompt || "—"}${shot.seed != null ? ` · seed ${shot.seed}` : ""}`,
-    `shape ${shapeText(shot.shape)} · file ${shot.file} · hop ${shot.hop}`,
+    `shape ${shapeText(shot.shape)} · file ${shot.file} · hop ${shot.hop}`
+      + (shot.record ? ` · record ${shot.record.replace("_", " ")}` : ""),
     `digest ${shot.digest ?? "—"}`,
     shot.tail_digest ? `tail used ${shot.tail_digest}` : null,
     ...seamLines(shot, doc),

@@ -53,6 +53,10 @@ DIGEST_XXH64 = 1
 DIGEST_XXH3 = 2
 DIGEST_ALGO_NAMES = {DIGEST_XXH64: "xxh64", DIGEST_XXH3: "xxh3"}
 VERIFY_REHASH = 1
+# zc_record_status: whether a shot's record (dtype, shape, metadata) is covered by its file's record
+# digest (docs/engine.md, "Record digest"); a store never serves a shot whose record changed.
+RECORD_NOT_COVERED, RECORD_OK, RECORD_BAD = 0, 1, 2
+RECORD_NAMES = {RECORD_NOT_COVERED: "not_covered", RECORD_OK: "ok", RECORD_BAD: "bad"}
 # Each engine dtype's zc_dtype code, for the CPU put's direct call (zc_bundle_add_host_copy).
 _ZC_DTYPE_CODES = {dtype: code for code, dtype in enumerate(
     (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn,
@@ -176,9 +180,21 @@ class StoredBundle:
     tensors: dict[str, torch.Tensor]
     meta: dict[str, str]
     info: dict[str, StoredTensorInfo] = field(default_factory=dict)
+    record: str = "ok"
+    """``ok``: the shot's dtype, shape and metadata are covered (put in this process, or read from
+    a file whose record digest matched); ``not_covered``: read from a file written before record
+    digests, whose dtype, shape and metadata nothing checks (its tensors' digests still are)."""
 
     def digest(self, name: str) -> str | None:
         return self.info[name].digest
+
+    @property
+    def record_note(self) -> str | None:
+        """One sentence for a certificate when the record is not covered, else None."""
+        if self.record != "not_covered":
+            return None
+        return (f"generation {self.generation}: record not covered (its file was written before record "
+                "digests, so its dtype, shape and metadata are not checked; its tensors' digests are)")
 
 
 SEAM_STAT_FIELDS = tuple(name for name, _ in SeamStats._fields_)
@@ -571,9 +587,10 @@ class LatentStore:
         infos = cls._infos(view, exports)
         tensors = {name: dlpack.view_tensor(view, index, *exports[index])
                    for index, name in enumerate(infos)}
+        record = RECORD_NAMES.get(lib.zc_view_record(view), "ok") if has("zc_view_record") else "ok"
         return StoredBundle(tag=lib.zc_view_tag(view).decode("utf-8"),
                             generation=lib.zc_view_generation(view), tensors=tensors,
-                            meta=cls._meta(view), info=infos)
+                            meta=cls._meta(view), info=infos, record=record)
 
     def verify(self, tag: str, generation: int = 0, *, rehash: bool = False) -> VerifyResult:
         """Check the stored host bytes against their digests; raises CorruptFile if any changed.

@@ -14,9 +14,13 @@ that decodes to other frames regrows the batch once, never gives wrong frames), 
 cannot fit in the memory there is (``memory_available``, with a margin) is refused after its first
 shot, before any more are decoded: long films go to a video file with ZeroCopyFilmRender.
 
-A film with a shot the engine cannot place (its parent has no spill file: pruned, deleted, or a
-farm worker that never received the film's first shots) is refused, naming the shot, why and
-what to do: the node never returns fewer shots than the film has without saying so. The
+The film is read verified (film_view.describe with verify: every file against its tensors' and
+its record digest, every hop against its parent's tail), as ZeroCopyFilmRender reads it. A film
+with a shot the engine cannot place (its parent has no spill file: pruned, deleted, or a farm
+worker that never received the film's first shots; or a header that no longer matches its record
+digest, so its lineage cannot be trusted) is refused, naming the shot, why and what to do: the
+node never returns fewer shots than the film has without saying so, and a hop that fails its
+check is noted in ``info``. The
 ``assemble_incomplete`` input (off by default) joins only the line that verifies instead, and
 lists what it left out in ``info``. On a farm the film's missing ancestors are first fetched
 from Redis when it still holds them (farm_link.complete_film).
@@ -149,7 +153,10 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
         problem = tag_problem(buffer_tag)
         if problem:
             raise ValueError(problem)
-        line = film_line.read(buffer_tag, first_shot, last_shot, seam_trim, assemble_incomplete, verify=False,
+        # verified: every file of the film against its digests and its record digest, every hop
+        # against its parent's tail, so a shot whose lineage was rewritten (another parent, another
+        # trim) is refused here, or left out and said with assemble_incomplete, never joined silently
+        line = film_line.read(buffer_tag, first_shot, last_shot, seam_trim, assemble_incomplete, verify=True,
                               verb="assembled")
         doc, shots, trims, missing = line.doc, line.shots, line.trims, line.missing
         store = runtime.store()

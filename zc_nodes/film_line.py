@@ -21,7 +21,8 @@ from ..zc_engine import NotFound, ZeroCopyError
 
 def gaps(doc: dict) -> list[str]:
     """Why the film in doc (film_view.describe) is not whole: one sentence per shot that cannot
-    be placed on it (state ``broken``: a missing parent, a parent not older, a cycle)."""
+    be placed on it (state ``broken``: a missing parent, a parent not older, a cycle, a header that
+    no longer matches its record digest)."""
     out = []
     for shot in doc.get("shots", []):
         if shot.get("state") == "broken":

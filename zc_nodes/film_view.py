@@ -50,17 +50,20 @@ def choices_state(tag: str) -> str:
 
 
 def continue_from(store, tag: str, generation: int = 0):
-    """(bundle, notes): the stored shot ``tag`` continues from, verified. A newer shot another
-    worker stored is imported first (or the asked generation, when this worker lacks it); then
-    ``generation`` when it is not 0, else ``newest``. The notes say what ``newest`` skipped or
-    followed, then which worker the shot came from. NotFound when there is no such shot,
+    """(bundle, notes): the stored shot ``tag`` continues from, verified (its tensors' digests and,
+    read from a file, its record digest: dtype, shape, lineage and every other metadata entry). A
+    newer shot another worker stored is imported first (or the asked generation, when this worker
+    lacks it); then ``generation`` when it is not 0, else ``newest``. The notes say what ``newest``
+    skipped or followed, that the shot's record is not covered when its file predates record
+    digests, then which worker the shot came from. NotFound when there is no such shot,
     CorruptFile when none verifies."""
     farm_link.pull(tag, generation)
     if generation:
         bundle, notes = store.get(tag, generation, verify=True), []
     else:
         bundle, notes = newest(store, tag)
-    return bundle, notes + farm_link.origin_notes(bundle.meta)
+    record = [bundle.record_note] if getattr(bundle, "record_note", None) else []
+    return bundle, notes + record + farm_link.origin_notes(bundle.meta)
 
 
 def newest(store, tag: str):
@@ -84,7 +87,10 @@ def _newest(store, tag: str):
     doc = describe(tag, store=store)
     bundle, skipped = store.first_verified(tag, reversed(doc.get("line", [])))
     if bundle is not None:
-        notes = []
+        # a newer shot whose header no longer matches its record digest is off the film (its
+        # lineage cannot be trusted): say so, as a skipped newest is said
+        notes = [f"generation {s['generation']} left out: {s.get('problem')}" for s in doc.get("shots", [])
+                 if s.get("record") == "bad" and s["generation"] > bundle.generation]
         if bundle.generation != doc.get("newest"):
             notes.append(f"followed the chosen takes: generation {bundle.generation} ends the chosen line "
                          f"(the newest stored is {doc.get('newest')}; clear the choices in the storyboard "

@@ -41,7 +41,7 @@ def pick(store, tag: str, shot: str, generation: int):
     first = min(kept)
     bundle = store.get(tag, first, verify=True)
     return bundle, [f"first: generation {first}, the oldest the store still holds for the tag",
-                    *farm_link.origin_notes(bundle.meta)]
+                    *([bundle.record_note] if bundle.record_note else []), *farm_link.origin_notes(bundle.meta)]
 
 
 class ZeroCopyLatentLoad(io.ComfyNode):

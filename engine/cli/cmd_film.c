@@ -41,7 +41,8 @@ static void put_shot(const zc_film *film, const zc_film_shot *s)
     } else if (s->parent >= 0) {
         printf("  parent %" PRIu64, film->shots[s->parent].generation);
     } else if (s->lineage_ok) {
-        printf("  parent %" PRIu64 " (missing)", s->parent_generation);
+        printf("  parent %" PRIu64 " (%s)", s->parent_generation,
+               s->record == FILM_RECORD_BAD ? "untrusted: the record changed" : "missing");
     } else {
         fputs("  root", stdout);
     }
@@ -49,7 +50,9 @@ static void put_shot(const zc_film *film, const zc_film_shot *s)
         printf("  trim %" PRIu64 "  adapter ", s->trim);
         cli_put_text(stdout, s->adapter ? s->adapter : "-");
     }
-    printf("  file %s  hop %s  digest ", zc__film_file_name(s->file), zc__film_hop_name(s->hop));
+    printf("  file %s  hop %s  record %s  digest ", zc__film_file_name(s->file),
+           zc__film_hop_name(s->hop),
+           s->record == FILM_RECORD_NOT_COVERED ? "not covered" : zc__film_record_name(s->record));
     put_short_digest(s->digest);
     if (s->lineage_ok) {
         fputs("  tail ", stdout);
@@ -191,6 +194,14 @@ static int print_text(const zc_film *film)
     }
     print_seams(film);
     print_drift(film);
+    size_t uncovered = 0;
+    for (size_t i = 0; i < film->count; i++)
+        uncovered += film->shots[i].record == FILM_RECORD_NOT_COVERED;
+    if (uncovered > 0)
+        printf("record not covered: %zu file%s of the film record%s no digest of %s dtype, shape "
+               "and metadata (written before record digests); %s tensors and hops are checked "
+               "as before\n", uncovered, cli_plural(uncovered), uncovered == 1 ? "s" : "",
+               uncovered == 1 ? "its" : "their", uncovered == 1 ? "its" : "their");
     fputs("film ", stdout);
     cli_put_text(stdout, film->tag);
     printf(": %zu shot%s on the line", film->line_count, cli_plural(film->line_count));

@@ -1,4 +1,5 @@
-/* cmd_verify.c — "zc verify [--allow-missing] FILE...": check every digest. */
+/* cmd_verify.c — "zc verify [--allow-missing] FILE...": check every digest,
+ * the tensors' and the record digest of the header (dtype, shape, metadata). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@ typedef struct {
     uint32_t failed;   /* digest mismatch or unreadable */
     zc_jsonbuf problems; /* "tensor x digest mismatch (...)", joined by "; " */
     zc_jsonbuf missing_names;
+    int record;        /* zc_record_status of the header */
 } verify_result;
 
 static void result_init(verify_result *r)
@@ -80,6 +82,25 @@ static void check_tensors(zc_file *f, const char *path, verify_result *r)
     }
 }
 
+/* The record digest, checked when the file was opened: a changed header is a failure. */
+static void check_record(zc_file *f, verify_result *r)
+{
+    const char *why = "";
+    r->record = zc_file_record(f, &why);
+    if (r->record != ZC_RECORD_BAD)
+        return;
+    if (r->failed > 0)
+        zc__jb_raw(&r->problems, "; ");
+    r->failed++;
+    cli_text_append(&r->problems, why);
+}
+
+/* How the OK line ends: the record's state. */
+static const char *record_note(const verify_result *r)
+{
+    return r->record == ZC_RECORD_OK ? ", record matches" : "; record not covered";
+}
+
 static void put_missing(const verify_result *r)
 {
     printf("no digest recorded for tensor%s %s", cli_plural(r->missing), text_of(&r->missing_names));
@@ -103,10 +124,11 @@ static int report(const char *path, const verify_result *r, int allow_missing)
         fputs(" (use --allow-missing to accept files without digests)", stdout);
     } else if (r->missing > 0) {
         printf(" (%" PRIu32 " tensor%s: %" PRIu32 " digest%s match, %" PRIu32
-               " without digest allowed)", r->checked, cli_plural(r->checked), r->matched,
-               r->matched == 1 ? "" : "s", r->missing);
+               " without digest allowed%s)", r->checked, cli_plural(r->checked), r->matched,
+               r->matched == 1 ? "" : "s", r->missing, record_note(r));
     } else {
-        printf(" (%" PRIu32 " tensor%s, all digests match)", r->checked, cli_plural(r->checked));
+        printf(" (%" PRIu32 " tensor%s, all digests match%s)", r->checked, cli_plural(r->checked),
+               record_note(r));
     }
     fputc('\n', stdout);
     return passes;
@@ -128,6 +150,7 @@ static int verify_file(const char *path, int allow_missing)
     verify_result r;
     int passes = 0;
     result_init(&r);
+    check_record(f, &r);
     check_tensors(f, path, &r);
     if (r.problems.failed || r.missing_names.failed)
         cli_error("out of memory");

@@ -117,6 +117,9 @@ extern "C" {
 #define ZC_FILE_META_GENERATION "zc.generation"  /* decimal */
 #define ZC_FILE_META_DIGEST_PREFIX "zc.digest."  /* + tensor name: "xxh3:<16 hex>" (or
                                                   "xxh64:" in files of 0.2 and earlier) */
+#define ZC_FILE_META_RECORD "zc.record"        /* the record digest: one digest over every
+                                                  tensor's name, dtype and shape and every
+                                                  other metadata entry (see "Record digest") */
 #define ZC_FILE_LATENT_TENSOR "latent_tensor"    /* ComfyUI's SaveLatent/LoadLatent key */
 #define ZC_FILE_LATENT_MARKER "latent_format_version_0" /* ComfyUI's empty F32 marker */
 
@@ -507,8 +510,10 @@ ZC_API int zc_store_flush(zc_store *store);
  * engine read from elsewhere, e.g. fetched from another machine) as
  * tag@generation: the bytes are validated by the hardened reader, must say
  * they are tag@generation of this engine ("zc.format", "zc.tag",
- * "zc.generation"), and every tensor must have a recorded digest that its
- * bytes match; then they are written, unchanged and crash-safe, as the
+ * "zc.generation"), every tensor must have a recorded digest that its
+ * bytes match, and a record digest, when the bytes have one, must match
+ * their header (a file without one is imported, "record not covered");
+ * then they are written, unchanged and crash-safe, as the
  * tag's spill file (never over an existing one) and indexed, so a following
  * zc_store_get restores them.  The generation must be new to the tag, as
  * for zc_store_put_generation; the store's own allocation continues above
@@ -518,7 +523,8 @@ ZC_API int zc_store_flush(zc_store *store);
  * changes.
  * @return ZC_OK; ZC_E_INVALID (tag, generation, NULL data); ZC_E_CORRUPT
  * (the bytes are not a whole, matching, verified file of tag@generation:
- * the message says what is wrong); ZC_E_BUDGET (with a host budget: the
+ * the message says what is wrong, naming the tensor or metadata key whose
+ * record changed); ZC_E_BUDGET (with a host budget: the
  * tensors need more than the whole budget, so no restore could hold them;
  * refused before they are copied); ZC_E_EXISTS; ZC_E_UNSUPPORTED (no
  * spill_dir); ZC_E_IO; ZC_E_NOMEM; ZC_E_STATE (store closing). */
@@ -698,6 +704,25 @@ typedef struct {
                                       device: device address */
 } zc_tensor_info;
 
+/* Record digest.  Every file the engine writes (spill files, zc_view_save,
+ * zc_view_serialize) records, under ZC_FILE_META_RECORD, a digest of its
+ * header beside its tensors' digests: each tensor's name, dtype and shape,
+ * and every other metadata entry, keys and values (lineage, seam records,
+ * identity, the tensors' digests, everything), in a canonical order
+ * (docs/engine.md, "Record digest").  A reader recomputes it; a header that
+ * differs is refused with ZC_E_CORRUPT naming what changed where it can
+ * ("tensor "latent_tensor" dtype is I32, was F32", "metadata "lineage"
+ * changed").  A file without one (written before record digests, or by
+ * another program) reads as before: "record not covered". */
+typedef enum {
+    ZC_RECORD_NOT_COVERED = 0, /* no record digest (an older file): dtype, shape and metadata
+                                  are not checked */
+    ZC_RECORD_OK = 1,          /* covered: the header matches its record digest, or the shot
+                                  was put in this process (its file gets one as it is written) */
+    ZC_RECORD_BAD = 2          /* the header differs from its record digest (files only: a
+                                  store never serves such a shot) */
+} zc_record_status;
+
 ZC_API const char *zc_view_tag(const zc_view *view);
 ZC_API uint64_t zc_view_generation(const zc_view *view);
 ZC_API uint32_t zc_view_count(const zc_view *view);
@@ -714,6 +739,14 @@ ZC_API int zc_view_meta_packed(const zc_view *view, char *buf, size_t cap, size_
 
 /* The value for key, or NULL. */
 ZC_API const char *zc_view_meta(const zc_view *view, const char *key);
+
+/* Whether the shot's record (dtype, shape, metadata) is covered by a record
+ * digest: ZC_RECORD_OK for a shot put in this process or restored from a
+ * file whose record digest matched; ZC_RECORD_NOT_COVERED for one restored
+ * or imported from a file without one (what was read is served as before).
+ * A file whose record differs is never served (zc_store_get refuses it with
+ * ZC_E_CORRUPT).  @return a zc_record_status; ZC_E_INVALID for NULL. */
+ZC_API int zc_view_record(const zc_view *view);
 
 /* Export tensor index as a new DLPack managed tensor that holds its own
  * reference on the slot: the slot's memory lives until the consumer calls
@@ -775,8 +808,8 @@ ZC_API int zc_view_verify_ex(const zc_view *view, uint32_t flags, zc_verify_repo
 ZC_API int zc_view_save(const zc_view *view, const char *path);
 
 /* The bytes of the safetensors file zc_view_save would write, with the
- * identity metadata of a spill file (zc.format, zc.tag, zc.generation) and
- * every tensor's digest: what zc_store_import takes, e.g. to publish a shot
+ * identity metadata of a spill file (zc.format, zc.tag, zc.generation),
+ * every tensor's digest and the record digest of the header: what zc_store_import takes, e.g. to publish a shot
  * to other machines.  Into buf (cap bytes); *needed (optional) gets the
  * size.  Call with buf NULL and cap 0 to learn it.  The bytes are the same
  * as the slot's spill file.
@@ -828,12 +861,17 @@ ZC_API void zc_view_release(zc_view *view);
  *      seed (or null), frames (time axis of the latent), shape, digest
  *      (the latent's recorded digest), file ("ok" | "bad" | "unchecked"),
  *      hop ("ok" | "bad" | "root" | "missing_parent" | "cycle" |
- *      "unchecked" | "not_checked_external"), problem (sentence or null)}]
+ *      "unchecked" | "not_checked_external"), record ("ok" | "bad" |
+ *      "not_covered" | "unchecked": the file's record digest, see
+ *      zc_file_record; "unchecked" when the file cannot be opened),
+ *      problem (sentence or null), seam}]
  *   } with shots in ascending generation.
  * "alternative": off the line, its parent on the line (or a root take);
  * "stale": an ancestor is off the line; "broken": its lineage cannot be
  * followed (unreadable, a missing parent, a parent not older than the
- * shot, a cycle).  With ZC_FILM_VERIFY every tensor is read against its
+ * shot, a cycle) or trusted (its file's record digest does not match its
+ * header, checked with or without ZC_FILM_VERIFY: record "bad", file
+ * "bad").  With ZC_FILM_VERIFY every tensor is read against its
  * recorded digest and each hop's tail digest is recomputed from the
  * parent's latent (the last tail_frames along axis 2 of a 5-D latent,
  * axis 0 of a 4-D one; the audio span of "latent_tensor_1" for audio tail
@@ -1078,6 +1116,17 @@ ZC_API uint32_t zc_file_meta_count(const zc_file *file);
 ZC_API int zc_file_meta_at(const zc_file *file, uint32_t index, const char **key, const char **value);
 ZC_API const char *zc_file_meta(const zc_file *file, const char *key);
 
+/* What the file's record digest (ZC_FILE_META_RECORD) says of its header,
+ * checked when the file was opened: a zc_record_status.  why (optional)
+ * gets a sentence owned by the file (valid while it is open): for
+ * ZC_RECORD_BAD what changed ("the record (dtype, shape or metadata) changed
+ * since it was written: metadata "lineage" changed"), for
+ * ZC_RECORD_NOT_COVERED why it is not covered, "" for ZC_RECORD_OK.
+ * zc_file_open does not refuse a file for its record (so that tools can
+ * still show it); zc_file_load_bundle, hence every restore and import, does.
+ * @return a zc_record_status; ZC_E_INVALID for NULL. */
+ZC_API int zc_file_record(const zc_file *file, const char **why);
+
 /* Read tensor index into dst (cap >= nbytes), digesting it as it is read,
  * and return the digest in *digest (optional): computed with the algorithm
  * of the recorded digest (zc_file_tensor.digest_algo), or XXH3-64 when the
@@ -1086,10 +1135,12 @@ ZC_API const char *zc_file_meta(const zc_file *file, const char *key);
 ZC_API int zc_file_read(zc_file *file, uint32_t index, void *dst, size_t cap, uint64_t *digest);
 
 /* Read a whole file into a new bundle (host tier), verifying every recorded
- * digest; each tensor keeps the digest zc_file_read returned, with its
- * algorithm (an "xxh64:" file stays XXH64).  The marker tensor
- * "latent_format_version_0" is skipped; metadata keys of the engine ("zc.*")
- * are not copied.  @return as zc_file_read. */
+ * digest, the record digest first (a header that differs from it is
+ * ZC_E_CORRUPT, naming what changed, before any tensor is read); each tensor
+ * keeps the digest zc_file_read returned, with its algorithm (an "xxh64:"
+ * file stays XXH64).  The marker tensor "latent_format_version_0" is
+ * skipped; metadata keys of the engine ("zc.*") are not copied.  @return as
+ * zc_file_read. */
 ZC_API int zc_file_load_bundle(zc_file *file, zc_bundle **out);
 
 /* ------------------------------------------------------------------------ */

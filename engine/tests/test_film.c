@@ -186,7 +186,7 @@ TEST(film_without_pins_ends_at_the_newest_take)
     CHECK(shot_has(json, 6, "\"shot\":4,\"depth\":4"));
     CHECK(shot_has(json, 6, "\"trim\":4,\"adapter\":\"first_frame\",\"tail_frames\":1"));
     CHECK(shot_has(json, 6, "\"seed\":42,\"frames\":4,\"shape\":[1,2,4,2,2]"));
-    CHECK(shot_has(json, 6, "\"file\":\"ok\",\"hop\":\"ok\",\"problem\":null"));
+    CHECK(shot_has(json, 6, "\"file\":\"ok\",\"hop\":\"ok\",\"record\":\"ok\",\"problem\":null"));
     zc_free(json);
     /* Without verification nothing is read but the headers. */
     REQUIRE((json = describe(dir, "film", 0)) != NULL);

@@ -489,7 +489,9 @@ TEST(safetensors_metadata_escaping_roundtrip)
         const char *v = zc_file_meta(f, entries[i].key);
         CHECK(v != NULL && strcmp(v, entries[i].value) == 0);
     }
-    CHECK(zc_file_meta_count(f) == sizeof entries / sizeof entries[0] + 3);
+    /* + format, tag, the digest made here, and the record digest */
+    CHECK(zc_file_meta_count(f) == sizeof entries / sizeof entries[0] + 4);
+    CHECK(zc_file_record(f, NULL) == ZC_RECORD_OK);
     CHECK(zc_file_meta(f, ZC_FILE_META_TAG) &&
           strcmp(zc_file_meta(f, ZC_FILE_META_TAG), "new") == 0);
     CHECK(zc_file_meta(f, ZC_FILE_META_FORMAT) &&
@@ -518,12 +520,14 @@ TEST(safetensors_metadata_only_and_empty_bundles)
     REQUIRE_OK(zc_bundle_create(&b));
     REQUIRE_OK(zc__safetensors_write(path, b, NULL, 0));
     REQUIRE_OK(zc_file_open(path, &f));
-    CHECK(zc_file_count(f) == 0 && zc_file_meta_count(f) == 0);
+    /* the only metadata of an empty bundle's file is its record digest */
+    CHECK(zc_file_count(f) == 0 && zc_file_meta_count(f) == 1);
+    CHECK(zc_file_meta(f, ZC_FILE_META_RECORD) != NULL && zc_file_record(f, NULL) == ZC_RECORD_OK);
     zc_file_close(f);
     REQUIRE_OK(zc_bundle_set_meta(b, "only", "metadata"));
     REQUIRE_OK(zc__safetensors_write(path, b, NULL, 0));
     REQUIRE_OK(zc_file_open(path, &f));
-    CHECK(zc_file_count(f) == 0 && zc_file_meta_count(f) == 1);
+    CHECK(zc_file_count(f) == 0 && zc_file_meta_count(f) == 2);
     CHECK(zc_file_meta(f, "only") && strcmp(zc_file_meta(f, "only"), "metadata") == 0);
     zc_file_close(f);
     zc_bundle_free(b);

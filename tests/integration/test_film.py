@@ -73,9 +73,10 @@ def zc_film(spill_dir, tag, *extra):
 
 
 def rewrite_tail(path: Path, *, scale: float):
-    """Rewrite a spill file with a different last latent frame and its own digest made consistent
-    (what a tool that edits a shot and re-digests it would leave): the file verifies, the hop of
-    the shot that continued from it must not."""
+    """Rewrite a spill file with a different last latent frame and its own digest made consistent,
+    its record digest dropped (what a tool that edits a shot and re-digests its tensors would
+    leave): the file verifies ("record not covered"), the hop of the shot that continued from it
+    must not."""
     from safetensors import safe_open
     from safetensors.torch import save_file
     from zc_engine import digest_tensor
@@ -87,6 +88,7 @@ def rewrite_tail(path: Path, *, scale: float):
     latent[:, :, -1:] = latent[:, :, -1:] * scale + 0.25
     tensors["latent_tensor"] = latent
     meta["zc.digest.latent_tensor"] = digest_tensor(latent)
+    meta.pop("zc.record", None)
     save_file(tensors, str(path), metadata=meta)
 
 
@@ -100,6 +102,15 @@ def vae_links(g, vae_name=None, audio=False):
     if not audio:
         return g.out(fakes, 0), {}
     return g.out(fakes, 0), {"audio_vae": g.out(fakes, 1) if audio is True else g.out(g.add(audio), 0)}
+
+
+def change_header(path: Path, old: bytes, new: bytes):
+    """One byte of a spill file's header changed in place (same length, same file size)."""
+    data = bytearray(path.read_bytes())
+    length = int.from_bytes(data[:8], "little")
+    at = bytes(data[8:8 + length]).index(old)
+    data[8 + at:8 + at + len(old)] = new
+    path.write_bytes(bytes(data))
 
 
 def assemble(comfy, tag, *, vae_name=None, audio=False, **settings):
@@ -117,7 +128,10 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     """The issue's proof: a 4-shot film with two takes of shot 2, shot 3 from the second take;
     choosing the first take turns shots 3-4 stale; after a restart `zc film` verifies the chosen
     line from the spill files alone; a parent rewritten with another tail breaks its hop and
-    `zc film` names it; the assembled film has sum(frames) - trims frames."""
+    `zc film` names it, and ZeroCopyFilmAssemble notes it; a shot whose lineage is rewritten in
+    place (its parent_generation, one byte) fails its record digest: `zc film` names the shot and
+    the field and ZeroCopyFilmAssemble refuses the film instead of joining another one; the
+    assembled film has sum(frames) - trims frames."""
     tag = "film_takes"
     store = shared_store(pack)
     film_view = pack_module(pack, "zc_nodes.film_view")
@@ -173,7 +187,25 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     listed = json.loads(zc_film(spill, tag, "--json")[1])
     shots = {s["generation"]: s for s in listed["shots"]}
     assert shots[3]["file"] == "ok" and shots[7]["hop"] == "bad" and not listed["ok"], shots
+    assert shots[3]["record"] == "not_covered" and shots[7]["record"] == "ok", shots
     assert sorted(p.name for p in Path(spill).glob(f"{tag}@*.latent")) == [f"{tag}@{i:020d}.latent" for i in range(1, 8)]
+    # the assembly reads the film verified: it joins the line and says which hop fails
+    images, _, info = assemble(comfy, tag, vae_name=vae)
+    assert images.shape[0] == 3 * WAN["length"] - sum(trims), info
+    assert "note: hop 7 <- 3: tail digest" in info, info
+
+    # shot 7's lineage rewritten in place to continue shot 2 instead of 3 (one byte; its tensors
+    # untouched): its record digest no longer matches, so no reader follows it
+    change_header(Path(spill) / f"{tag}@{7:020d}.latent", b'\\"parent_generation\\":3', b'\\"parent_generation\\":2')
+    field = 'the record (dtype, shape or metadata) changed since it was written: metadata "lineage" changed'
+    rc, out = zc_film(spill, tag)
+    assert rc == 1 and f"shot 7: {field}" in out, out
+    with pytest.raises(ComfyRunError) as caught:  # frame_rate (audio only) differs: not ComfyUI's cached run
+        assemble(comfy, tag, vae_name=vae, frame_rate=24.0)
+    assert f"shot 7: {field}" in str(caught.value) and "is not whole" in str(caught.value), caught.value
+    images, _, info = assemble(comfy, tag, vae_name=vae, assemble_incomplete=True)
+    assert images.shape[0] == 2 * WAN["length"] - trims[0], info
+    assert f"LEFT OUT (assemble_incomplete is on): shot 7: {field}" in info, info
 
 
 def store_av_film(store, tag, video_shape, audio_shape, family, adapter, shots=3, trim=8):

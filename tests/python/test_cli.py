@@ -92,8 +92,9 @@ def legacy_digest(t):
 
 def save_zc(path, tensors, tag="shot_a", generation=1, extra=None, skip_digest=(),
             digest_of=digest):
-    """A file the way the store writes it: our digests and zc.* metadata (with
-    digest_of=legacy_digest, the way engine 0.2 wrote it)."""
+    """A file the way the store wrote it before record digests: our digests and zc.* metadata,
+    no zc.record ("record not covered"; with digest_of=legacy_digest, the way engine 0.2 wrote
+    it). tests/python/test_record_digest.py has files with a record digest."""
     meta = {"zc.format": FORMAT, "zc.tag": tag, "zc.generation": str(generation)}
     for name, t in tensors.items():
         if name not in skip_digest and name != MARKER:
@@ -443,15 +444,15 @@ def test_verify_good_files(tmp_path, good, latent):
     other = save_zc(tmp_path / "shot_b-000001.latent", {"latent_tensor": latent}, "shot_b", 1)
     proc = run("verify", good, other, expect=0)
     assert proc.stdout.splitlines() == [
-        f"OK {good} (2 tensors, all digests match)",
-        f"OK {other} (1 tensor, all digests match)",
+        f"OK {good} (2 tensors, all digests match; record not covered)",
+        f"OK {other} (1 tensor, all digests match; record not covered)",
     ]
 
 
 def test_verify_store_file_with_marker(tmp_path, latent):
     # The store writes ComfyUI's empty marker beside latent_tensor, without digest.
     path = save_zc(tmp_path / "s.latent", {"latent_tensor": latent, MARKER: torch.tensor([])})
-    assert run("verify", path, expect=0).stdout == f"OK {path} (1 tensor, all digests match)\n"
+    assert run("verify", path, expect=0).stdout == f"OK {path} (1 tensor, all digests match; record not covered)\n"
 
 
 def test_verify_tampered_names_the_tensor(good, latent):
@@ -506,9 +507,9 @@ def test_legacy_xxh64_files_are_shown_and_checked_like_new_ones(tmp_path, latent
                        metadata={"zc.format": FORMAT, "zc.digest.a": digest(latent),
                                  "zc.digest.b": legacy_digest(latent + 1)})
     assert run("verify", old, new, mixed, expect=0).stdout.splitlines() == [
-        f"OK {old} (2 tensors, all digests match)",
-        f"OK {new} (2 tensors, all digests match)",
-        f"OK {mixed} (2 tensors, all digests match)",
+        f"OK {old} (2 tensors, all digests match; record not covered)",
+        f"OK {new} (2 tensors, all digests match; record not covered)",
+        f"OK {mixed} (2 tensors, all digests match; record not covered)",
     ]
     lines = dict(line.split("  ", 1) for line in run("ls", tmp_path, expect=0).stdout.splitlines())
     assert lines["old-000001.latent"].endswith("digests recorded (xxh64)")

@@ -218,6 +218,29 @@ def test_a_corrupted_blob_is_refused_and_nothing_local_changes(workers, server, 
     assert b.store.generations(TAG) == [] and not list((tmp_path / "spill-host-b:2").glob("film@*"))
 
 
+def test_a_blob_whose_record_changed_is_refused_naming_the_field(workers, server, tmp_path):
+    """One byte of the shot's header changed in Redis (its dtype F32 -> I32, the blob's digest made
+    to match): the engine's record digest refuses the import, naming the tensor and the field."""
+    a, b = workers("host-a:1"), workers("host-b:2")
+    a.put(TAG, {"latent_tensor": shot(6)}, {"family": "wan21"})
+    assert a.wait_published(10)
+    client = server.client()
+    blob = f"zc:tag:{TAG}:blob:1"
+    good = client.lindex(blob, 0)
+    at = good.index(b'"latent_tensor":{"dtype":"F32"') + len(b'"latent_tensor":{"dtype":"')
+    bad = good[:at] + b"I" + good[at + 1:]
+    client.lset(blob, 0, bad)
+    from zc_engine.store import digest_bytes
+    client.hset(f"zc:tag:{TAG}:shot:1", "blob_digest", digest_bytes(bad))
+    with pytest.raises(CorruptFile) as caught:
+        b.pull(TAG)
+    message = str(caught.value)
+    for words in ("refused by the engine", "host-a:1", 'tensor "latent_tensor" dtype is I32, was F32',
+                  "nothing written"):
+        assert words in message, message
+    assert b.store.generations(TAG) == [] and not list((tmp_path / "spill-host-b:2").glob("film@*"))
+
+
 def test_other_workers_shots_are_heard(workers):
     heard = []
     a = workers("a", on_event=heard.append)

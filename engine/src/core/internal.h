@@ -214,6 +214,9 @@ struct zc_bundle {
     char seam_hop_why[400];
     uint32_t meta_count;
     zc_meta_entry meta[ZC_MAX_META];
+    /* zc_record_status of the file it was read from (zc_file_load_bundle); ZC_RECORD_OK for a
+     * bundle built by a caller (its file gets a record digest as it is written). */
+    int record;
 };
 
 /* The value of a bundle's metadata key, or NULL (NULL bundle or key too). */
@@ -254,7 +257,8 @@ uint64_t zc__bundle_bytes(const zc_bundle *b, int tier);
  * path, the directory made durable (platform.h's promises).  Every tensor
  * needs host bytes (else ZC_E_UNSUPPORTED).
  * Metadata = b's entries + extra (may be NULL) + "zc.digest.<name>" for
- * every tensor with a digest.  If a tensor "latent_tensor" exists, an empty
+ * every tensor with a digest + "zc.record", the record digest of the header
+ * (format/record.h).  If a tensor "latent_tensor" exists, an empty
  * F32 tensor "latent_format_version_0" is added (ComfyUI's marker).
  * @return ZC_OK, ZC_E_IO (message names the path and the OS error),
  * ZC_E_UNSUPPORTED, ZC_E_NOMEM. */

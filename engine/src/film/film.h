@@ -15,6 +15,8 @@
 #define ZC_FILM_SUFFIX ".json"
 
 enum { FILM_FILE_UNCHECKED = 0, FILM_FILE_OK, FILM_FILE_BAD };
+/* The file's record digest (zc_file_record), checked whenever the header is read. */
+enum { FILM_RECORD_UNCHECKED = 0, FILM_RECORD_OK, FILM_RECORD_BAD, FILM_RECORD_NOT_COVERED };
 enum {
     FILM_HOP_UNCHECKED = 0,
     FILM_HOP_OK,
@@ -43,6 +45,8 @@ typedef struct {
 typedef struct {
     uint64_t generation;
     int opened;              /* the file's header could be read */
+    int record;              /* FILM_RECORD_*: a bad record makes the shot broken (its lineage
+                                and description cannot be trusted) and its file bad */
     int start_image;         /* metadata kind = start_image */
     int has_lineage;         /* metadata lineage present (even if unreadable) */
     int lineage_ok;          /* it parsed as version 1 with every required field */
@@ -151,5 +155,7 @@ void zc__film_problem(zc_film_shot *shot, const char *fmt, ...) ZC_PRINTF(2, 3);
 const char *zc__film_state_name(int state);
 const char *zc__film_hop_name(int hop);
 const char *zc__film_file_name(int file);
+/* "unchecked", "ok", "bad", "not_covered" (the film JSON's "record"). */
+const char *zc__film_record_name(int record);
 
 #endif

@@ -67,6 +67,8 @@ static void put_shot(zc_jsonbuf *jb, const zc_film *film, const zc_film_shot *s)
     zc__jb_string(jb, zc__film_file_name(s->file));
     zc__jb_raw(jb, ",\"hop\":");
     zc__jb_string(jb, zc__film_hop_name(s->hop));
+    zc__jb_raw(jb, ",\"record\":");
+    zc__jb_string(jb, zc__film_record_name(s->record));
     zc__jb_raw(jb, ",\"problem\":");
     str_or_null(jb, s->problem);
     zc__jb_raw(jb, ",\"seam\":");

@@ -36,6 +36,12 @@ const char *zc__film_file_name(int file)
     return file >= 0 && file <= FILM_FILE_BAD ? names[file] : "?";
 }
 
+const char *zc__film_record_name(int record)
+{
+    static const char *const names[] = {"unchecked", "ok", "bad", "not_covered"};
+    return record >= 0 && record <= FILM_RECORD_NOT_COVERED ? names[record] : "?";
+}
+
 void zc__film_problem(zc_film_shot *shot, const char *fmt, ...)
 {
     if (shot->problem != NULL)
@@ -167,6 +173,21 @@ static void read_shot(zc_film *film, zc_film_shot *s)
         return;
     }
     s->opened = 1;
+    /* A header that differs from its record digest cannot be trusted: not its lineage (a parent
+     * rewritten would move the shot to another place), not its trim or shape.  The shot is
+     * broken, and its file bad, with or without verification (the check reads no tensor). */
+    const char *changed = NULL;
+    int record = zc_file_record(f, &changed);
+    s->record = record == ZC_RECORD_OK    ? FILM_RECORD_OK
+                : record == ZC_RECORD_BAD ? FILM_RECORD_BAD
+                                          : FILM_RECORD_NOT_COVERED;
+    if (s->record == FILM_RECORD_BAD) {
+        s->file = FILM_FILE_BAD;
+        s->state = FILM_BROKEN;
+        zc__film_problem(s, "shot %llu: %s; its lineage cannot be trusted, so it is left off the "
+                         "film: restore the file from a good copy, or delete it and render the "
+                         "shot again", (unsigned long long)s->generation, changed);
+    }
     const char *kind = zc_file_meta(f, "kind");
     s->start_image = kind != NULL && strcmp(kind, "start_image") == 0;
     uint32_t idx;

@@ -16,6 +16,7 @@ int zc_bundle_create(zc_bundle **out)
     *out = calloc(1, sizeof **out);
     if (*out == NULL)
         return zc__fail(ZC_E_NOMEM, "out of host memory creating a bundle");
+    (*out)->record = ZC_RECORD_OK;
     return ZC_OK;
 }
 

@@ -21,6 +21,7 @@
 
 #include "core/internal.h"
 #include "json_reader.h"
+#include "record.h"
 
 /* Bytes read (and digested while still in cache) per step. */
 #define READ_CHUNK ((size_t)1 << 20)
@@ -28,9 +29,10 @@
 /* The +1 admits ComfyUI's marker tensor beside a full bundle. */
 #define FILE_MAX_TENSORS (ZC_MAX_TENSORS + 1)
 /* Metadata: the bundle's own entries (up to ZC_MAX_META), plus the engine's
- * "zc." keys (one digest per tensor and a few more), so a file the engine
- * wrote from a full bundle always reads back. */
-#define FILE_MAX_ENGINE_META (ZC_MAX_TENSORS + 16)
+ * "zc." keys (a digest and a seam summary per tensor, the identity, the hop's
+ * seam, the record digest, and room to spare), so a file the engine wrote
+ * from a full bundle always reads back. */
+#define FILE_MAX_ENGINE_META (2 * ZC_MAX_TENSORS + 16)
 
 /* JSON limits: a safetensors header nests 3 deep (root, tensor entry,
  * shape) and holds a few hundred values; these leave room for foreign but
@@ -63,6 +65,8 @@ struct zc_file {
     file_tensor tensors[FILE_MAX_TENSORS];
     uint32_t meta_count;
     zc_meta_entry *meta;
+    int record;          /* zc_record_status of the header (record.h) */
+    char *record_why;    /* its sentence ("" when ok) */
 };
 
 /* ---- messages ---- */
@@ -406,6 +410,25 @@ static int count_tensors(const zc_file *f, const zc_json_doc *doc, const zc_json
     return ZC_OK;
 }
 
+/* The record digest against the header as parsed: its status and sentence are kept (a file is
+ * refused for it by zc_file_load_bundle, not here, so that tools can still show it). */
+static int check_record(zc_file *f)
+{
+    zc_record_tensor rt[FILE_MAX_TENSORS];
+    char why[1024];
+    for (uint32_t i = 0; i < f->count; i++)
+        rt[i] = (zc_record_tensor){f->tensors[i].name, f->tensors[i].dtype, f->tensors[i].ndim,
+                                   f->tensors[i].shape};
+    int rc = zc__record_check(zc_file_meta(f, ZC_FILE_META_RECORD), rt, f->count, f->meta,
+                              f->meta_count, why, sizeof why);
+    if (rc < 0)
+        return rc;
+    f->record = rc;
+    if ((f->record_why = zc__strdup(why)) == NULL)
+        return zc__fail(ZC_E_NOMEM, "%s: out of host memory", f->label);
+    return ZC_OK;
+}
+
 static int parse_header(zc_file *f, const char *text, size_t len)
 {
     zc_json_doc doc;
@@ -442,7 +465,7 @@ static int parse_header(zc_file *f, const char *text, size_t len)
     /* After the tensors: digests refer to them. */
     if (meta != NULL && (rc = parse_metadata(f, &doc, meta)) != ZC_OK)
         goto cleanup;
-    rc = ZC_OK;
+    rc = check_record(f);
 cleanup:
     zc__json_free(&doc);
     return rc;
@@ -649,6 +672,7 @@ void zc_file_close(zc_file *f)
         free(f->meta[i].value);
     }
     free(f->meta);
+    free(f->record_why);
     free(f->label);
     free(f);
 }
@@ -690,6 +714,15 @@ int zc_file_find(const zc_file *f, const char *name, uint32_t *index)
                         quoted(name, q, sizeof q));
     *index = (uint32_t)i;
     return ZC_OK;
+}
+
+int zc_file_record(const zc_file *f, const char **why)
+{
+    if (f == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_file_record: file is NULL");
+    if (why)
+        *why = f->record_why ? f->record_why : "";
+    return f->record;
 }
 
 uint32_t zc_file_meta_count(const zc_file *f)
@@ -828,8 +861,12 @@ int zc_file_load_bundle(zc_file *f, zc_bundle **out)
     if (f == NULL || out == NULL)
         return zc__fail(ZC_E_INVALID, "zc_file_load_bundle: %s is NULL", f ? "out" : "file");
     *out = NULL;
+    if (f->record == ZC_RECORD_BAD)
+        return corrupt(f, "%s; the file was edited or is corrupt: restore it from a good copy, or "
+                       "store the shot again", f->record_why);
     if ((rc = zc_bundle_create(&b)) != ZC_OK)
         return rc;
+    b->record = f->record;
     for (uint32_t i = 0; i < f->count; i++) {
         if (strcmp(f->tensors[i].name, ZC_FILE_LATENT_MARKER) == 0)
             continue;

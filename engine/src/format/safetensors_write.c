@@ -17,7 +17,8 @@
  *
  * Header layout (deterministic): "__metadata__" first (as the safetensors
  * library writes it) with the bundle's entries, then the extra entries, then
- * "zc.digest.<name>" per digested tensor; then the tensors in bundle order,
+ * "zc.digest.<name>" per digested tensor, then "zc.record", the record digest
+ * of the whole header (record.h); then the tensors in bundle order,
  * with ComfyUI's marker "latent_format_version_0" right after
  * "latent_tensor"; spaces pad the header to a multiple of 8 bytes.
  */
@@ -27,6 +28,7 @@
 
 #include "core/internal.h"
 #include "json_reader.h"
+#include "record.h"
 #include "core/jsonbuf.h"
 #include "core/utf8.h"
 
@@ -111,6 +113,12 @@ static int is_digest_key(const char *key)
     return strncmp(key, ZC_FILE_META_DIGEST_PREFIX, strlen(ZC_FILE_META_DIGEST_PREFIX)) == 0;
 }
 
+/* Keys the writer makes itself: a stored one gives way to the one made here. */
+static int is_made_here(const char *key)
+{
+    return is_digest_key(key) || strcmp(key, ZC_FILE_META_RECORD) == 0;
+}
+
 static int emit_meta(zc_jsonbuf *jb, int *first, const char *key, const char *value)
 {
     int rc;
@@ -125,49 +133,79 @@ static int emit_meta(zc_jsonbuf *jb, int *first, const char *key, const char *va
     return ZC_OK;
 }
 
-/* "__metadata__": bundle entries, extras, digests.  Keys must be unique (a
- * reader refuses duplicates), so extras win over bundle entries of the same
- * key, and stored "zc.digest." entries give way to the ones made here from
- * the tensors themselves. */
-static int emit_metadata(zc_jsonbuf *jb, const zc_bundle *b, const zc_meta_entry *extra,
-                         uint32_t extra_count, int *wrote)
+/* The metadata entries of the file, in the order written (borrowed, except the digests' texts,
+ * held here): the bundle's entries, the extras, a "zc.digest.<name>" per digested tensor.  Keys
+ * must be unique (a reader refuses duplicates), so extras win over bundle entries of the same
+ * key, and stored "zc.digest." and "zc.record" entries give way to the ones made here. */
+typedef struct {
+    zc_meta_entry *e;
+    uint32_t count;
+    char dkey[ZC_MAX_TENSORS][sizeof ZC_FILE_META_DIGEST_PREFIX + ZC_MAX_NAME_LEN];
+    char dval[ZC_MAX_TENSORS][ZC_DIGEST_TEXT_SIZE];
+} meta_list;
+
+static int collect_meta(meta_list *l, const zc_bundle *b, const zc_meta_entry *extra,
+                        uint32_t extra_count)
 {
-    int first = 1, rc;
-    size_t open_at = jb->len;
-    zc__jb_raw(jb, "\"__metadata__\":{");
+    int rc;
+    l->count = 0;
+    l->e = malloc(sizeof *l->e * ((size_t)b->meta_count + extra_count + ZC_MAX_TENSORS + 1));
+    if (l->e == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory building a safetensors header");
     for (uint32_t i = 0; i < b->meta_count && i < ZC_MAX_META; i++) {
         const zc_meta_entry *e = &b->meta[i];
-        if (is_digest_key(e->key) || is_extra_key(extra, extra_count, e->key))
-            continue;
-        if ((rc = emit_meta(jb, &first, e->key, e->value)) != ZC_OK)
-            return rc;
+        if (!is_made_here(e->key) && !is_extra_key(extra, extra_count, e->key))
+            l->e[l->count++] = *e;
     }
-    for (uint32_t i = 0; i < extra_count; i++) {
-        if (is_digest_key(extra[i].key) || is_extra_key(extra, i, extra[i].key))
-            continue;
-        if ((rc = emit_meta(jb, &first, extra[i].key, extra[i].value)) != ZC_OK)
-            return rc;
-    }
+    for (uint32_t i = 0; i < extra_count; i++)
+        if (!is_made_here(extra[i].key) && !is_extra_key(extra, i, extra[i].key))
+            l->e[l->count++] = extra[i];
+    uint32_t nd = 0;
     for (uint32_t i = 0; i < b->count && i < ZC_MAX_TENSORS; i++) {
         const zc_tensor *t = &b->tensors[i];
-        char key[sizeof ZC_FILE_META_DIGEST_PREFIX + ZC_MAX_NAME_LEN], value[ZC_DIGEST_TEXT_SIZE];
         if (!t->has_digest)
             continue;
-        snprintf(key, sizeof key, ZC_FILE_META_DIGEST_PREFIX "%s", t->name);
-        if ((rc = zc_digest_format(t->digest_algo, t->digest, value, sizeof value)) != ZC_OK)
+        snprintf(l->dkey[nd], sizeof l->dkey[nd], ZC_FILE_META_DIGEST_PREFIX "%s", t->name);
+        if ((rc = zc_digest_format(t->digest_algo, t->digest, l->dval[nd], sizeof l->dval[nd])) !=
+            ZC_OK)
             return rc;
-        if ((rc = emit_meta(jb, &first, key, value)) != ZC_OK)
-            return rc;
+        l->e[l->count++] = (zc_meta_entry){l->dkey[nd], l->dval[nd]};
+        nd++;
     }
-    if (first) { /* nothing to record: leave the object out, as safetensors does */
-        jb->len = open_at;
-        if (jb->data)
-            jb->data[open_at] = '\0';
-    } else {
-        zc__jb_raw(jb, "}");
-    }
-    *wrote = !first;
     return ZC_OK;
+}
+
+/* "__metadata__": the entries of collect_meta, then "zc.record", the record digest of the
+ * header (format/record.h) over the tensors ts and those entries. */
+static int emit_metadata(zc_jsonbuf *jb, const zc_bundle *b, const out_list *ts,
+                         const zc_meta_entry *extra, uint32_t extra_count)
+{
+    int first = 1, rc;
+    meta_list *l = malloc(sizeof *l);
+    char *record = NULL;
+    zc_record_tensor rt[ZC_MAX_TENSORS + 1];
+    if (l == NULL)
+        return zc__fail(ZC_E_NOMEM, "out of host memory building a safetensors header");
+    if ((rc = collect_meta(l, b, extra, extra_count)) != ZC_OK)
+        goto done;
+    for (uint32_t i = 0; i < ts->count; i++)
+        rt[i] = (zc_record_tensor){ts->t[i].name, ts->t[i].dtype, ts->t[i].ndim, ts->t[i].shape};
+    zc__jb_raw(jb, "\"__metadata__\":{");
+    for (uint32_t i = 0; i < l->count; i++)
+        if ((rc = emit_meta(jb, &first, l->e[i].key, l->e[i].value)) != ZC_OK)
+            goto done;
+    /* After the checks above (valid UTF-8), so the record covers a header that can be written. */
+    if ((record = zc__record_text(rt, ts->count, l->e, l->count)) == NULL) {
+        rc = zc__fail(ZC_E_NOMEM, "out of host memory building a safetensors header");
+        goto done;
+    }
+    rc = emit_meta(jb, &first, ZC_FILE_META_RECORD, record);
+    zc__jb_raw(jb, "}");
+done:
+    free(record);
+    free(l->e);
+    free(l);
+    return rc;
 }
 
 static void emit_tensor(zc_jsonbuf *jb, const out_tensor *t, uint64_t begin)
@@ -185,11 +223,11 @@ static int build_header(zc_jsonbuf *jb, const zc_bundle *b, const out_list *ts,
                         const zc_meta_entry *extra, uint32_t extra_count)
 {
     uint64_t at = 0;
-    int rc, has_meta = 0;
+    int rc;
     zc__jb_init(jb);
     zc__jb_rawn(jb, "\0\0\0\0\0\0\0\0", 8);
     zc__jb_raw(jb, "{");
-    if ((rc = emit_metadata(jb, b, extra, extra_count, &has_meta)) != ZC_OK)
+    if ((rc = emit_metadata(jb, b, ts, extra, extra_count)) != ZC_OK)
         return rc;
     for (uint32_t i = 0; i < ts->count; i++) {
         char what[ZC_MAX_NAME_LEN + 32];
@@ -200,7 +238,7 @@ static int build_header(zc_jsonbuf *jb, const zc_bundle *b, const out_list *ts,
             ts->t[i].ndim > ZC_MAX_RANK)
             return zc__fail(ZC_E_INVALID, "tensor \"%s\" has dtype %d and rank %d; cannot "
                             "describe it", ts->t[i].name, ts->t[i].dtype, (int)ts->t[i].ndim);
-        zc__jb_raw(jb, i || has_meta ? "," : "");
+        zc__jb_raw(jb, ",");
         emit_tensor(jb, &ts->t[i], at);
         if (zc__add_u64(at, ts->t[i].nbytes, &at) != 0)
             return zc__fail(ZC_E_LIMIT, "tensors add up to more than 2^64 bytes");

@@ -119,6 +119,13 @@ const char *zc_view_meta(const zc_view *v, const char *key)
     return zc__bundle_meta(v->slot->bundle, key);
 }
 
+int zc_view_record(const zc_view *v)
+{
+    if (v == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_view_record: view is NULL");
+    return v->slot->bundle->record;
+}
+
 /* What an exported DLPack tensor points at: one allocation holding either
  * managed struct, its shape/strides arrays and the slot reference. */
 typedef struct {
