@@ -666,7 +666,13 @@ class LatentStore:
 
     def describe(self) -> dict:
         """Every tag with its slots, tensors, digests, metadata and disk files."""
-        return self._json(lambda buf, size, needed: lib.zc_store_describe_json(self.handle, buf, size, needed))
+        return json.loads(self.describe_text())
+
+    def describe_text(self) -> str:
+        """``describe()``'s JSON text, undecoded (its size grows with the tags held: a caller on a
+        server decodes it piece by piece, zc_nodes/api/buffers.py ``parse_description``)."""
+        buf, _ = call_growing(lambda b, size, needed: lib.zc_store_describe_json(self.handle, b, size, needed), 4096)
+        return buf.value.decode("utf-8")
 
     def describe_tag(self, tag: str) -> dict | None:
         """One tag's entry of ``describe()`` (None when it holds nothing); restores nothing from

@@ -171,7 +171,7 @@ def walked(tmp_path, caplog):
 
 
 def test_a_damaged_file_found_while_storing_is_logged_and_no_path_enters_the_metadata(walked):
-    client, store, spill, _, warned = walked
+    _, store, spill, _, warned = walked
     assert any("'anchored': generation 2 could not be read" in m for m in warned), warned
     assert any("'lonely': generation 1 could not be read" in m for m in warned), warned
     _, anchored = store.meta("anchored", 3)

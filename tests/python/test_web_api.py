@@ -414,9 +414,12 @@ class GatedStore:
         self.calls = {"describe": 0, "describe_tag": 0}
 
     def describe(self):
+        return json.loads(self.describe_text())
+
+    def describe_text(self):
         self.calls["describe"] += 1
         assert self.gate.wait(10), "the listing ran on the event loop: the other request never answered"
-        return self.store.describe()
+        return self.store.describe_text()
 
     def describe_tag(self, tag):
         self.calls["describe_tag"] += 1
@@ -466,3 +469,32 @@ def test_listings_run_off_the_event_loop_and_concurrent_ones_share_a_run(tmp_pat
     finally:
         client.close()
         store.close()
+
+
+def test_the_listing_decodes_and_encodes_tag_by_tag_to_the_same_values(tmp_path):
+    """What the listing's thread does in small pieces (so that the event loop gets the interpreter
+    lock between them) gives exactly what one json.loads / json.dumps would."""
+    from zc_nodes.api import buffers
+
+    with LatentStore(spill_dir=tmp_path / "spill") as store:
+        for i in range(100):
+            store.put(f"t{i:03}", {"latent_tensor": video(i, (1, 16, 1, 2, 2))},
+                      {"family": "wan21", "prompt": f'a "quoted" {i} \\ /x/y', "uni": "é✓"}, spill=True)
+        store.flush()
+        text = store.describe_text()
+        assert buffers.parse_description(text) == json.loads(text)
+    for odd in ('{}', ' { "tags" : [ ] , "a" : 1 } ', '{"tags":[{"a":[1,{"b":"]"}]} , {"c":"}"}],"z":null}',
+                '{"tags":[1,2', '[1]', '{"tags":[1 2]}'):
+        try:
+            expected = json.loads(odd)
+        except ValueError:
+            with pytest.raises(ValueError):
+                buffers.parse_description(odd)
+            continue
+        assert buffers.parse_description(odd) == expected
+    doc = {"version": 1, "buffers": [{"tag": f"t{i}", "meta": {"p": "/srv/x/y.png"}} for i in range(100)],
+           "count": 100, "empty": []}
+    encoded = json.loads(routes._encode(doc, ""))
+    assert encoded["count"] == 100 and encoded["empty"] == [] and len(encoded["buffers"]) == 100
+    assert encoded["buffers"][7] == {"tag": "t7", "meta": {"p": "<server path>/y.png"}}
+    assert json.loads(routes._encode({"buffers": doc["buffers"]}, ""))["buffers"][0]["tag"] == "t0"

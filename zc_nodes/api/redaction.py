@@ -48,6 +48,12 @@ def redact_paths(message: str, spill_dir: str | os.PathLike | None = None) -> st
     return _BARE_PATH.sub(lambda m: _shown(m.group(1), m.group(2), folder), message)
 
 
+def spill_folder() -> str:
+    """The folder answers are redacted against when the caller names none: the pack's store's
+    ("" when none is known: every path then keeps only its name)."""
+    return _store_spill_dir() or ""
+
+
 def _store_spill_dir() -> str | None:
     """The open store's spill folder, else the one the next store will use."""
     try:
@@ -68,7 +74,7 @@ def redact_document(value, spill_dir: str | os.PathLike | None = None):
     through ``redact_paths``, keys included; what holds no path is returned as it is. The REST
     API's one exit (routes.py ``_encode``) runs every answer through it, so no route can leak a
     path that a message, a problem list or stored metadata carried."""
-    folder = (str(spill_dir) if spill_dir is not None else _store_spill_dir()) or ""  # "": none known
+    folder = spill_folder() if spill_dir is None else str(spill_dir)
 
     def walk(item):
         if isinstance(item, str):
