@@ -3,7 +3,7 @@ real aiohttp application (as ComfyUI's PromptServer registers them), a store hol
 and two stand-ins:
 
     GET /queue          ComfyUI's own route (a small JSON answer, as ComfyUI's get_queue)
-    GET /old/buffers    the listing as the pack answered it before issue 38: the whole-store
+    GET /old/buffers    the listing as the pack used to answer it: the whole-store
                         describe and the document built on the event loop (the comparison)
 
     python -m bench.sections.listing_server SPILL_DIR TAGS
@@ -29,7 +29,7 @@ def build_app(store):
     async def queue(request):  # what ComfyUI's GET /queue costs itself: a lock and two small lists
         return web.json_response({"queue_running": [], "queue_pending": []})
 
-    async def old_listing(request):  # before issue 38: on the event loop
+    async def old_listing(request):  # as it used to be: on the event loop
         doc = buffers.buffers_doc(store.describe())
         return web.json_response({"version": 1, **doc})
 

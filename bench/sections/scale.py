@@ -124,7 +124,7 @@ class _Server:
 
 
 def store_prompts(ctx: Context) -> dict | None:
-    """Store-only prompts through ComfyUI's executor, each a new tag (issue 38's measurement):
+    """Store-only prompts through ComfyUI's executor, each a new tag:
     the last ``timed`` Stores with ``low`` and with ``high`` tags held. Each timed prompt is the
     executor's run of EmptyLatentImage -> ZeroCopyLatentStore plus the prompt end's durability
     step (what ComfyUI's prompt worker runs after the prompt: the flush and the memory-only check).
@@ -201,7 +201,7 @@ def queue_under_listings(ctx: Context) -> dict | None:
     """GET /queue's latency on a real aiohttp server (its own process: bench/sections/
     listing_server.py) holding ``tags`` tags, idle and while ``clients`` clients list the buffers
     without pause: through the pack's listing route, and through the listing as it was before
-    issue 38 (built on the event loop), for comparison."""
+    the pack used to build it (on the event loop), for comparison."""
     import asyncio
     import subprocess
     import sys
@@ -232,7 +232,7 @@ def queue_under_listings(ctx: Context) -> dict | None:
                 return response.status == 200
 
         async def burst(listing: str, rounds: int) -> tuple[list[float], int]:
-            """Issue 38's case: ``clients`` listings at once; GET /queue every 10 ms until they are
+            """``clients`` listings at once (the browsers of a studio after a run); GET /queue every 10 ms until they are
             all answered; ``rounds`` times."""
             samples, listed = [], 0
             async with aiohttp.ClientSession() as session:
@@ -379,7 +379,7 @@ def run(ctx: Context) -> Section:
                   f"end's flush): the last {stores['timed']} Stores with {stores['high']:,} tags held vs {stores['low']:,}",
             f"{stores['high']:,} tags ≤ 1.5 × {stores['low']:,} tags",
             f"{ratio:.2f}× (median {fmt_time(low)} → {fmt_time(high)}; one whole-store describe, which each Store "
-            f"paid at least twice before issue 38: {fmt_time(stores['low_describe'])} → {fmt_time(stores['high_describe'])})",
+            f"used to pay at least twice: {fmt_time(stores['low_describe'])} → {fmt_time(stores['high_describe'])})",
             PASS if ratio <= 1.5 else FAIL))
     queue_figure = (f"GET /queue on a real aiohttp server holding {ctx.pick(2000, 2000, 100):,} tags while 16 clients "
                     "list the buffers (GET /zerocopy/buffers): 16 at once, then without pause")
@@ -395,7 +395,7 @@ def run(ctx: Context) -> Section:
             f"idle: median {fmt_time(idle['median'])}, slowest {fmt_time(idle['max'])}; 16 at once ({queue['rounds']} "
             f"rounds, {burst['probes']} probes): median {fmt_time(burst['median'])}, slowest {fmt_time(burst['max'])}; "
             f"without pause ({listing['listings']} listings answered): median {fmt_time(listing['median'])}, slowest "
-            f"{fmt_time(listing['max'])}. The listing built on the event loop as before issue 38, 16 at once: median "
+            f"{fmt_time(listing['max'])}. The listing built on the event loop as it used to be, 16 at once: median "
             f"{fmt_time(old['median'])}, slowest {fmt_time(old['max'])}",
             PASS if slowest <= max(0.05, 5 * idle["max"]) else FAIL))
     section.data = {"sizes": sizes, "fit_put": {"a": a, "b": b, "r2": r2},
@@ -416,7 +416,7 @@ def run(ctx: Context) -> Section:
                     [[name, fmt_time(queue[key]["median"]), fmt_time(queue[key]["p99"]), fmt_time(queue[key]["max"]),
                       queue[key]["listings"]] for name, key in (
                         ("idle", "idle"), ("16 listings at once", "burst"), ("16 clients listing without pause", "listing"),
-                        ("16 listings at once, built on the event loop (before issue 38)", "old"))]),
+                        ("16 listings at once, built on the event loop (as it used to be)", "old"))]),
            ""] if queue is not None else []),
         "What was timed: `LatentStore.put` of a float32 tensor (allocation from the store's buffer "
         "pool, copy fused with the XXH3 digest), `get` (zero-copy torch views), `verify` (re-hash "
@@ -433,7 +433,7 @@ def run(ctx: Context) -> Section:
         "held before are put into the same store directly (4 KiB, spilled). S7: bench/sections/listing_server.py "
         "in a process of its own (the pack's routes on a real aiohttp app, a stand-in GET /queue, and the old "
         "listing for comparison); the clients and the probe in this process, one probe every 10 ms: during "
-        "rounds of 16 listings sent at once (issue 38's case) until all are answered, and while 16 clients list "
+        "rounds of 16 listings sent at once until all are answered, and while 16 clients list "
         "without pause.",
     ])
     section.plots = [plot(ctx, sizes, tags, soaked)]

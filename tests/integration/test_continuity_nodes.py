@@ -393,7 +393,7 @@ def test_pack_without_the_engine_still_loads_and_says_how_to_build_it(comfy, tmp
 
 def test_store_handoff_and_prompt_end_describe_their_tag_never_the_whole_store(comfy, captures, pack,
                                                                                tiny_wan21_t2v, monkeypatch):
-    """Issue 38 (4): every Store and Handoff described the whole store to describe one tag (its UI
+    """Every Store and Handoff used to describe the whole store to describe one tag (its UI
     event), and the prompt end did it again, so their cost grew with the tags held. Here, with a
     server present (the events are sent) and other tags held, a Store, a Handoff whose tag is
     linked (its fingerprint cannot name the tag) and the prompt end's durability step call the

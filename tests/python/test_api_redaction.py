@@ -43,7 +43,7 @@ def test_without_the_folder_named_it_is_the_stores(monkeypatch, tmp_path):
 
 # ------------------------------------------------------------------ every route's answer
 #
-# Issue 38 (5): answers carried server paths that no message redaction saw (the film route's
+# Answers used to carry server paths that no message redaction saw (the film route's
 # problems, a shot's stored metadata). Every JSON answer now leaves through routes._encode; the
 # walk below asks every route, in success and in error, and finds no server path in any string.
 

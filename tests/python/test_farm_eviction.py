@@ -1,4 +1,4 @@
-"""Issue 38 (6): a Redis that evicts the farm's keys, said where it matters. Real redis-server
+"""A Redis that evicts the farm's keys, said where it matters. Real redis-server
 processes: one with ``--maxmemory 2mb --maxmemory-policy allkeys-lru`` filled until it evicts a
 published shot, one keeping every key, one whose CONFIG command is renamed away.
 

@@ -212,7 +212,7 @@ def test_post_drop_several_and_all(api):
 
 
 def test_drop_all_without_disk_drops_every_tag_it_lists_and_names_a_disk_only_one(api):
-    """Issue 38 (7): a tag held only on disk ("b", after a restart or a memory-only drop) used to
+    """A tag held only on disk ("b", after a restart or a memory-only drop) used to
     stop drop-all half-way with a 404, after some tags were dropped and before the others."""
     for tag in ("a", "b", "c"):
         api.put(tag, video())
@@ -430,7 +430,7 @@ class GatedStore:
 
 
 def test_listings_run_off_the_event_loop_and_concurrent_ones_share_a_run(tmp_path):
-    """Issue 38 (4): GET /zerocopy/buffers described the store on the server's event loop, so
+    """GET /zerocopy/buffers used to describe the store on the server's event loop, so
     ComfyUI's own routes (GET /queue) waited behind it. Here the describe cannot finish until
     another route of the same server has answered; 16 listings at once cost at most two
     describes, and inspecting one tag never describes the whole store."""
