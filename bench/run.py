@@ -14,7 +14,8 @@ Sections, in order (each also runs alone with --only):
   drift      error of the handed-off tail over 1..10 hops: ours vs a VAE roundtrip through a
              small video autoencoder trained inside the benchmark (or --vae PATH)
   residency  per-shot model reloads over 10 shots with and without ZeroCopyVRAMPin (CPU)
-  scale      store cost against latent size (1 MiB -> 1 GiB) and number of tags (1 -> 10,000),
+  scale      store cost against latent size (1 MiB -> 1 GiB) and number of tags (1 -> 10,000), a Store's
+             cost with 300 and 2,000 tags held (ComfyUI), GET /queue while clients list the buffers,
              resident memory over a soak
   padding    Wan I2V's gray padding as core builds it: the one-time VAE encode at 832x480, 81
              frames (the real Wan 2.1 VAE architecture, CPU; minutes on a small CPU), then the
@@ -211,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     failures: list[str] = []
     names = args.only or SECTIONS
     try:
-        if ctx.comfyui_path and any(n in ("overhead", "drift", "residency", "padding") for n in names):
+        if ctx.comfyui_path and any(n in ("overhead", "drift", "residency", "scale", "padding") for n in names):
             start_comfyui(ctx)
         info = machine(ctx)
         ctx.log(f"mode {mode}; {info['device']}; torch {info['torch']}; ComfyUI: {info['comfyui']}")

@@ -473,6 +473,11 @@ function farmLines() {
   const lines = [
     el("div", { class: "zc-farm", title: farm.url ?? "", text: `Farm: worker ${farm.worker} · ${farm.url} · ${link}${farm.pending ? ` · ${farm.pending} to publish` : ""}` }),
   ];
+  // Redis may evict the farm's keys (or its policy cannot be read): said under the farm line
+  const eviction = farm.eviction;
+  if (eviction && eviction.message && (eviction.may_evict || eviction.checked === false)) {
+    lines.push(el("div", { class: "zc-panel-error", text: eviction.message.replace(/^farm: /, "Farm: ") }));
+  }
   for (const shot of farm.tags ?? []) {
     const local = state.buffers.get(shot.tag);
     if (local && (local.newest_generation ?? 0) >= shot.generation) continue; // this worker has it
@@ -811,7 +816,9 @@ const panel = {
     this.confirm = null;
     try {
       if (tag === "*") {
-        await apiJSON("/zerocopy/drop", { method: "POST", body: JSON.stringify({ all: true, disk: true }), headers: { "Content-Type": "application/json" } });
+        const answer = await apiJSON("/zerocopy/drop", { method: "POST", body: JSON.stringify({ all: true, disk: true }), headers: { "Content-Type": "application/json" } });
+        // every tag is dropped or named: those that could not be are said, with the reason
+        if (answer?.not_dropped?.length) state.error = `not cleared: ${answer.not_dropped.map((n) => `${n.tag} (${n.reason})`).join("; ")}`;
       } else {
         await apiJSON(`/zerocopy/buffers/${encodeURIComponent(tag)}?disk=true`, { method: "DELETE" });
       }

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import itertools
 import json
 import struct
 import threading
@@ -57,6 +58,7 @@ VERIFY_REHASH = 1
 # digest (docs/engine.md, "Record digest"); a store never serves a shot whose record changed.
 RECORD_NOT_COVERED, RECORD_OK, RECORD_BAD = 0, 1, 2
 RECORD_NAMES = {RECORD_NOT_COVERED: "not_covered", RECORD_OK: "ok", RECORD_BAD: "bad"}
+_SERIALS = itertools.count(1)  # LatentStore.serial: which store of this process a count is of
 # Each engine dtype's zc_dtype code, for the CPU put's direct call (zc_bundle_add_host_copy).
 _ZC_DTYPE_CODES = {dtype: code for code, dtype in enumerate(
     (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn,
@@ -273,6 +275,7 @@ class LatentStore:
         check(lib.zc_store_open(ctypes.byref(config), ctypes.byref(handle)))
         self._handle = handle.value
         self._close_lock = threading.Lock()
+        self.serial = next(_SERIALS)  # a store opened later never repeats an earlier one's changes()
 
     # -- lifecycle -------------------------------------------------------
     def close(self) -> None:
@@ -684,7 +687,13 @@ class LatentStore:
 
     def describe(self) -> dict:
         """Every tag with its slots, tensors, digests, metadata and disk files."""
-        return self._json(lambda buf, size, needed: lib.zc_store_describe_json(self.handle, buf, size, needed))
+        return json.loads(self.describe_text())
+
+    def describe_text(self) -> str:
+        """``describe()``'s JSON text, undecoded (its size grows with the tags held: a caller on a
+        server decodes it piece by piece, zc_nodes/api/buffers.py ``parse_description``)."""
+        buf, _ = call_growing(lambda b, size, needed: lib.zc_store_describe_json(self.handle, b, size, needed), 4096)
+        return buf.value.decode("utf-8")
 
     def describe_tag(self, tag: str) -> dict | None:
         """One tag's entry of ``describe()`` (None when it holds nothing); restores nothing from
@@ -692,6 +701,18 @@ class LatentStore:
         tag_b = encode(tag, "tag")
         return self._json(lambda buf, size, needed: lib.zc_store_describe_tag_json(self.handle, tag_b, buf,
                                                                                   size, needed))
+
+    def changes(self) -> int:
+        """A count that grows whenever a tag's newest generation rises or a tag is dropped
+        (``zc_store_changes``): equal counts mean every tag's ``last_generation`` is unchanged.
+        Constant time whatever the number of tags; an engine without the call (0.3.0) costs a
+        whole ``describe()`` and answers a number that changes with the same events."""
+        if has("zc_store_changes"):
+            out = ctypes.c_uint64(0)
+            check(lib.zc_store_changes(self.handle, ctypes.byref(out)))
+            return out.value
+        entries = sorted((t["tag"], t["last_generation"]) for t in self.describe()["tags"])
+        return hash(tuple(entries)) & ((1 << 64) - 1)
 
     @staticmethod
     def _json(call):

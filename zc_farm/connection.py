@@ -4,7 +4,9 @@
 short timeouts, no retries. ``bulk`` serves the background transfers: longer timeouts. Both
 share the up/down state: after a failure nothing is tried for ``retry_s`` (a fingerprint or a
 put then costs nothing), the first failure of an outage is logged once as a warning, and the
-first success after it once as information.
+first success after it once as information. ``on_connect`` (set by the Farm) runs after the first
+success of the process and after each outage: the farm reads there what the server is (its
+eviction policy).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class Connection:
         self.config = config
         self.errors = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
         self.response_error = redis.exceptions.ResponseError
+        self.on_connect = None  # called (no argument, no lock held) when Redis answers after not having
         common = dict(password=config.password) if config.password else {}
         self.quick = redis.Redis.from_url(
             config.url, socket_timeout=config.timeout_s, socket_connect_timeout=config.timeout_s,
@@ -90,10 +93,16 @@ class Connection:
     def mark_up(self) -> None:
         with self._lock:
             was_down = self.up is False
+            connected = self.up is not True  # first contact, or back after an outage
             self.up = True
             self.last_error = None if was_down else self.last_error
         if was_down:
             log.info("farm: Redis at %s is reachable again", self.config.redacted_url)
+        if connected and self.on_connect is not None:
+            try:
+                self.on_connect()
+            except Exception:  # noqa: BLE001 - a look at the server must not fail the call that connected
+                log.debug("farm: the connect hook failed", exc_info=True)
 
     def close(self) -> None:
         for client in (self.quick, self.bulk):

@@ -2,13 +2,16 @@
 
     farm = Farm(store, FarmConfig.from_env())
     generation = farm.put(tag, tensors, meta)      # numbered by Redis, stored locally, published
-    farm.pull(tag)                                 # Redis has a newer shot? fetched, checked, imported
+    farm.pull(tag, notes=notes)                    # Redis has a newer shot? fetched, checked, imported
+                                                   # (notes: why a published shot could not be)
     farm.newest_published(tag)                     # (generation, digest) for a fingerprint, or None
     farm.complete(tag)                             # the film's ancestors this worker lacks, imported
     farm.close()
 
 The local store stays the source of truth: every method works (or does nothing) with Redis
 unreachable, and ``put`` then numbers the shot locally and publishes it when Redis is back.
+When it connects, the farm reads the server's eviction policy (eviction.py) and says once when
+Redis may evict its keys; a published shot found missing later is named, with the cause.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from . import identity, transfer
 from ._pack import CorruptFile, GenerationExists, NotFound, log
 from .config import FarmConfig
 from .connection import Connection, FarmUnavailable
+from .eviction import FIX, EvictionPolicy, evicted_keys, read_policy
 from .events import Subscriber
 from .keys import Keys
 from .publisher_thread import Publisher
@@ -30,6 +34,7 @@ from .records import MAX_GENERATION, ShotRecord, generation_of
 from .scripts import Scripts
 
 MAX_TOUCHED = 1024
+MAX_MISSING_SAID = 1024  # missing shots already warned about (each is said once in the log)
 MAX_PUT_ATTEMPTS = 8
 MAX_TAGS_LISTED = 100
 MAX_ANCESTORS = 1000   # ZEROCOPY_REDIS_KEEP's limit: Redis never holds a longer chain of one tag
@@ -65,8 +70,18 @@ class Farm:
         self.last_error: str | None = None
         self._touched: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
+        self.eviction = EvictionPolicy.unknown("Redis was not reached yet")
+        self._eviction_said: tuple | None = None
+        self._missing_said: collections.OrderedDict = collections.OrderedDict()
+        self.connection.on_connect = self.check_eviction
+        self._heard: collections.OrderedDict = collections.OrderedDict()  # tag -> (newest generation, worker)
         self.publisher = Publisher(self)
-        self.subscriber = (Subscriber(self.connection, self.keys.channel, config.worker_id, on_event)
+
+        def heard(event: dict) -> None:
+            self._hear(event)
+            on_event(event)
+
+        self.subscriber = (Subscriber(self.connection, self.keys.channel, config.worker_id, heard)
                            if on_event is not None else None)
         log.info("farm: on, Redis at %s, worker %r, keeping the newest %d shots per tag",
                  config.redacted_url, config.worker_id, config.keep)
@@ -87,10 +102,95 @@ class Farm:
         if first:
             self.publisher.enqueue_catch_up(tag)
 
+    def _hear(self, event: dict) -> None:
+        """Another worker's commit event: the newest generation of each tag heard of, which tells
+        this worker a shot was published even when Redis has evicted every index of it."""
+        try:
+            tag, generation = str(event["tag"]), int(event["generation"])
+        except (KeyError, TypeError, ValueError):
+            return
+        with self._lock:
+            if generation > self._heard.get(tag, (0, ""))[0]:
+                self._heard[tag] = (generation, str(event.get("worker") or "another worker"))
+            self._heard.move_to_end(tag)
+            while len(self._heard) > MAX_TOUCHED:
+                self._heard.popitem(last=False)
+
     def local_last(self, tag: str) -> int:
         """The highest generation the local spill folder handed out for tag (0: none)."""
         entry = self.store.describe_tag(tag)
         return int(entry["last_generation"]) if entry else 0
+
+    # -- the server's eviction policy ------------------------------------------------------
+    def check_eviction(self) -> EvictionPolicy:
+        """Read the server's eviction settings (at every connect) and say once, in the log and the
+        browser, when Redis may evict the farm's keys or cannot be asked."""
+        try:
+            found = read_policy(self.connection.quick, (self.connection.response_error,))
+        except self.connection.errors:
+            return self.eviction  # gone again: read at the next connect
+        key = (found.checked, found.policy, found.maxmemory)
+        with self._lock:
+            self.eviction = found
+            new, self._eviction_said = key != self._eviction_said, key
+        message = found.message(self.config.redacted_url)
+        if new and message:
+            self.warn("Farm: Redis may evict the farm's shots" if found.checked else
+                      "Farm: Redis's eviction policy cannot be checked", message, url=self.config.redacted_url)
+        elif new:
+            log.info("farm: Redis at %s evicts no key of the farm's (%s)", self.config.redacted_url, found.setting())
+        return found
+
+    def _eviction_cause(self) -> str | None:
+        """Why a key of the farm may be gone because Redis evicted it (a phrase), or None when
+        eviction does not explain it: Redis evicted keys since it started (INFO stats), or its
+        policy evicts any key and the count cannot be read."""
+        policy = self.eviction
+        try:
+            evicted = self.connection.call("the eviction count (INFO stats)", lambda: evicted_keys(
+                self.connection.quick, (self.connection.response_error,)))
+        except FarmUnavailable:
+            evicted = None
+        setting = policy.setting() if policy.checked else "its eviction policy could not be read"
+        if evicted:
+            return f"Redis evicts keys when full ({setting}; {evicted} key(s) evicted since it started)"
+        if evicted is None and policy.any_key:
+            return f"Redis evicts keys when full ({setting})"
+        return None
+
+    def _missing(self, tag: str, generation: int | None, notes: list | None, *, listed: bool,
+                 what: str = "was published") -> None:
+        """A shot of the farm that a pull wanted is not in Redis (``generation`` None: the tag's
+        newest, any). ``listed``: the farm's index (the tag's list of shots, or the list of tags)
+        says it was published. Said in ``notes`` (the Load's or Handoff's) and once in the log and
+        the browser, with the cause when Redis evicted it; a shot never listed says nothing unless
+        Redis evicts keys (else: not published yet, or trimmed by ZEROCOPY_REDIS_KEEP)."""
+        cause = self._eviction_cause()
+        if cause is None and not listed:
+            return
+        where = f"Redis at {self.config.redacted_url}"
+        shot = f"the farm's tag {tag!r} generation {generation}" if generation else f"the farm's tag {tag!r}"
+        if listed and cause is not None:
+            note = f"{shot} {what}, but {where} no longer holds it: evicted ({cause}); {FIX}"
+        elif listed:
+            note = (f"{shot} {what}, but {where} no longer holds it: deleted by something other than the farm, or "
+                    "lost by Redis; check what else writes to this Redis (docs/farm.md, Security)")
+        else:
+            note = (f"{where} holds no {'shot' if generation is None else 'such shot'} of {shot}: not published "
+                    f"yet, trimmed (ZEROCOPY_REDIS_KEEP), or evicted with the tag's index ({cause}); {FIX}")
+        note += "; this worker goes on with what it holds"
+        if notes is not None:
+            notes.append(note)
+        self.count("evicted" if cause is not None and listed else "missing")
+        with self._lock:
+            first = (tag, generation) not in self._missing_said
+            self._missing_said[(tag, generation)] = None
+            while len(self._missing_said) > MAX_MISSING_SAID:
+                self._missing_said.popitem(last=False)
+        if first:
+            self.warn("Farm: a published shot is gone from Redis", f"farm: {note}", tag=tag, generation=generation)
+        else:
+            log.info("farm: %s", note)
 
     # -- numbering and storing -------------------------------------------------------------
     def warn(self, title: str, message: str, **fields) -> None:
@@ -155,7 +255,6 @@ class Farm:
             self._redis_lost_data(skip=tag)
 
     def _redis_lost_data(self, skip: str | None = None) -> None:
-        self.count("data_lost")
         with self._lock:
             tags = [t for t in self._touched if t != skip]
             self._touched.clear()  # their next use republishes what Redis lacks (catch_up)
@@ -168,6 +267,19 @@ class Farm:
                     seeded += 1
             except (FarmUnavailable, CorruptFile, ValueError):
                 break
+        cause = self._eviction_cause()
+        if cause is not None:  # not a restart or a flush: Redis evicted the epoch key
+            self.count("epoch_evicted")
+            message = (f"farm: the farm's epoch key {self.keys.epoch} is gone from Redis at {self.config.redacted_url}: "
+                       f"{cause}, and it evicted it; its data was not lost as a whole, but any key may go the same "
+                       f"way, and an evicted counter restarts a tag's numbering. This worker raised the counters of "
+                       f"the {seeded} tag(s) it used to what it holds and republishes what Redis lacks; {FIX}")
+            if self.counts["epoch_evicted"] == 1:  # said once; each later one only in the log's info
+                self.warn("Farm: Redis evicts the farm's keys", message, url=self.config.redacted_url)
+            else:
+                log.info("%s", message)
+            return
+        self.count("data_lost")
         self.warn("Farm: Redis lost its data",
                   f"farm: Redis at {self.config.redacted_url} lost its data (restarted empty or flushed, or it "
                   f"is another server): its generation counters started again. This worker raised the "
@@ -236,14 +348,16 @@ class Farm:
         except FarmUnavailable:
             return None
 
-    def pull(self, tag: str, generation: int = 0) -> PullResult | None:
+    def pull(self, tag: str, generation: int = 0, notes: list | None = None) -> PullResult | None:
         """Import from Redis the tag's newest shot when it is newer than every local one (or, with
         generation, that one when the local store lacks it), and the ancestors the local film
         needs: its lineage's parents (same tag) down to one this worker holds, or the root. None
         when there is nothing to import, Redis is unreachable, or the farm's chain is not this
-        worker's (a number of it names another shot here: refused, with a warning). Raises
-        CorruptFile (naming the tag, the generation and the worker; nothing stored locally) when
-        the farm's bytes of that shot fail a digest."""
+        worker's (a number of it names another shot here: refused, with a warning). A shot the
+        farm's index lists but Redis no longer holds (evicted: eviction.py) is said in ``notes``
+        (the Load's or Handoff's) and the log, with the cause. Raises CorruptFile (naming the tag,
+        the generation and the worker; nothing stored locally) when the farm's bytes of that shot
+        fail a digest."""
         self.touch(tag)
         if not self.connection.usable():
             return None
@@ -254,7 +368,10 @@ class Farm:
             wanted = generation
         else:
             newest = self.newest_published(tag)
-            if newest is None or (local and newest[0] <= max(local)):
+            if newest is None:
+                self._newest_gone(tag, max(local, default=0), notes)
+                return None
+            if local and newest[0] <= max(local):
                 return None
             wanted = newest[0]
         try:
@@ -262,7 +379,14 @@ class Farm:
                                          lambda: transfer.fetch(self.connection.bulk, self.keys, tag, wanted))
         except FarmUnavailable:
             return None
-        if found is None:  # trimmed since the lookup, or never published
+        except transfer.IncompleteBlob:
+            if self._eviction_cause() is None:
+                raise
+            self._missing(tag, wanted, notes, what="was published (its record is there, its bytes are not)",
+                          listed=True)
+            return None
+        if found is None:  # trimmed since the lookup, never published, or evicted
+            self._missing(tag, wanted, notes, what="was published", listed=self._listed(tag, wanted))
             return None
         record, data = found
         try:
@@ -279,6 +403,37 @@ class Farm:
             return self._already_held(record)
         self._import_chain(tag, chain, wanted)
         return PullResult(record, imported=True)
+
+    def _listed(self, tag: str, generation: int) -> bool:
+        """Whether the tag's list of published shots holds generation (one round trip)."""
+        try:
+            return self.connection.call(f"the index of tag {tag!r}", lambda: self.connection.quick.zscore(
+                self.keys.shots(tag), str(generation))) is not None
+        except FarmUnavailable:
+            return False
+
+    def _newest_gone(self, tag: str, local_newest: int, notes: list | None) -> None:
+        """The tag's list of shots is empty or gone. A newer shot than this worker's that it heard
+        of (another worker's commit event) was published; when Redis may evict keys, the list of
+        tags (scored by each tag's newest) tells it too."""
+        with self._lock:
+            heard = self._heard.get(tag)
+        if heard is not None and heard[0] > local_newest:
+            self._missing(tag, heard[0], notes, listed=True,
+                          what=f"was published by worker {heard[1]} (this worker heard its commit)")
+            return
+        if self.eviction.may_evict is False:
+            return  # nothing evicts here: an empty list means nothing was published
+        try:
+            score = self.connection.call("the farm's list of tags",
+                                         lambda: self.connection.quick.zscore(self.keys.tags, tag))
+        except FarmUnavailable:
+            return
+        if score is not None and int(score) > local_newest:
+            self._missing(tag, int(score), notes, listed=True,
+                          what="was published (the farm's list of tags says so; the tag's list of shots is gone)")
+        elif score is None and not local_newest:  # this worker holds nothing: say what Redis may have lost
+            self._missing(tag, None, notes, listed=False)
 
     def complete(self, tag: str) -> int:
         """Import the ancestors that the local film of tag lacks and the farm holds: from the local
@@ -340,10 +495,12 @@ class Farm:
                 return chain
             if found is None:
                 self.count("ancestors_missing")
+                cause = self._eviction_cause()
+                evicted = f", or evicted it: {cause}" if cause else ""
                 self.warn("Farm: a film lacks its first shots",
                           f"farm: tag {tag!r} generation {parent}, an ancestor of generation {generation} that "
                           f"this worker continues, is neither on this worker nor in Redis any more (Redis keeps "
-                          f"the newest {self.config.keep} shots of a tag, ZEROCOPY_REDIS_KEEP): the film on this "
+                          f"the newest {self.config.keep} shots of a tag, ZEROCOPY_REDIS_KEEP{evicted}): the film on this "
                           f"worker starts after a gap, and ZeroCopyFilmAssemble here names it. Assemble the film on "
                           f"the worker that made it, or set ZEROCOPY_REDIS_KEEP above the film's length on every "
                           "worker", tag=tag, generation=parent)
@@ -466,6 +623,7 @@ class Farm:
                 "keep": self.config.keep, "chunk_bytes": self.config.chunk_bytes,
                 "connected": connection.up, "last_error": connection.last_error or self.last_error,
                 "outages": connection.outages, "pending": self.publisher.pending(), "counts": counts,
+                "eviction": self.eviction.status(self.config.redacted_url),
                 "events_received": self.subscriber.received if self.subscriber else 0}
 
     def wait_published(self, timeout: float) -> bool:

@@ -21,6 +21,10 @@ from .keys import UPLOAD_TTL_S, Keys
 from .records import ShotRecord, generation_of
 
 
+class IncompleteBlob(CorruptFile):
+    """The record is there, its bytes are not all there (chunks missing: evicted, or deleted)."""
+
+
 def send_chunk(client, key: str, chunk: memoryview, first: bool) -> None:
     """Append one chunk to the upload list (the first one also sets its expiry)."""
     if first:
@@ -80,7 +84,7 @@ def fetch(client, keys: Keys, tag: str, generation: int) -> tuple[ShotRecord, by
              f"published by {record.published_by})")
     size = sum(len(c) for c in chunks)
     if len(chunks) != record.chunks or size != record.size:
-        raise CorruptFile(f"{where} has {len(chunks)} chunks of {size} bytes in all, but its record says "
+        raise IncompleteBlob(f"{where} has {len(chunks)} chunks of {size} bytes in all, but its record says "
                           f"{record.chunks} chunks of {record.size} bytes; nothing was stored locally. Publish "
                           f"it again from worker {record.worker}, or use a generation this worker holds")
     data = b"".join(chunks)

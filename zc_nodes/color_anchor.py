@@ -8,7 +8,12 @@ tag's anchor in its metadata: ``color_anchor`` (JSON: per-channel ``mean`` and
 ``color_anchor_from``. The first shot of a tag anchors itself ("self"); each
 later shot copies the anchor of the newest shot before it. A shot whose
 channel count differs from the anchor's (another latent space under the same
-tag) starts a new anchor, and ``color_anchor_reset`` says why. Metadata, not
+tag) starts a new anchor, and ``color_anchor_reset`` says why. A newest shot
+whose spill file is damaged (found while storing the next one: the engine sets
+the file aside as ``.rejected``) is logged as a warning naming the tag, its
+generation and the file, and the anchor comes from the shot before it; the
+metadata never holds a server path (it is served by the REST API and written
+into the spill file). Metadata, not
 tensors, so a plain latent's bundle still holds exactly ``latent_tensor``
 (a valid .latent file). The statistics are recorded whether or not any
 Handoff uses them: two floats per channel.
@@ -18,15 +23,24 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 
 import torch
 
-from ..zc_continuity import color
-from ..zc_engine import NotFound
+from ._pack import log
+
+if __package__ and "." in __package__:  # <pack>.zc_nodes
+    from ..zc_continuity import color
+    from ..zc_engine import NotFound
+else:  # zc_nodes on sys.path beside zc_continuity and zc_engine (the tests)
+    from zc_continuity import color
+    from zc_engine import NotFound
 
 ANCHOR_KEY = "color_anchor"
 SOURCE_KEY = "color_anchor_from"
+RESET_KEY = "color_anchor_reset"
 SELF = "self"
+MAX_DAMAGED = 8  # damaged newest shots passed over before the anchor starts again at this shot
 
 
 def encode_stats(stats: color.ChannelStats) -> str:
@@ -59,20 +73,63 @@ def decode_stats(text: str) -> color.ChannelStats | None:
                               torch.tensor(lists[1], dtype=torch.float32))
 
 
+def _damaged_generation(tag: str, message: str) -> int | None:
+    """The generation named by the spill file in an engine message (``<tag>@<20 digits>.latent``,
+    docs/engine.md), or None when it names none."""
+    found = re.search(re.escape(tag) + r"@(\d{20})\.latent", message)
+    return int(found.group(1)) if found else None
+
+
+def _path_free(message: str, spill_dir) -> str:
+    from .api.redaction import redact_paths  # the REST API's rule: <spill folder>/<file>
+    return redact_paths(message, spill_dir if spill_dir is not None else "")
+
+
+def _newest_readable(store, tag: str) -> tuple[int, dict[str, str], list[str]]:
+    """(generation, anchor metadata) of the newest shot of ``tag`` this store knows and can read,
+    and what was said of each damaged newer one (path-free). Raises NotFound when there is none."""
+    damaged: list[str] = []
+    for _ in range(MAX_DAMAGED):
+        try:
+            # no tensor exported, and no look for other processes' newer files: each carries the
+            # same anchor (a copy of the first shot's), so the newest this store knows tells it
+            generation, meta = store.meta(tag, keys=(ANCHOR_KEY, SOURCE_KEY), look=False)
+            return generation, meta, damaged
+        except NotFound:
+            if damaged:
+                raise _Unreadable(damaged) from None
+            raise
+        except Exception as exc:  # noqa: BLE001 - a damaged spill file must not stop the new shot
+            which = _damaged_generation(tag, str(exc))
+            shot = f"generation {which}" if which is not None else "its newest shot"
+            log.warning("storing a new shot of tag %r: %s could not be read (%s: %s); the new shot's colour "
+                        "anchor comes from the newest older shot that reads, or starts again at the new shot",
+                        tag, shot, type(exc).__name__, exc)
+            damaged.append(f"{shot}: {_path_free(str(exc), getattr(store, 'spill_dir', None))}")
+            if which is None:  # nothing tells that the engine set it aside: do not read it again
+                break
+    raise _Unreadable(damaged)
+
+
+class _Unreadable(Exception):
+    """No shot of the tag could be read: the damaged ones, as said (path-free)."""
+
+    def __init__(self, damaged: list[str]):
+        super().__init__("; ".join(damaged))
+
+
 def anchor_for_new_shot(store, tag: str, video: torch.Tensor) -> dict[str, str]:
     """Metadata to put with a new shot of ``tag`` whose video stream is ``video``."""
     def fresh(reset: str | None = None) -> dict[str, str]:
         # computed only when this shot starts the anchor: a pass over the whole latent
         meta = {ANCHOR_KEY: encode_stats(color.channel_stats(video)), SOURCE_KEY: SELF}
-        return dict(meta, color_anchor_reset=reset) if reset else meta
+        return dict(meta, **{RESET_KEY: reset}) if reset else meta
 
     try:
-        # no tensor exported, and no look for other processes' newer files: each carries the same
-        # anchor (a copy of the first shot's), so the newest this store knows tells it
-        generation, meta = store.meta(tag, keys=(ANCHOR_KEY, SOURCE_KEY), look=False)
+        generation, meta, _ = _newest_readable(store, tag)
     except NotFound:
         return fresh()
-    except Exception as exc:  # a damaged spill file must not stop the new shot from being stored
+    except _Unreadable as exc:
         return fresh(f"the previous shot could not be read ({exc})")
     anchor = _anchor_lists(meta.get(ANCHOR_KEY, ""))  # checked, not made into tensors: no torch op
     if anchor is None:

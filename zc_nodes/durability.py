@@ -115,21 +115,51 @@ def report_rejected(store, stats: dict | None = None) -> int:
     return new
 
 
-def _memory_only(store) -> tuple[list[tuple[str, int]], dict]:
-    """The shots whose spill failed (pinned in memory), and the description they come from."""
+def _failed_slots(entry: dict | None) -> list[tuple[str, int]]:
+    if not entry:
+        return []
+    return [(entry["tag"], slot["generation"]) for slot in entry.get("slots", []) if slot.get("spill") == "failed"]
+
+
+def _memory_only(store, stored, stats: dict) -> tuple[list[tuple[str, int]], str | None]:
+    """The shots whose spill failed (pinned in memory), and the store's ``spill_problem`` when the
+    whole store had to be described to find them (else None).
+
+    The engine counts them (``stats()["memory_only"]``, constant time); with none, nothing is
+    described. Otherwise the tags stored since the last flush and those already reported are
+    described one by one (``describe_tag``): the cost follows the shots concerned, never the tags
+    held. Only when the engine counts more than those tags hold (a shot put outside the Store
+    nodes) is the whole store described."""
+    count = int(stats.get("memory_only", 0) or 0)
+    if count == 0:
+        return [], None
+    with _lock:
+        reported = sorted(_reported)
+    found: list[tuple[str, int]] = []
+    for tag in dict.fromkeys([tag for tag, _, _ in stored] + [tag for tag, _ in reported]):
+        try:
+            found += _failed_slots(store.describe_tag(tag))
+        except Exception:  # noqa: BLE001 - a tag dropped meanwhile: the count check below decides
+            continue
+    if len(found) >= count:
+        return found, None
     try:
         description = store.describe()
     except Exception:  # noqa: BLE001
-        return [], {}
-    return [(entry["tag"], slot["generation"]) for entry in description.get("tags", [])
-            for slot in entry.get("slots", []) if slot.get("spill") == "failed"], description
+        return found, None
+    return ([shot for entry in description.get("tags", []) for shot in _failed_slots(entry)],
+            description.get("spill_problem"))
 
 
 def _report(store, stored, error, reason) -> bool:
     global _recreated_seen
-    memory_only, description = _memory_only(store)
+    try:
+        stats = store.stats()
+    except Exception:  # noqa: BLE001 - closed meanwhile: nothing of ours to report
+        return True
+    memory_only, spill_problem = _memory_only(store, stored, stats)
     folder = store.spill_dir
-    recreated = int(description.get("stats", {}).get("spill_folder_recreated", 0) or 0)
+    recreated = int(stats.get("spill_folder_recreated", 0) or 0)
     if recreated > _recreated_seen:
         _recreated_seen = recreated
         message = (f"the spill folder {folder} was removed while ComfyUI ran; it was created again "
@@ -145,7 +175,12 @@ def _report(store, stored, error, reason) -> bool:
     new = [shot for shot in memory_only if shot not in _reported]
     _reported.intersection_update(memory_only)
     _reported.update(memory_only)
-    problem = description.get("spill_problem") or error or "the spill failed"
+    if spill_problem is None and error is None:  # rare: a failure that this flush did not meet again
+        try:
+            spill_problem = store.describe().get("spill_problem")
+        except Exception:  # noqa: BLE001
+            spill_problem = None
+    problem = spill_problem or error or "the spill failed"
     shots = ", ".join(f"{tag} generation {gen}" for tag, gen in memory_only)
     log.error("NOT ON DISK: %d shot(s) exist only in memory (%s): %s. Spill folder: %s. They stay "
               "in memory (never evicted) and are written again after each prompt; free disk space "

@@ -120,12 +120,16 @@ def put(store, tag: str, tensors, meta: dict, digests: dict | None = None, seam=
     return farm.put(tag, tensors, meta, spill=True, digests=digests, seam=seam)
 
 
-def pull(tag: str, generation: int = 0) -> None:
+def pull(tag: str, generation: int = 0) -> list[str]:
     """Before reading tag: import the farm's newer shot (or the given generation the local store
-    lacks). CorruptFile when the farm's bytes fail a digest (nothing stored locally)."""
+    lacks). Returns notes for the certificate or the Load's info: a shot the farm published that
+    Redis no longer holds (evicted), with the cause; [] without a farm. CorruptFile when the
+    farm's bytes fail a digest (nothing stored locally)."""
     farm = active()
+    notes: list[str] = []
     if farm is not None:
-        farm.pull(tag, generation)
+        farm.pull(tag, generation, notes=notes)
+    return notes
 
 
 def complete_film(tag: str) -> int:

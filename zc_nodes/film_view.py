@@ -17,9 +17,9 @@ from . import farm_link, runtime
 from ._pack import log
 
 if __package__ and "." in __package__:  # <pack>.zc_nodes
-    from ..zc_engine import CorruptFile, film as engine_film
+    from ..zc_engine import CorruptFile, NotFound, film as engine_film
 else:  # zc_nodes on sys.path beside zc_engine (the tests)
-    from zc_engine import CorruptFile, film as engine_film
+    from zc_engine import CorruptFile, NotFound, film as engine_film
 
 START_IMAGE = "start_image"
 
@@ -55,15 +55,21 @@ def continue_from(store, tag: str, generation: int = 0):
     newer shot another worker stored is imported first (or the asked generation, when this worker
     lacks it); then ``generation`` when it is not 0, else ``newest``. The notes say what ``newest``
     skipped or followed, that the shot's record is not covered when its file predates record
-    digests, then which worker the shot came from. NotFound when there is no such shot,
-    CorruptFile when none verifies."""
-    farm_link.pull(tag, generation)
-    if generation:
-        bundle, notes = store.get(tag, generation, verify=True), []
-    else:
-        bundle, notes = newest(store, tag)
+    digests, then which worker the shot came from; a shot the farm published that Redis no longer
+    holds (evicted) is said first. NotFound when there is no such shot (its message then says what
+    the farm lacks too), CorruptFile when none verifies."""
+    farm_notes = farm_link.pull(tag, generation)
+    try:
+        if generation:
+            bundle, notes = store.get(tag, generation, verify=True), []
+        else:
+            bundle, notes = newest(store, tag)
+    except NotFound as exc:
+        if not farm_notes:
+            raise
+        raise NotFound(f"{exc}; {'; '.join(farm_notes)}") from None
     record = [bundle.record_note] if getattr(bundle, "record_note", None) else []
-    return bundle, notes + record + farm_link.origin_notes(bundle.meta)
+    return bundle, farm_notes + notes + record + farm_link.origin_notes(bundle.meta)
 
 
 def newest(store, tag: str):

@@ -29,6 +29,7 @@ def validate_tag(buffer_tag) -> bool | str:
 
 def store_state() -> str:
     """A fingerprint of every tag's newest generation: what a Handoff with a linked tag (unknown
-    when ComfyUI asks fingerprints) re-runs on."""
-    entries = sorted((t["tag"], t["last_generation"]) for t in runtime.store().describe()["tags"])
-    return "store:" + ";".join(f"{tag}@{gen}" for tag, gen in entries) + farm_link.linked_state()
+    when ComfyUI asks fingerprints) re-runs on. The engine's change count (it grows when any
+    tag's newest rises or a tag is dropped), so its cost does not grow with the tags held."""
+    store = runtime.store()
+    return f"store:{store.serial}.{store.changes()}" + farm_link.linked_state()

@@ -60,11 +60,11 @@ def send(event: str, data: dict) -> bool:
 
 
 def _describe_slot(tag: str, generation: int) -> dict:
-    """Shape, dtype, tier, digest, bytes and family of a stored slot, from the shared store."""
+    """Shape, dtype, tier, digest, bytes and family of a stored slot, from the shared store: the
+    one tag's description (``describe_tag``), whose cost does not grow with the tags held."""
     try:
         from . import runtime
-        from .api.buffers import find_entry
-        entry = find_entry(runtime.store().describe(), tag) or {}
+        entry = runtime.store().describe_tag(tag) or {}
     except Exception:  # noqa: BLE001
         return {}
     slot = next((s for s in entry.get("slots", []) if s["generation"] == generation), None)

@@ -10,13 +10,14 @@ lookup" by comparing get latency with 10,000 tags to 1 tag.
 from __future__ import annotations
 
 import gc
+import os
 import random
 import time
 
 import torch
 
-from bench.common import (FAIL, PASS, Context, Row, Section, fmt_bytes, fmt_time, md_table, median,
-                          pyplot, rss_bytes)
+from bench.common import (FAIL, NOT_MEASURED, PASS, REPO, Context, Row, Section, fmt_bytes, fmt_time,
+                          md_table, median, pyplot, rss_bytes)
 
 MiB = 1 << 20
 COLD_SPAN = 64 * MiB  # sources of a size together span this much, so none is measured cache-hot
@@ -111,6 +112,177 @@ def by_tags(ctx: Context) -> list[dict]:
     return rows
 
 
+# ---------------------------------------------------------------- a Store's cost against tags held
+
+
+class _Server:
+    """A PromptServer stand-in for the pack's ui_events: with a server the Store sends its
+    zerocopy.store event (and describes its slot for it), as in ComfyUI; messages go nowhere."""
+
+    def send_sync(self, event, data, sid=None):
+        pass
+
+
+def store_prompts(ctx: Context) -> dict | None:
+    """Store-only prompts through ComfyUI's executor, each a new tag:
+    the last ``timed`` Stores with ``low`` and with ``high`` tags held. Each timed prompt is the
+    executor's run of EmptyLatentImage -> ZeroCopyLatentStore plus the prompt end's durability
+    step (what ComfyUI's prompt worker runs after the prompt: the flush and the memory-only check).
+    The tags before the timed ones are put straight into the same store (spilled, like a Store's)."""
+    if ctx.comfy is None:
+        return None
+    import sys
+    import types
+
+    low, high = ctx.pick(300, 300, 30), ctx.pick(2000, 2000, 120)
+    timed = ctx.pick(100, 50, 10)
+    comfy = ctx.comfy
+    runtime = comfy.module("zc_nodes.runtime")
+    durability = comfy.module("zc_nodes.durability")
+    previous_server = sys.modules.get("server")
+    server = types.ModuleType("server")
+    server.PromptServer = type("PromptServer", (), {"instance": _Server()})
+    previous_spill = os.environ.get("ZEROCOPY_SPILL_DIR")
+    runtime.reset(spill_dir=ctx.tmp_dir / "tags_spill")
+    sys.modules["server"] = server
+    x = torch.randn(1, 4, 8, 8)
+    held = 0
+    out = {"low": low, "high": high, "timed": timed}
+    try:
+        store = runtime.store()
+
+        def fill(to: int) -> None:
+            nonlocal held
+            while held < to:
+                store.put(f"bench_{held:05}", {"latent_tensor": x}, {"family": "sd1"}, spill=True)
+                held += 1
+            store.flush()
+
+        def prompts() -> list[float]:
+            nonlocal held
+            samples = []
+            for _ in range(timed):
+                tag = f"bench_{held:05}"
+                prompt = {"1": {"class_type": "EmptyLatentImage", "inputs": {"width": 64, "height": 64, "batch_size": 1}},
+                          "2": {"class_type": "ZeroCopyLatentStore", "inputs": {"samples": ["1", 0], "buffer_tag": tag}}}
+                t0 = time.perf_counter()
+                comfy.run(prompt, targets=["2"])
+                durability.make_durable()
+                samples.append(time.perf_counter() - t0)
+                held += 1
+            return samples
+
+        def whole_describe() -> float:  # what each Store paid before, at least twice (for reference)
+            times = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                store.describe()
+                times.append(time.perf_counter() - t0)
+            return median(times)
+
+        for name, target in (("low", low), ("high", high)):
+            fill(target - timed)
+            out[name + "_describe"] = whole_describe()
+            out[name + "_stores"] = prompts()
+            ctx.log(f"scale stores: last {timed} Stores at {held:,} tags held: median "
+                    f"{fmt_time(median(out[name + '_stores']))}")
+    finally:
+        if previous_server is None:
+            sys.modules.pop("server", None)
+        else:
+            sys.modules["server"] = previous_server
+        runtime.reset(spill_dir=previous_spill)
+        if previous_spill is None:
+            os.environ.pop("ZEROCOPY_SPILL_DIR", None)
+    return out
+
+
+def queue_under_listings(ctx: Context) -> dict | None:
+    """GET /queue's latency on a real aiohttp server (its own process: bench/sections/
+    listing_server.py) holding ``tags`` tags, idle and while ``clients`` clients list the buffers
+    without pause: through the pack's listing route, and through the listing as it was before
+    the pack used to build it (on the event loop), for comparison."""
+    import asyncio
+    import subprocess
+    import sys
+
+    try:
+        import aiohttp
+    except ImportError:  # ComfyUI's web server is not installed here
+        return None
+    tags, clients, probes, rounds = ctx.pick(2000, 2000, 100), 16, ctx.pick(200, 100, 20), ctx.pick(20, 10, 2)
+    process = subprocess.Popen([sys.executable, "-m", "bench.sections.listing_server",
+                                str(ctx.tmp_dir / "listing_spill"), str(tags)],
+                               cwd=str(REPO), stdout=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        if not line.startswith("port "):
+            raise RuntimeError(f"the listing server did not start (it printed {line!r})")
+        base = f"http://127.0.0.1:{int(line.split()[1])}"
+
+        async def probe(session) -> float:
+            t0 = time.perf_counter()
+            async with session.get(base + "/queue") as response:
+                await response.read()
+            return time.perf_counter() - t0
+
+        async def list_once(session, listing) -> int:
+            async with session.get(base + listing) as response:
+                await response.read()
+                return response.status == 200
+
+        async def burst(listing: str, rounds: int) -> tuple[list[float], int]:
+            """``clients`` listings at once (the browsers of a studio after a run); GET /queue every 10 ms until they are
+            all answered; ``rounds`` times."""
+            samples, listed = [], 0
+            async with aiohttp.ClientSession() as session:
+                for _ in range(rounds):
+                    listings = asyncio.gather(*[list_once(session, listing) for _ in range(clients)])
+                    await asyncio.sleep(0.005)
+                    while not listings.done():
+                        samples.append(await probe(session))
+                        await asyncio.sleep(0.01)
+                    listed += sum(await listings)
+            return samples, listed
+
+        async def continuous(listing: str | None) -> tuple[list[float], int]:
+            """``clients`` clients listing without pause (none: idle), ``probes`` probes 10 ms apart."""
+            stop = asyncio.Event()
+            listed = 0
+
+            async def lister(session):
+                nonlocal listed
+                while not stop.is_set():
+                    answered = await list_once(session, listing)
+                    listed += answered  # (after the await: a += across it would lose the others' counts)
+
+            async with aiohttp.ClientSession() as session:
+                workers = [asyncio.ensure_future(lister(session)) for _ in range(clients if listing else 0)]
+                await asyncio.sleep(0.5 if listing else 0)
+                samples = []
+                for _ in range(probes):
+                    samples.append(await probe(session))
+                    await asyncio.sleep(0.01)
+                stop.set()
+                await asyncio.gather(*workers)
+            return samples, listed
+
+        out = {"tags": tags, "clients": clients, "probes": probes, "rounds": rounds}
+        for name, run in (("idle", lambda: continuous(None)),
+                          ("burst", lambda: burst("/zerocopy/buffers", rounds)),
+                          ("listing", lambda: continuous("/zerocopy/buffers")),
+                          ("old", lambda: burst("/old/buffers", max(2, rounds // 4)))):
+            samples, listed = asyncio.run(run())
+            out[name] = {"median": median(samples), "p99": sorted(samples)[int(0.99 * (len(samples) - 1))],
+                         "max": max(samples), "listings": listed, "probes": len(samples)}
+            ctx.log(f"scale queue: {name}: GET /queue median {fmt_time(out[name]['median'])}, max "
+                    f"{fmt_time(out[name]['max'])} ({len(samples)} probes, {listed} listings)")
+        return out
+    finally:
+        process.kill()
+        process.wait(10)
+
+
 def soak(ctx: Context) -> dict:
     """Shot-sized cycles on one tag (depth 4): put, verified get, drop the views; every 25th
     cycle spilled to disk too. RSS sampled after the warm-up and along the way."""
@@ -153,6 +325,8 @@ def run(ctx: Context) -> Section:
         sizes = by_size(ctx)
         tags = by_tags(ctx)
         soaked = soak(ctx)
+        stores = store_prompts(ctx)
+        queue = queue_under_listings(ctx)
     finally:
         torch.set_num_threads(threads)
     section = Section("scale", "4. Scale")
@@ -193,8 +367,40 @@ def run(ctx: Context) -> Section:
         f"growth ≤ one slot ({fmt_bytes(soaked['slot_bytes'])})",
         f"{fmt_bytes(max(growth, 0))} ({fmt_bytes(base)} → {fmt_bytes(soaked['rss'][-1][1])}; "
         f"{fmt_time(soaked['per_cycle'])}/cycle)", PASS if growth <= soaked["slot_bytes"] else FAIL))
+    if stores is None:
+        section.rows.append(Row(
+            "S6", "Store-only prompts, each a new tag: the last Stores with 2,000 tags held vs 300",
+            "2,000 tags ≤ 1.5 × 300 tags", "not measured: needs ComfyUI (set COMFYUI_PATH)", NOT_MEASURED))
+    else:
+        low, high = median(stores["low_stores"]), median(stores["high_stores"])
+        ratio = high / low
+        section.rows.append(Row(
+            "S6", f"Store-only prompts through ComfyUI's executor, each a new tag (a server present, the prompt "
+                  f"end's flush): the last {stores['timed']} Stores with {stores['high']:,} tags held vs {stores['low']:,}",
+            f"{stores['high']:,} tags ≤ 1.5 × {stores['low']:,} tags",
+            f"{ratio:.2f}× (median {fmt_time(low)} → {fmt_time(high)}; one whole-store describe, which each Store "
+            f"used to pay at least twice: {fmt_time(stores['low_describe'])} → {fmt_time(stores['high_describe'])})",
+            PASS if ratio <= 1.5 else FAIL))
+    queue_figure = (f"GET /queue on a real aiohttp server holding {ctx.pick(2000, 2000, 100):,} tags while 16 clients "
+                    "list the buffers (GET /zerocopy/buffers): 16 at once, then without pause")
+    queue_goal = "unaffected: slowest ≤ 50 ms (or 5 × the idle slowest)"
+    if queue is None:
+        section.rows.append(Row("S7", queue_figure, queue_goal,
+                                "not measured: aiohttp (ComfyUI's web server) is not installed", NOT_MEASURED))
+    else:
+        idle, burst, listing, old = queue["idle"], queue["burst"], queue["listing"], queue["old"]
+        slowest = max(burst["max"], listing["max"])
+        section.rows.append(Row(
+            "S7", queue_figure, queue_goal,
+            f"idle: median {fmt_time(idle['median'])}, slowest {fmt_time(idle['max'])}; 16 at once ({queue['rounds']} "
+            f"rounds, {burst['probes']} probes): median {fmt_time(burst['median'])}, slowest {fmt_time(burst['max'])}; "
+            f"without pause ({listing['listings']} listings answered): median {fmt_time(listing['median'])}, slowest "
+            f"{fmt_time(listing['max'])}. The listing built on the event loop as it used to be, 16 at once: median "
+            f"{fmt_time(old['median'])}, slowest {fmt_time(old['max'])}",
+            PASS if slowest <= max(0.05, 5 * idle["max"]) else FAIL))
     section.data = {"sizes": sizes, "fit_put": {"a": a, "b": b, "r2": r2},
-                    "fit_verify": {"a": va, "b": vb, "r2": vr2}, "tags": tags, "soak": soaked}
+                    "fit_verify": {"a": va, "b": vb, "r2": vr2}, "tags": tags, "soak": soaked,
+                    "stores": stores, "queue": queue}
     section.details = "\n".join([
         md_table(["size", "put (median)", "ns/B", "get (median)", "verify (median)", "reps"],
                  [[fmt_bytes(r["bytes"]), fmt_time(median(r["put"])), f"{nb:.3f}", fmt_time(median(r["get"])),
@@ -206,6 +412,12 @@ def run(ctx: Context) -> Section:
         "",
         md_table(["cycles", "RSS"], [[f"{c:,}", fmt_bytes(v)] for c, v in soaked["rss"]]),
         "",
+        *([md_table(["GET /queue", "median", "p99", "slowest", "listings answered meanwhile"],
+                    [[name, fmt_time(queue[key]["median"]), fmt_time(queue[key]["p99"]), fmt_time(queue[key]["max"]),
+                      queue[key]["listings"]] for name, key in (
+                        ("idle", "idle"), ("16 listings at once", "burst"), ("16 clients listing without pause", "listing"),
+                        ("16 listings at once, built on the event loop (as it used to be)", "old"))]),
+           ""] if queue is not None else []),
         "What was timed: `LatentStore.put` of a float32 tensor (allocation from the store's buffer "
         "pool, copy fused with the XXH3 digest), `get` (zero-copy torch views), `verify` (re-hash "
         "and compare) — one torch thread; one slot at a time (depth 1, dropped after each "
@@ -215,7 +427,14 @@ def run(ctx: Context) -> Section:
         "three levels: buffers that stay in the CPU caches, buffers recycled from the pool (memory "
         "bandwidth), and fresh memory (bandwidth + page faults). Tags: stores holding N tags of 4 KiB "
         "each, `get` of a random tag per call. Soak: one tag, depth 4, the Wan 2.1 720p shot "
-        "shape; RSS (/proc/self/statm) after the warm-up and along the way.",
+        "shape; RSS (/proc/self/statm) after the warm-up and along the way. S6: ComfyUI in-process, a "
+        "stand-in PromptServer so that the Store sends its event; each timed prompt is the executor's "
+        "EmptyLatentImage → ZeroCopyLatentStore with a new tag plus the prompt end's durability step; the tags "
+        "held before are put into the same store directly (4 KiB, spilled). S7: bench/sections/listing_server.py "
+        "in a process of its own (the pack's routes on a real aiohttp app, a stand-in GET /queue, and the old "
+        "listing for comparison); the clients and the probe in this process, one probe every 10 ms: during "
+        "rounds of 16 listings sent at once until all are answered, and while 16 clients list "
+        "without pause.",
     ])
     section.plots = [plot(ctx, sizes, tags, soaked)]
     section.seconds = time.perf_counter() - t_start

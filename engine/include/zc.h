@@ -579,6 +579,17 @@ ZC_API int zc_store_describe_json(zc_store *store, char *buf, size_t cap, size_t
 ZC_API int zc_store_describe_tag_json(zc_store *store, const char *tag, char *buf, size_t cap,
                                       size_t *needed);
 
+/* A count that grows whenever a tag's newest generation rises or a tag is
+ * dropped, as far as this store knows them: a put, an import, a spill file
+ * of another process found by a look at the folder (zc_store_get,
+ * zc_store_generations, zc_store_describe_tag_json), a drop.  Equal counts
+ * mean that every tag's "last_generation" and the set of tags described
+ * are unchanged; a caller that must notice any new shot of any tag (a
+ * node whose tag is not known yet) compares it instead of the whole
+ * description.  Constant time whatever the number of tags.
+ * @return ZC_OK; ZC_E_INVALID (store or out NULL). */
+ZC_API int zc_store_changes(zc_store *store, uint64_t *out);
+
 /* ------------------------------------------------------------------------ */
 /* HowTo: measure the seam of a hop at put time (zc_continuity/seam.py is the */
 /* reference definition; docs/film.md says what the numbers mean)             */

@@ -87,6 +87,43 @@ TEST(describe_one_tag_restores_nothing)
     free(dir);
 }
 
+TEST(changes_grow_with_a_newer_generation_or_a_drop_only)
+{
+    char *dir = zc_test_tmpdir("changes");
+    REQUIRE(dir != NULL);
+    zc_store *a = open_spilling(dir, 4, 0), *b = open_spilling(dir, 4, 0);
+    REQUIRE(a != NULL && b != NULL);
+    uint64_t c0 = 99, c1 = 0, c2 = 0, c3 = 0, c4 = 0;
+    REQUIRE_OK(zc_store_changes(a, &c0));
+    CHECK(c0 == 0);
+    REQUIRE_OK(zc_store_put(a, "a", fixture_bundle(16, 1), ZC_PUT_SPILL, NULL));
+    REQUIRE_OK(zc_store_changes(a, &c1));
+    CHECK(c1 > c0);
+    /* reading, listing, flushing and describing change nothing */
+    zc_view *v = NULL;
+    REQUIRE_OK(zc_store_get(a, "a", 0, &v));
+    zc_view_release(v);
+    REQUIRE_OK(zc_store_flush(a));
+    char buf[4096];
+    REQUIRE_OK(zc_store_describe_tag_json(a, "a", buf, sizeof buf, NULL));
+    REQUIRE_OK(zc_store_changes(a, &c2));
+    CHECK(c2 == c1);
+    /* another store's new shot, once a look at the folder finds it */
+    REQUIRE_OK(zc_store_put(b, "a", fixture_bundle(16, 2), ZC_PUT_SPILL, NULL));
+    REQUIRE_OK(zc_store_flush(b));
+    REQUIRE_OK(zc_store_describe_tag_json(a, "a", buf, sizeof buf, NULL));
+    REQUIRE_OK(zc_store_changes(a, &c3));
+    CHECK(c3 > c2);
+    REQUIRE_OK(zc_store_drop(a, "a", 0));
+    REQUIRE_OK(zc_store_changes(a, &c4));
+    CHECK(c4 > c3);
+    CHECK(zc_store_changes(NULL, &c4) == ZC_E_INVALID && zc_store_changes(a, NULL) == ZC_E_INVALID);
+    zc_store_close(b);
+    zc_store_close(a);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
 TEST(release_frees_the_pool_then_spilled_slots_and_loses_nothing)
 {
     char *dir = zc_test_tmpdir("release");

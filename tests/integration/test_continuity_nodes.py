@@ -389,3 +389,50 @@ def test_pack_without_the_engine_still_loads_and_says_how_to_build_it(comfy, tmp
     # one line: the missing nodes, the platform, the fix that works here (a compiler is on the PATH)
     assert "5 of 6 nodes are not loaded" in ours[0] and "ZeroCopyFilmAssemble" in ours[0], ours
     assert "unset ZC_LIBRARY" in ours[0] and "install.py --build" in ours[0], ours
+
+
+def test_store_handoff_and_prompt_end_describe_their_tag_never_the_whole_store(comfy, captures, pack,
+                                                                               tiny_wan21_t2v, monkeypatch):
+    """Every Store and Handoff used to describe the whole store to describe one tag (its UI
+    event), and the prompt end did it again, so their cost grew with the tags held. Here, with a
+    server present (the events are sent) and other tags held, a Store, a Handoff whose tag is
+    linked (its fingerprint cannot name the tag) and the prompt end's durability step call the
+    one-tag description and the change count, never the whole-store describe."""
+    import types
+
+    runtime = runtime_of(pack)
+    durability = sys.modules[pack.__name__ + ".zc_nodes.durability"]
+    store = runtime.store()
+    for index in range(40):
+        store.put(f"held_{index}", {"latent_tensor": torch.zeros(1, 4, 8, 8)}, {"family": "sd1"}, spill=True)
+    sent = []
+    server = types.ModuleType("server")
+    server.PromptServer = type("PromptServer", (), {"instance": type("S", (), {
+        "send_sync": lambda self, event, data, sid=None: sent.append((event, data))})()})
+    monkeypatch.setitem(sys.modules, "server", server)
+    calls = {"describe": 0, "describe_tag": 0, "changes": 0}
+
+    def counted(name):
+        original = getattr(store, name)
+
+        def call(*args, **kwargs):
+            calls[name] += 1
+            return original(*args, **kwargs)
+        return call
+
+    for name in calls:
+        monkeypatch.setattr(store, name, counted(name))
+    tag = "one_tag_cost"
+    comfy.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
+    durability.make_durable()
+    g, hand = next_shot_graph(tiny_wan21_t2v.name, tag, seed=5)
+    named = g.add("PrimitiveString", value=tag)
+    g.prompt[hand]["inputs"]["buffer_tag"] = g.out(named)  # linked: the fingerprint uses the change count
+    comfy.run(g.prompt)
+    durability.make_durable()
+    assert calls["describe"] == 0, calls
+    assert calls["describe_tag"] >= 2 and calls["changes"] >= 1, calls
+    stores = [data for event, data in sent if event == "zerocopy.store" and data["tag"] == tag]
+    handoffs = [data for event, data in sent if event == "zerocopy.handoff" and data.get("tag") == tag]
+    assert len(stores) == 2 and all(d["shape"] == [1, 16, 3, 8, 8] and d["digest"] for d in stores), stores
+    assert handoffs and handoffs[0]["shape"] == [1, 16, 3, 8, 8], handoffs

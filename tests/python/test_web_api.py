@@ -6,6 +6,7 @@ must never carry a traceback."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -180,7 +181,7 @@ def test_preview_of_a_spilled_tag_after_a_restart(api, tmp_path):
 def test_delete_drops_a_tag_and_tells_the_ui(api):
     api.put("film", video())
     status, body = api.client.json("DELETE", "/zerocopy/buffers/film?disk=true")
-    assert status == 200 and body == {"dropped": ["film"], "missing": [], "disk": True}
+    assert status == 200 and body == {"dropped": ["film"], "missing": [], "not_dropped": [], "disk": True}
     assert api.client.json("GET", "/zerocopy/buffers")[1]["count"] == 0
     assert api.notified == [("zerocopy.buffers", {"reason": "dropped", "tags": ["film"]})]
     status, body = api.client.json("DELETE", "/zerocopy/buffers/film")
@@ -194,15 +195,44 @@ def test_delete_without_disk_keeps_the_spill_file(api):
     assert status == 200 and body["disk"] is False
     entry = api.client.json("GET", "/zerocopy/buffers/film")[1]
     assert entry["in_memory"] is False and entry["disk_generations"] == [1]
+    # held only on disk now: without disk=true there is nothing to drop, and the answer says how
+    status, body = api.client.json("DELETE", "/zerocopy/buffers/film")
+    assert_json_error(status, body, 409, "invalid_state")
+    assert "only on disk" in body["message"] and "disk=true" in body["message"]
 
 
 def test_post_drop_several_and_all(api):
     for tag in ("a", "b", "c"):
         api.put(tag, video())
     status, body = api.client.json("POST", "/zerocopy/drop", json={"tags": ["a", "zz"], "disk": True})
-    assert status == 200 and body == {"dropped": ["a"], "missing": ["zz"], "disk": True}
+    assert status == 200 and body == {"dropped": ["a"], "missing": ["zz"], "not_dropped": [], "disk": True}
     status, body = api.client.json("POST", "/zerocopy/drop", json={"all": True, "disk": True})
     assert status == 200 and body["dropped"] == ["b", "c"]
+    assert api.client.json("GET", "/zerocopy/buffers")[1]["count"] == 0
+
+
+def test_drop_all_without_disk_drops_every_tag_it_lists_and_names_a_disk_only_one(api):
+    """A tag held only on disk ("b", after a restart or a memory-only drop) used to
+    stop drop-all half-way with a 404, after some tags were dropped and before the others."""
+    for tag in ("a", "b", "c"):
+        api.put(tag, video())
+    api.store.flush()
+    assert api.client.json("DELETE", "/zerocopy/buffers/b")[0] == 200  # b: its spill file only
+    api.notified.clear()
+    status, body = api.client.json("POST", "/zerocopy/drop", json={"all": True, "disk": False})
+    assert status == 200, body
+    assert body["dropped"] == ["a", "c"] and body["missing"] == [] and body["disk"] is False
+    assert [entry["tag"] for entry in body["not_dropped"]] == ["b"]
+    assert "only on disk" in body["not_dropped"][0]["reason"]
+    assert api.notified == [("zerocopy.buffers", {"reason": "dropped", "tags": ["a", "c"]})]
+    listing = api.client.json("GET", "/zerocopy/buffers")[1]
+    assert {b["tag"]: b["in_memory"] for b in listing["buffers"]} == {"a": False, "b": False, "c": False}
+    # the same list by name, then with disk: every tag goes
+    status, body = api.client.json("POST", "/zerocopy/drop", json={"tags": ["b", "zz"], "disk": False})
+    assert status == 200 and body["dropped"] == [] and body["missing"] == ["zz"]
+    assert [entry["tag"] for entry in body["not_dropped"]] == ["b"]
+    status, body = api.client.json("POST", "/zerocopy/drop", json={"all": True, "disk": True})
+    assert status == 200 and body["dropped"] == ["a", "b", "c"] and body["not_dropped"] == []
     assert api.client.json("GET", "/zerocopy/buffers")[1]["count"] == 0
 
 
@@ -368,3 +398,103 @@ def test_a_store_that_cannot_open_is_503(tmp_path):
         assert "/private/path" not in json.dumps(body)
     finally:
         client.close()
+
+
+# ------------------------------------------------------------------ the listing and the event loop
+
+
+class GatedStore:
+    """The harness's store, whose whole-store describe waits until ``gate`` is set (by a request
+    that only a free event loop can answer) and counts its calls; describe_tag is counted too."""
+
+    def __init__(self, store):
+        import threading
+        self.store = store
+        self.gate = threading.Event()
+        self.calls = {"describe": 0, "describe_tag": 0}
+
+    def describe(self):
+        return json.loads(self.describe_text())
+
+    def describe_text(self):
+        self.calls["describe"] += 1
+        assert self.gate.wait(10), "the listing ran on the event loop: the other request never answered"
+        return self.store.describe_text()
+
+    def describe_tag(self, tag):
+        self.calls["describe_tag"] += 1
+        return self.store.describe_tag(tag)
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+
+def test_listings_run_off_the_event_loop_and_concurrent_ones_share_a_run(tmp_path):
+    """GET /zerocopy/buffers used to describe the store on the server's event loop, so
+    ComfyUI's own routes (GET /queue) waited behind it. Here the describe cannot finish until
+    another route of the same server has answered; 16 listings at once cost at most two
+    describes, and inspecting one tag never describes the whole store."""
+    store = LatentStore(spill_dir=tmp_path / "spill")
+    gated = GatedStore(store)
+    for i in range(5):
+        store.put(f"t{i}", {"latent_tensor": video(i)}, {"family": "wan21"})
+    app = aiohttp.web.Application()
+
+    async def queue(request):  # stands in for ComfyUI's own GET /queue
+        gated.gate.set()
+        return aiohttp.web.json_response({"queue_running": []})
+
+    app.router.add_get("/queue", queue)
+    routes.add_to_app(app, routes.Services(store=lambda: gated, projection_for=lambda m, c: None,
+                                           residency_report=lambda: {"available": False}))
+    client = SyncClient(app)
+    try:
+        async def together():
+            listings = [client.client.get("/zerocopy/buffers") for _ in range(16)]
+            answers = await asyncio.gather(*listings[:8], client.client.get("/queue"), *listings[8:])
+            return [(r.status, await r.json()) for r in answers]
+
+        answers = client.loop.run_until_complete(together())
+        assert all(status == 200 for status, _ in answers)
+        assert [doc["count"] for _, doc in answers if "count" in doc] == [5] * 16
+        assert 1 <= gated.calls["describe"] <= 2, gated.calls
+        # one tag: its own description, not the store's
+        before = dict(gated.calls)
+        assert client.json("GET", "/zerocopy/buffers/t3")[0] == 200
+        assert client.json("DELETE", "/zerocopy/buffers/t4")[0] == 200
+        assert client.json("POST", "/zerocopy/drop", json={"tags": ["t0"]})[0] == 200
+        assert gated.calls["describe"] == before["describe"] and gated.calls["describe_tag"] > before["describe_tag"]
+        # a listing asked after a change is computed after it (never a run that began before)
+        assert client.json("GET", "/zerocopy/buffers")[1]["count"] == 3
+    finally:
+        client.close()
+        store.close()
+
+
+def test_the_listing_decodes_and_encodes_tag_by_tag_to_the_same_values(tmp_path):
+    """What the listing's thread does in small pieces (so that the event loop gets the interpreter
+    lock between them) gives exactly what one json.loads / json.dumps would."""
+    from zc_nodes.api import buffers
+
+    with LatentStore(spill_dir=tmp_path / "spill") as store:
+        for i in range(100):
+            store.put(f"t{i:03}", {"latent_tensor": video(i, (1, 16, 1, 2, 2))},
+                      {"family": "wan21", "prompt": f'a "quoted" {i} \\ /x/y', "uni": "é✓"}, spill=True)
+        store.flush()
+        text = store.describe_text()
+        assert buffers.parse_description(text) == json.loads(text)
+    for odd in ('{}', ' { "tags" : [ ] , "a" : 1 } ', '{"tags":[{"a":[1,{"b":"]"}]} , {"c":"}"}],"z":null}',
+                '{"tags":[1,2', '[1]', '{"tags":[1 2]}'):
+        try:
+            expected = json.loads(odd)
+        except ValueError:
+            with pytest.raises(ValueError):
+                buffers.parse_description(odd)
+            continue
+        assert buffers.parse_description(odd) == expected
+    doc = {"version": 1, "buffers": [{"tag": f"t{i}", "meta": {"p": "/srv/x/y.png"}} for i in range(100)],
+           "count": 100, "empty": []}
+    encoded = json.loads(routes._encode(doc, ""))
+    assert encoded["count"] == 100 and encoded["empty"] == [] and len(encoded["buffers"]) == 100
+    assert encoded["buffers"][7] == {"tag": "t7", "meta": {"p": "<server path>/y.png"}}
+    assert json.loads(routes._encode({"buffers": doc["buffers"]}, ""))["buffers"][0]["tag"] == "t0"

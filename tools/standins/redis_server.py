@@ -29,13 +29,17 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """``start()`` / ``stop()`` / ``restart()``; ``url`` stays the same across restarts."""
+    """``start()`` / ``stop()`` / ``restart()``; ``url`` stays the same across restarts.
+    ``options``: more command-line configuration, e.g. ``["--maxmemory", "2mb",
+    "--maxmemory-policy", "allkeys-lru"]`` or ``["--rename-command", "CONFIG", ""]``."""
 
-    def __init__(self, workdir: Path, port: int | None = None, *, password: str | None = None):
+    def __init__(self, workdir: Path, port: int | None = None, *, password: str | None = None,
+                 options: list[str] | tuple[str, ...] = ()):
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.password = password
+        self.options = list(options)
         self.process: subprocess.Popen | None = None
         self.url = f"redis://127.0.0.1:{self.port}/0"
 
@@ -45,6 +49,7 @@ class RedisServer:
                    "--loglevel", "warning"]
         if self.password:
             command += ["--requirepass", self.password]
+        command += self.options
         self.log = open(self.workdir / f"redis-{self.port}.log", "ab")
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout

@@ -7,6 +7,8 @@ client (only whether spilling is on), and metadata strings are cut to a bound.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 
 from .redaction import redact_paths
@@ -16,6 +18,59 @@ MAX_META_KEYS = 64
 MAX_BUFFERS_LISTED = 1000
 # Metadata keys shown in the list (the full map is in the inspect document).
 LIST_META_KEYS = ("family", "latent_format", "model", "model_variant", "pixel_frames", "source")
+
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def parse_description(text: str) -> dict:
+    """``json.loads`` of the store's description (``LatentStore.describe_text()``), its ``tags``
+    decoded one tag at a time. The same value; but a thread that decodes thousands of tags in one
+    C call holds the interpreter lock all along (tens of milliseconds, more on a loaded machine),
+    while between tags the server's event loop gets its turn. Anything unexpected: json.loads."""
+    try:
+        return _parse_object(text)
+    except (ValueError, IndexError):
+        return json.loads(text)
+
+
+def _parse_object(text: str) -> dict:
+    def skip(i: int) -> int:
+        return _SPACE.match(text, i).end()
+
+    def expect(i: int, char: str) -> int:
+        if text[i] != char:
+            raise ValueError(f"expected {char!r} at {i}")
+        return skip(i + 1)
+
+    out: dict = {}
+    i = expect(skip(0), "{")
+    if text[i] == "}":
+        return out
+    while True:
+        key, i = _DECODER.raw_decode(text, i)
+        i = expect(skip(i), ":")
+        if key == "tags" and text[i] == "[":
+            items, i = [], skip(i + 1)
+            while text[i] != "]":
+                item, i = _DECODER.raw_decode(text, i)  # one tag: a short C call
+                items.append(item)
+                i = skip(i)
+                if text[i] == ",":
+                    i = skip(i + 1)
+                elif text[i] != "]":
+                    raise ValueError(f"expected ',' or ']' at {i}")
+            value, i = items, i + 1
+        else:
+            value, i = _DECODER.raw_decode(text, i)
+        out[key] = value
+        i = skip(i)
+        if text[i] == "}":
+            if skip(i + 1) != len(text):
+                raise ValueError("text after the object")
+            return out
+        i = expect(i, ",")
 
 
 def short_digest(digest: str | None) -> str | None:
@@ -115,16 +170,25 @@ def buffer_doc(entry: dict, now: float | None = None, *, full_meta: bool = False
     return doc
 
 
+def _listing_order(entry: dict, now: float) -> tuple:
+    """A tag's place in the listing: the age of its newest slot (as buffer_doc computes it),
+    tags held only on disk last, then the tag."""
+    slots = entry.get("slots") or []
+    newest = max(slots, key=lambda s: s["generation"]) if slots else None
+    age = _age(newest.get("created_unix_ms"), now) if newest else None
+    return (age if age is not None else float("inf"), entry["tag"])
+
+
 def buffers_doc(description: dict, now: float | None = None) -> dict:
-    """GET /zerocopy/buffers: every tag (newest first by generation time), the store's stats."""
+    """GET /zerocopy/buffers: every tag (newest first by generation time), the store's stats.
+    Only the listed tags (at most MAX_BUFFERS_LISTED) are made into documents."""
     now = time.time() if now is None else now
-    entries = description.get("tags", [])
-    docs = [buffer_doc(e, now) for e in entries]
-    docs.sort(key=lambda d: (d["age_s"] if d["age_s"] is not None else float("inf"), d["tag"]))
+    entries = sorted(description.get("tags", []), key=lambda e: _listing_order(e, now))
+    docs = [buffer_doc(e, now) for e in entries[:MAX_BUFFERS_LISTED]]
     return {
-        "buffers": docs[:MAX_BUFFERS_LISTED],
-        "count": len(docs),
-        "truncated": len(docs) > MAX_BUFFERS_LISTED,
+        "buffers": docs,
+        "count": len(entries),
+        "truncated": len(entries) > MAX_BUFFERS_LISTED,
         "stats": dict(description.get("stats", {})),
         "budgets": {"host_bytes": description.get("host_budget_bytes", 0),
                     "device_bytes": description.get("device_budget_bytes", 0)},

@@ -48,6 +48,12 @@ def redact_paths(message: str, spill_dir: str | os.PathLike | None = None) -> st
     return _BARE_PATH.sub(lambda m: _shown(m.group(1), m.group(2), folder), message)
 
 
+def spill_folder() -> str:
+    """The folder answers are redacted against when the caller names none: the pack's store's
+    ("" when none is known: every path then keeps only its name)."""
+    return _store_spill_dir() or ""
+
+
 def _store_spill_dir() -> str | None:
     """The open store's spill folder, else the one the next store will use."""
     try:
@@ -57,3 +63,26 @@ def _store_spill_dir() -> str | None:
         return str(spill) if spill is not None else None
     except Exception:  # noqa: BLE001 - outside the pack (a unit test of this module): no spill folder known
         return None
+
+
+def _may_hold_a_path(text: str) -> bool:
+    return "/" in text or "\\" in text
+
+
+def redact_document(value, spill_dir: str | os.PathLike | None = None):
+    """``value`` (a JSON document: dicts, lists, strings, numbers) with every string passed
+    through ``redact_paths``, keys included; what holds no path is returned as it is. The REST
+    API's one exit (routes.py ``_encode``) runs every answer through it, so no route can leak a
+    path that a message, a problem list or stored metadata carried."""
+    folder = spill_folder() if spill_dir is None else str(spill_dir)
+
+    def walk(item):
+        if isinstance(item, str):
+            return redact_paths(item, folder) if _may_hold_a_path(item) else item
+        if isinstance(item, dict):
+            return {walk(key): walk(sub) for key, sub in item.items()}
+        if isinstance(item, (list, tuple)):
+            return [walk(sub) for sub in item]
+        return item
+
+    return walk(value)

@@ -123,6 +123,8 @@ int zc_store_import(zc_store *s, const char *tag, uint64_t generation, const voi
         rc = zc__fail(ZC_E_NOMEM, "tag \"%s\" generation %llu was written to %s, but there was no "
                       "host memory to index it; it is found after a restart", tag,
                       (unsigned long long)generation, path);
+    else
+        s->changes++;
     zc_os_mutex_unlock(&s->lock);
     zc__spill_announce(s, tag);
     return rc;

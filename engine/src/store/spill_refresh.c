@@ -54,8 +54,10 @@ int zc__spill_refresh(zc_store *s, const char *tag)
         return rc; /* no counter: no store of this engine version spilled the tag */
     zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
-    if (e && c.last > e->last_generation)
+    if (e && c.last > e->last_generation) {
         e->last_generation = c.last;
+        s->changes++;
+    }
     if (e && e->seen_valid && e->seen_changes == c.changes) {
         zc_os_mutex_unlock(&s->lock);
         return ZC_OK;
@@ -74,12 +76,15 @@ int zc__spill_refresh(zc_store *s, const char *tag)
     }
     zc_os_mutex_lock(&s->lock);
     e = zc__tag_get_or_create(s, tag);
+    int found_or_lost = 0; /* a file appeared or went, or the newest rose */
     for (size_t i = 0; e && rc == ZC_OK && i < n; i++) {
         /* Only what was known before the probe can be forgotten: a file this
          * store's writer added meanwhile was not looked at. */
         if (p[i].present && zc__disk_add(e, p[i].generation, 0) != 0)
             rc = zc__fail(ZC_E_NOMEM, "out of host memory indexing tag \"%s\"", tag);
-        else if (!p[i].present && p[i].known)
+        else if (p[i].present != p[i].known)
+            found_or_lost = 1;
+        if (!p[i].present && p[i].known)
             zc__disk_remove(e, p[i].generation);
     }
     if (e == NULL && rc == ZC_OK)
@@ -87,9 +92,13 @@ int zc__spill_refresh(zc_store *s, const char *tag)
     if (e && rc == ZC_OK) {
         e->seen_changes = c.changes;
         e->seen_valid = 1;
-        if (c.last > e->last_generation)
+        if (c.last > e->last_generation) {
             e->last_generation = c.last;
+            found_or_lost = 1;
+        }
     }
+    if (found_or_lost)
+        s->changes++;
     zc_os_mutex_unlock(&s->lock);
     free(p);
     return rc;

@@ -504,6 +504,7 @@ static int commit(zc_store *s, const char *tag, zc_slot *slot, uint32_t flags, u
     slot->generation = gen;
     if (gen > e->last_generation)
         e->last_generation = gen;
+    s->changes++;
     slot->last_used = ++s->tick;
     uint32_t pos = ring_position(e, gen);
     memmove(&e->ring[pos + 1], &e->ring[pos], sizeof *e->ring * (e->count - pos));
@@ -708,8 +709,8 @@ static void probe_by_name(zc_store *s, const char *tag, uint64_t generation)
         return;
     zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_get_or_create(s, tag);
-    if (e)
-        zc__disk_add(e, generation, 0); /* out of memory: simply not found */
+    if (e && zc__disk_add(e, generation, 0) == 0) /* out of memory: simply not found */
+        s->changes++;
     zc_os_mutex_unlock(&s->lock);
 }
 
@@ -890,6 +891,7 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
         e->disk = NULL;
         e->disk_count = e->disk_cap = 0;
     }
+    s->changes++;
     zc_os_mutex_unlock(&s->lock);
     for (uint32_t i = 0; i < n; i++)
         zc__slot_unref(gone[i]);
@@ -903,6 +905,16 @@ int zc_store_drop(zc_store *s, const char *tag, uint32_t flags)
         zc__fsync_parent_dir(path);
         zc__spill_announce(s, tag); /* others forget them */
     }
+    return ZC_OK;
+}
+
+int zc_store_changes(zc_store *s, uint64_t *out)
+{
+    if (s == NULL || out == NULL)
+        return zc__fail(ZC_E_INVALID, "zc_store_changes: store or out is NULL");
+    zc_os_mutex_lock(&s->lock);
+    *out = s->changes;
+    zc_os_mutex_unlock(&s->lock);
     return ZC_OK;
 }
 

@@ -118,6 +118,8 @@ struct zc_store {
     size_t tag_count;
     uint64_t tick;
     zc_store_stats stats;          /* counters kept under the lock */
+    uint64_t changes;              /* zc_store_changes: grows when a tag's newest rises or a
+                                      tag is dropped (under the lock) */
     int closing;
 
     /* disk tier */
