@@ -506,6 +506,35 @@ ZC_API int zc_store_trim(zc_store *store, int tier, uint64_t want, uint64_t *rel
  * names the tag, the generation and the file). */
 ZC_API int zc_store_flush(zc_store *store);
 
+/* zc_store_flush for one tag: what a reader of that tag's film calls, so that
+ * another tag's trouble never fails it.  Queues again the tag's shots whose
+ * spill failed (never another tag's), then looks at the tag's files the store
+ * says are on disk (one stat each: the cost follows the tag's files, not the
+ * tags held):
+ *  - a shot still in memory whose file vanished, or whose size is no longer
+ *    the one written (the file is renamed aside to *.rejected, kept), is
+ *    queued to be written again from memory; its generation goes to
+ *    rewritten;
+ *  - a file that vanished while its shot is no longer in memory is gone for
+ *    good: the store forgets it (its listing and zc_store_generations stop
+ *    naming it) and its generation goes to lost.
+ * Only the files this store owns are looked at (it wrote them, or found them
+ * alone on the folder): other stores prune only their own, which this store
+ * learns of as before.
+ * Then waits until every queued spill is written (the writer is one queue),
+ * as zc_store_flush does.  The store's first spill error since the last
+ * zc_store_flush stays for that call: this one neither reports nor clears
+ * another tag's failure.
+ * rewritten and lost receive at most their cap generations, ascending;
+ * *rewritten_count and *lost_count (either pointer may be NULL, with a cap
+ * of 0) say how many there were.
+ * @return ZC_OK; ZC_E_INVALID (NULL store, bad tag, NULL array with a cap);
+ * or this tag's spill error (ZC_E_IO...), naming the tag, the generation and
+ * the cause, when one of its shots is still not on disk. */
+ZC_API int zc_store_flush_tag(zc_store *store, const char *tag, uint64_t *rewritten,
+                              size_t rewritten_cap, size_t *rewritten_count, uint64_t *lost,
+                              size_t lost_cap, size_t *lost_count);
+
 /* Import a shot serialized by zc_view_serialize (or a spill file of this
  * engine read from elsewhere, e.g. fetched from another machine) as
  * tag@generation: the bytes are validated by the hardened reader, must say

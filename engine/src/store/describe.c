@@ -66,7 +66,12 @@ static void describe_slot(zc_jsonbuf *jb, const zc_slot *s)
         zc__jb_raw(jb, ":");
         zc__jb_string(jb, b->meta[i].value);
     }
-    zc__jb_raw(jb, "}}");
+    zc__jb_raw(jb, "}");
+    if (s->spill_state == ZC__SPILL_FAILED && s->spill_problem[0]) {
+        zc__jb_raw(jb, ",\"spill_problem\":"); /* this shot's own cause */
+        zc__jb_string(jb, s->spill_problem);
+    }
+    zc__jb_raw(jb, "}");
 }
 
 static void describe_tag(zc_jsonbuf *jb, const zc_tag_entry *e)

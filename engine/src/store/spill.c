@@ -334,6 +334,9 @@ void zc__spill_enqueue(zc_store *s, zc_slot *slot)
     if (job == NULL) {
         s->stats.spill_errors++;
         slot->spill_state = ZC__SPILL_FAILED; /* pinned; the next flush queues it again */
+        snprintf(slot->spill_problem, sizeof slot->spill_problem,
+                 "out of host memory queueing the spill of tag \"%s\" generation %llu", slot->tag,
+                 (unsigned long long)slot->generation);
         if (s->flush_status == ZC_OK) {
             s->flush_status = ZC_E_NOMEM;
             snprintf(s->flush_message, sizeof s->flush_message,
@@ -498,6 +501,10 @@ static void writer_main(void *arg)
             rc = heal_and_retry(s, slot, path, extra, 3 + nseam, &lineage);
         zc__seam_entries_free(extra + 3, nseam);
         const char *err = rc == ZC_OK ? NULL : zc_last_error();
+        uint64_t written_bytes = 0; /* what a later zc_store_flush_tag expects to find */
+        zc_os_path_kind written_kind;
+        if (rc == ZC_OK && zc_os_stat(path, &written_kind, &written_bytes) != 0)
+            written_bytes = 0;
 
         uint64_t prune[64];
         uint32_t nprune = 0, ntrimmed = 0;
@@ -510,6 +517,8 @@ static void writer_main(void *arg)
         } else if (rc == ZC_OK) {
             s->stats.spills_written++;
             slot->spill_state = ZC__SPILL_WRITTEN;
+            slot->spill_bytes = written_bytes;
+            slot->spill_problem[0] = '\0';
             over = after_write(s, slot, &lineage);
             zc_tag_entry *e = zc__tag_find(s, slot->tag);
             if (e) /* a ring grown by pinned slots comes back to its depth */
@@ -521,6 +530,7 @@ static void writer_main(void *arg)
             snprintf(s->spill_problem, sizeof s->spill_problem, "the spill of tag \"%s\" "
                      "generation %llu failed: %s", slot->tag,
                      (unsigned long long)slot->generation, err);
+            snprintf(slot->spill_problem, sizeof slot->spill_problem, "%s", s->spill_problem);
             if (s->flush_status == ZC_OK) {
                 s->flush_status = rc;
                 snprintf(s->flush_message, sizeof s->flush_message, "%s", s->spill_problem);

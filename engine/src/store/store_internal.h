@@ -50,6 +50,10 @@ typedef struct zc_slot {
     int from_disk;                 /* restored from a spill file */
     int files_dropped;             /* dropped with ZC_DROP_DISK; under the store lock */
     int spill_state;               /* ZC__SPILL_*; under the store lock */
+    uint64_t spill_bytes;          /* its spill file's size when this store wrote it (0: not
+                                      written here); under the store lock */
+    char spill_problem[1024];      /* why its spill failed (state ZC__SPILL_FAILED); under
+                                      the store lock */
     zc_write_watch watch[ZC_MAX_TENSORS]; /* per tensor of bundle */
     struct zc_slot *next_deferred; /* in zc_store.deferred: its last release waits for a caller */
 } zc_slot;
