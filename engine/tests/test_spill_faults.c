@@ -260,3 +260,120 @@ TEST(a_spill_folder_removed_while_the_store_runs_is_created_again)
     free(spill);
     free(dir);
 }
+
+/* A shot of n values spilled under tag; the generation in *gen. */
+static int put_sized(zc_store *s, const char *tag, int64_t n, float scale, uint64_t *gen)
+{
+    zc_bundle *b = fixture_bundle(n, scale);
+    int rc = b ? zc_store_put(s, tag, b, ZC_PUT_SPILL, gen) : ZC_E_NOMEM;
+    if (rc != ZC_OK)
+        zc_bundle_free(b);
+    return rc;
+}
+
+TEST(flush_tag_reports_its_own_tag_never_another_ones_failure)
+{
+    uint64_t old = 0;
+    char *dir = zc_test_tmpdir("spill-fault-own-tag");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_store(dir, 4, 8, 0);
+    REQUIRE(s != NULL);
+    uint64_t intact = 0, broken = 0, small = 0;
+    CHECK_OK(put_sized(s, "intact", 64, 1.0f, &intact));
+    CHECK_OK(zc_store_flush(s));
+    int err = zc_os_test_limit_file_size(8192, &old); /* the 16 KiB shot fails, 256 bytes pass */
+    if (zc_os_error_is(err, ZC_OS_UNSUPPORTED)) {
+        zc_store_close(s);
+        zc_test_rmtree(dir);
+        free(dir);
+        SKIP(NO_LIMIT);
+    }
+    REQUIRE(err == 0);
+    CHECK_OK(put_sized(s, "broken", SHOT_VALUES, 2.0f, &broken));
+    CHECK_OK(put_sized(s, "intact", 64, 3.0f, &small));
+    size_t nr = 9, nl = 9;
+    int own = zc_store_flush_tag(s, "intact", NULL, 0, &nr, NULL, 0, &nl);
+    char own_msg[1024];
+    snprintf(own_msg, sizeof own_msg, "%s", zc_last_error());
+    int theirs = zc_store_flush_tag(s, "broken", NULL, 0, NULL, NULL, 0, NULL);
+    char theirs_msg[1024];
+    snprintf(theirs_msg, sizeof theirs_msg, "%s", zc_last_error());
+    int whole = zc_store_flush(s); /* the store's first error stays for the whole flush */
+    REQUIRE(zc_os_test_restore_file_size(old) == 0);
+
+    CHECK(own == ZC_OK);
+    CHECK(nr == 0 && nl == 0);
+    CHECK(zc_test_count(dir, "intact@", ".latent") == 2); /* its new shot was written meanwhile */
+    CHECK(theirs == ZC_E_IO);
+    CHECK(strstr(theirs_msg, "the spill of tag \"broken\" generation") != NULL);
+    CHECK(strstr(own_msg, "broken") == NULL);
+    CHECK(whole == ZC_E_IO);
+    char *json = describe(s); /* the failed shot carries its own cause */
+    REQUIRE(json != NULL);
+    CHECK(count_in(json, "\"spill_problem\":\"the spill of tag \\\"broken\\\" generation") == 2);
+    free(json);
+    CHECK_OK(zc_store_flush_tag(s, "broken", NULL, 0, NULL, NULL, 0, NULL)); /* the fault is gone */
+    CHECK(zc_test_count(dir, "broken@", ".latent") == 1);
+    CHECK(zc_store_flush_tag(NULL, "intact", NULL, 0, NULL, NULL, 0, NULL) == ZC_E_INVALID);
+    CHECK(zc_store_flush_tag(s, "intact", NULL, 3, NULL, NULL, 0, NULL) == ZC_E_INVALID);
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(dir);
+}
+
+static char *shot_path(const char *dir, const char *tag, uint64_t gen)
+{
+    char name[128];
+    snprintf(name, sizeof name, "%s@%020llu.latent", tag, (unsigned long long)gen);
+    return zc_test_join(dir, name);
+}
+
+TEST(flush_tag_writes_again_a_vanished_or_changed_file_and_names_a_lost_one)
+{
+    char *dir = zc_test_tmpdir("spill-vanished");
+    REQUIRE(dir != NULL);
+    zc_store *s = open_store(dir, 2, 8, 0); /* the ring keeps the newest two */
+    REQUIRE(s != NULL);
+    uint64_t g[4];
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(put_spilled(s, "film", (float)(i + 1), &g[i]));
+    CHECK_OK(zc_store_flush(s));
+    char *gone_old = shot_path(dir, "film", g[0]);   /* out of memory: lost */
+    char *gone_new = shot_path(dir, "film", g[3]);   /* in memory: written again */
+    char *changed = shot_path(dir, "film", g[2]);    /* in memory, cut short: aside, written again */
+    REQUIRE(gone_old && gone_new && changed);
+    CHECK(remove(gone_old) == 0);
+    CHECK(remove(gone_new) == 0);
+    FILE *f = fopen(changed, "wb");
+    REQUIRE(f != NULL);
+    fputs("short", f);
+    fclose(f);
+
+    uint64_t rewritten[4] = {0}, lost[4] = {0};
+    size_t nr = 0, nl = 0;
+    CHECK_OK(zc_store_flush_tag(s, "film", rewritten, 4, &nr, lost, 4, &nl));
+    CHECK(nr == 2 && rewritten[0] == g[2] && rewritten[1] == g[3]);
+    CHECK(nl == 1 && lost[0] == g[0]);
+    CHECK(zc_test_count(dir, "film@", ".latent") == 3);
+    CHECK(zc_test_count(dir, "film@", ".rejected") == 1);
+    zc_os_path_kind kind;
+    CHECK(zc_os_stat(gone_new, &kind, NULL) == 0);
+    uint64_t gens[8];
+    size_t n = 0;
+    CHECK_OK(zc_store_generations(s, "film", gens, 8, &n));
+    CHECK(n == 3 && gens[2] == g[1]); /* the lost one is no longer named */
+    /* Nothing vanished since: a second look finds nothing to do. */
+    CHECK_OK(zc_store_flush_tag(s, "film", rewritten, 4, &nr, lost, 4, &nl));
+    CHECK(nr == 0 && nl == 0);
+    zc_store_close(s);
+
+    REQUIRE((s = open_store(dir, 2, 8, 0)) != NULL); /* a restart finds the rewritten shots */
+    CHECK(holds(s, "film", g[3], 4.0f));
+    CHECK(holds(s, "film", g[2], 3.0f));
+    zc_store_close(s);
+    zc_test_rmtree(dir);
+    free(gone_old);
+    free(gone_new);
+    free(changed);
+    free(dir);
+}
