@@ -217,6 +217,8 @@ _OPTIONAL_PROTOTYPES = {
     "zc_store_trim": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
     "zc_view_record": (c_int, [c_void_p]),
     "zc_store_changes": (c_int, [c_void_p, POINTER(c_uint64)]),
+    "zc_store_flush_tag": (c_int, [c_void_p, c_char_p, POINTER(c_uint64), c_size_t, POINTER(c_size_t),
+                                   POINTER(c_uint64), c_size_t, POINTER(c_size_t)]),
     # zc_store_trim's name in engine 0.3.0 and earlier (LatentStore.trim calls it there)
     "zc_store_release": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
     # Only the tests call these (zc.h's advanced section): test_seam_engine.py, test_abi.py.

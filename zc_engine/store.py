@@ -29,7 +29,7 @@ from typing import Mapping
 import torch
 
 from . import device, dlpack
-from .errors import AccessDenied, CorruptFile, NotFound
+from .errors import AccessDenied, CorruptFile, EngineIOError, NotFound, ZeroCopyError
 from ._library import (DL_BFLOAT, DL_BOOL, DL_FLOAT, DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2, DL_INT, DL_UINT, SeamLayout,
                        SeamStats, StoreConfig, StoreStats, TensorInfo, VerifyReport, call_growing, check, encode,
                        has, lib)
@@ -679,6 +679,33 @@ class LatentStore:
     def flush(self) -> None:
         """Wait until every queued spill is on disk; raises the first spill error."""
         check(lib.zc_store_flush(self.handle))
+
+    def flush_tag(self, tag: str) -> dict[str, list[int]]:
+        """``flush`` for a reader of one tag's film (``zc_store_flush_tag``): only this tag's
+        failed spills are retried and only its failure is raised, another tag's trouble never.
+        Its files this store owns are looked at (one stat each): ``rewritten`` lists the
+        generations whose file vanished or changed and that were written again from memory,
+        ``lost`` those whose file vanished while the shot is no longer in memory (the store
+        forgets them). An engine without the call (0.3.x) flushes everything and raises only
+        when this tag holds a shot whose spill failed; it cannot see vanished files."""
+        if not has("zc_store_flush_tag"):
+            try:
+                self.flush()
+            except ZeroCopyError as exc:
+                entry = self.describe_tag(tag) or {}
+                failed = [s["generation"] for s in entry.get("slots", []) if s.get("spill") == "failed"]
+                if failed:
+                    raise EngineIOError(f"the spill of tag \"{tag}\" generation {failed[0]} failed "
+                                        f"(the store's first spill error: {exc})") from None
+            return {"rewritten": [], "lost": [], "rewritten_count": 0, "lost_count": 0}
+        cap = 64
+        rewritten, lost = (ctypes.c_uint64 * cap)(), (ctypes.c_uint64 * cap)()
+        n_rewritten, n_lost = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        check(lib.zc_store_flush_tag(self.handle, encode(tag, "tag"), rewritten, cap, ctypes.byref(n_rewritten),
+                                     lost, cap, ctypes.byref(n_lost)))
+        return {"rewritten": list(rewritten[:min(cap, n_rewritten.value)]),
+                "lost": list(lost[:min(cap, n_lost.value)]),
+                "rewritten_count": n_rewritten.value, "lost_count": n_lost.value}
 
     def stats(self) -> dict[str, int]:
         st = StoreStats()
