@@ -74,7 +74,7 @@ def read(tag: str, first_shot: int, last_shot: int, seam_trim: int, assemble_inc
     except NotFound as exc:
         raise ContinuityError(f"{exc}; store the film's shots with ZeroCopyLatentStore under tag {tag!r} "
                               "first") from None
-    missing = gaps(doc)
+    missing = [film_view.lost_sentence(tag, g) for g in doc.get("lost", [])] + gaps(doc)
     if missing and not assemble_incomplete:
         raise ContinuityError(incomplete_error(tag, missing, len(film_view.line(doc))))
     if missing:

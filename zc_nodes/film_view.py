@@ -2,7 +2,8 @@
 
 The engine reads the film from the spill files alone (zc_engine.film): each shot's lineage,
 the takes at every place, the chosen line and the stale shots. The shared store writes its
-spill files in the background, so a caller that needs the shots it just stored flushes first.
+spill files in the background, so a caller that needs the shots it just stored flushes first:
+its own tag only (``flush_own``), so that one film's spill trouble never fails another film.
 
 ``continue_from`` is the one answer to "which stored shot does this tag continue from", for the
 Handoff and the Load: the farm's newer shot first, then the generation asked for, else
@@ -13,7 +14,7 @@ function here that reads the store takes it as an argument (default: the pack's 
 
 from __future__ import annotations
 
-from . import farm_link, runtime
+from . import farm_link, runtime, ui_events
 from ._pack import log
 
 if __package__ and "." in __package__:  # <pack>.zc_nodes
@@ -25,12 +26,42 @@ START_IMAGE = "start_image"
 
 
 def describe(tag: str, *, verify: bool = False, store=None) -> dict:
-    """The film under ``tag`` (the engine's JSON, see docs/film.md), spills flushed first."""
+    """The film under ``tag`` (the engine's JSON, see docs/film.md), its own spills flushed first
+    (``flush_own``: another tag's failed spill never fails this film). ``lost`` lists the
+    generations whose file vanished while they were no longer in memory (said once, here)."""
     store = store or runtime.store()
-    store.flush()
+    checked = flush_own(store, tag)
     doc = engine_film.describe_film(store.spill_dir, tag, verify=verify)
     doc.setdefault("drift", None)  # an engine older than the drift: none known
+    doc["lost"] = checked["lost"]
     return doc
+
+
+def lost_sentence(tag: str, generation: int) -> str:
+    return (f"generation {generation} of film {tag!r} is lost: its spill file vanished from the spill folder "
+            "and the shot was no longer in memory, so the film is shorter by it; render it again (or restore "
+            "the file from a backup)")
+
+
+def flush_own(store, tag: str) -> dict:
+    """Write the tag's queued spills and raise only the tag's own spill failure (the store's
+    ``flush_tag``); a spill file of the tag that vanished or changed under the store is written
+    again from memory, or named lost when the shot is no longer there: either way said in the
+    log and as a toast."""
+    checked = store.flush_tag(tag)
+    folder = store.spill_dir
+    if checked["rewritten"]:
+        gens = ", ".join(str(g) for g in checked["rewritten"])
+        message = (f"the spill file of tag {tag!r} generation {gens} vanished from the spill folder {folder} or "
+                   "changed there (a changed file is kept beside it as *.rejected); the shot was still in memory "
+                   "and was written again")
+        log.warning("%s", message)
+        ui_events.warn("ZeroCopy: a spill file was written again", message)
+    for generation in checked["lost"]:
+        message = lost_sentence(tag, generation) + f" (spill folder: {folder})"
+        log.warning("%s", message)
+        ui_events.warn("ZeroCopy: a stored shot is lost", message, severity="error")
+    return checked
 
 
 def has_choices(tag: str, store=None) -> bool:
@@ -122,5 +153,5 @@ def choose(tag: str, generation: int) -> dict:
     that cannot be on any line, InvalidInput for a bad tag) pass through: they name the value and
     the fix."""
     store = runtime.store()
-    store.flush()
+    flush_own(store, tag)
     return engine_film.choose(store.spill_dir, tag, generation)
