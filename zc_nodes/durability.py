@@ -23,8 +23,12 @@ never evicted from memory (the engine pins it; see ``zc_store_flush`` in engine/
 - **Failures.** A spill that fails after the engine's own healing (a removed folder is created
   again, older files beyond ``disk_keep`` are pruned first) is reported as an error line naming
   the tag, the generation, the folder and the cause; as a ``zerocopy.spill_failed`` event (the
-  Store node's badge turns red, a toast says what happened); and in the ZeroCopy sidebar, which
-  lists memory-only shots. The Store run itself does not fail: the shot is in memory, pinned,
+  Store node's badge turns red) and a toast that names each tag's shots with their own cause, the
+  spill folder as the user set it (the REST answers keep it out), that a restart loses them, and
+  the fix that fits the cause (a read-only drive, a folder ComfyUI may not write, a full drive, a
+  file-size limit, a folder that is gone; ``FIXES``); and in the ZeroCopy sidebar, which lists
+  memory-only shots. The files of the tags a prompt stored are looked at once more: one that
+  vanished or changed is written again from memory, or said lost (``film_view.flush_own``). The Store run itself does not fail: the shot is in memory, pinned,
   the film can go on in this process, and the engine retries the write after every prompt. A
   failing prompt would hide the outputs it made (a decoded video) without saving the shot.
 
@@ -36,6 +40,7 @@ each Store plus the write).
 from __future__ import annotations
 
 import os
+import re
 import signal
 import threading
 import weakref
@@ -86,7 +91,20 @@ def make_durable(reason: str = "the prompt finished") -> bool:
         store.flush()
     except Exception as exc:  # noqa: BLE001 - reported below, never raised into ComfyUI
         error = str(exc)
+    _check_files(store, stored)
     return _report(store, stored, error, reason)
+
+
+def _check_files(store, stored) -> None:
+    """The files of the tags this prompt stored, looked at once more (``film_view.flush_own``: one
+    stat each): one that vanished or changed is written again from memory, or said lost. The cost
+    follows the tags stored, never the tags held."""
+    from . import film_view
+    for tag in dict.fromkeys(tag for tag, _, _ in stored):
+        try:
+            film_view.flush_own(store, tag)
+        except Exception:  # noqa: BLE001 - the tag's own spill failure: _report says it
+            continue
 
 
 def report_rejected(store, stats: dict | None = None) -> int:
@@ -115,10 +133,18 @@ def report_rejected(store, stats: dict | None = None) -> int:
     return new
 
 
+# The cause of each memory-only shot, from its slot's own "spill_problem" (engines that keep one).
+_problems: dict[tuple[str, int], str] = {}
+
+
 def _failed_slots(entry: dict | None) -> list[tuple[str, int]]:
     if not entry:
         return []
-    return [(entry["tag"], slot["generation"]) for slot in entry.get("slots", []) if slot.get("spill") == "failed"]
+    failed = [slot for slot in entry.get("slots", []) if slot.get("spill") == "failed"]
+    for slot in failed:
+        if slot.get("spill_problem"):
+            _problems[(entry["tag"], slot["generation"])] = slot["spill_problem"]
+    return [(entry["tag"], slot["generation"]) for slot in failed]
 
 
 def _memory_only(store, stored, stats: dict) -> tuple[list[tuple[str, int]], str | None]:
@@ -167,6 +193,7 @@ def _report(store, stored, error, reason) -> bool:
         log.warning("%s", message)
         ui_events.warn("ZeroCopy: spill folder re-created", _redacted(message))
     if not memory_only:
+        _problems.clear()
         if _reported:
             _reported.clear()
             log.info("every stored shot is on disk again (%s)", reason)
@@ -181,21 +208,85 @@ def _report(store, stored, error, reason) -> bool:
         except Exception:  # noqa: BLE001
             spill_problem = None
     problem = spill_problem or error or "the spill failed"
+    own = {shot: _problems.get(shot, problem) for shot in memory_only}
+    for shot in [shot for shot in _problems if shot not in own]:
+        del _problems[shot]
     shots = ", ".join(f"{tag} generation {gen}" for tag, gen in memory_only)
+    fixes = list(dict.fromkeys(FIXES[cause_kind(own[shot])] for shot in memory_only))
     log.error("NOT ON DISK: %d shot(s) exist only in memory (%s): %s. Spill folder: %s. They stay "
-              "in memory (never evicted) and are written again after each prompt; free disk space "
-              "or fix the folder, or a restart loses them.", len(memory_only), shots, problem, folder)
+              "in memory (never evicted) and are written again after each prompt, but a restart of "
+              "ComfyUI loses them; %s.", len(memory_only), shots,
+              "; ".join(dict.fromkeys(own.values())), folder, "; ".join(fixes))
     if new or error:
         nodes = {(tag, gen): node for tag, gen, node in stored}
         for tag, gen in memory_only:
             ui_events.send(FAILED_EVENT, {
                 "node": nodes.get((tag, gen)), "tag": tag, "generation": gen,
-                "message": _redacted(problem), "memory_only": [list(s) for s in memory_only]})
+                "message": _redacted(own[(tag, gen)]), "memory_only": [list(s) for s in memory_only]})
         ui_events.warn(f"ZeroCopy: {len(memory_only)} shot(s) NOT saved to disk",
-                       f"{shots} exist only in memory: {_redacted(problem)}. They are kept in memory "
-                       "and retried after each prompt; free disk space or fix the spill folder.",
-                       severity="error")
+                       toast_text(memory_only, own, folder), severity="error")
     return False
+
+
+# What to do about a spill that failed, by its cause (the operating system's words in the engine's
+# message; POSIX and Windows phrasings): a read-only drive, a folder ComfyUI may not write, a full
+# drive, a file-size limit, a folder that is gone.
+_CAUSES = (
+    ("read_only", ("read-only file system", "write-protected")),
+    ("denied", ("permission denied", "operation not permitted", "access is denied")),
+    ("full", ("no space left on device", "disk quota exceeded", "not enough space on the disk",
+              "disk is full")),
+    ("too_large", ("file too large",)),
+    ("removed", ("no such file or directory", "cannot find the path")),
+)
+FIXES = {
+    "read_only": "the spill folder is on a read-only drive or mount: make it writable again (remount it "
+                 "read-write), or set ZEROCOPY_SPILL_DIR to a writable folder and restart ComfyUI",
+    "denied": "ComfyUI may not write in the spill folder: give the user ComfyUI runs as write permission on "
+              "it, or set ZEROCOPY_SPILL_DIR to a folder it may write and restart ComfyUI",
+    "full": "the drive of the spill folder is full: free space on it (drop old films in the ZeroCopy "
+            "sidebar), or set ZEROCOPY_SPILL_DIR to a folder on a larger drive and restart ComfyUI",
+    "too_large": "a file-size limit refuses the file (ulimit -f, or the drive's largest file): raise the "
+                 "limit, or set ZEROCOPY_SPILL_DIR to a folder on another drive and restart ComfyUI",
+    "removed": "the spill folder is gone and could not be made again: check that its drive is mounted and "
+               "create the folder, or set ZEROCOPY_SPILL_DIR to an existing folder and restart ComfyUI",
+    None: "fix the spill folder for the cause above, or set ZEROCOPY_SPILL_DIR to another folder and "
+          "restart ComfyUI",
+}
+_TEMPORARY = re.compile(r"\.zc-tmp-[^\s\"'/\\]*?-\d+-")
+
+
+def cause_kind(problem: str) -> str | None:
+    """Which of FIXES fits the engine's message (None: none known)."""
+    lower = problem.lower()
+    return next((kind for kind, words in _CAUSES if any(word in lower for word in words)), None)
+
+
+def cause(problem: str) -> str:
+    """The operating system's reason in the engine's message ("Read-only file system"), or the
+    message without the engine's temporary file names when no known reason is in it."""
+    kind = cause_kind(problem)
+    if kind is not None:
+        words = dict(_CAUSES)[kind]
+        lower = problem.lower()
+        at = min(lower.find(word) for word in words if word in lower)
+        return problem[at:].split(" (")[0].strip().rstrip(".")
+    return _TEMPORARY.sub("", problem)
+
+
+def toast_text(memory_only, problems: dict, folder) -> str:
+    """The toast of shots that could not be written: each tag's shots with their own cause, the
+    folder as the user set it (theirs to see; the REST answers stay redacted for other callers),
+    what a restart does to them and the fix that fits each cause."""
+    by_tag: dict[str, list[int]] = {}
+    for tag, gen in memory_only:
+        by_tag.setdefault(tag, []).append(gen)
+    lines = [f"tag {tag!r} generation {', '.join(str(g) for g in gens)}: "
+             f"{cause(problems[(tag, gens[0])])}" for tag, gens in by_tag.items()]
+    fixes = dict.fromkeys(FIXES[cause_kind(problems[shot])] for shot in memory_only)
+    return (f"Could not write to the spill folder {folder}: " + "; ".join(lines) + ". These shots exist only in "
+            "memory: a restart of ComfyUI loses them. They are kept in memory and written again after each "
+            "prompt. To fix: " + "; ".join(fixes) + ".")
 
 
 def _redacted(message: str) -> str:

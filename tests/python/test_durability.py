@@ -124,7 +124,11 @@ def test_a_spill_that_fails_is_told_in_the_log_on_the_badge_and_in_a_toast(tmp_p
     assert str(spill) not in failed["message"] and "<spill folder>/" in failed["message"]
     toast = events["zerocopy.warning"]
     assert toast["severity"] == "error" and "NOT saved to disk" in toast["title"]
-    assert str(spill) not in toast["message"]
+    # the toast is the user's: the folder they set, the cause, what a restart does, the fitting fix
+    assert f"spill folder {spill}:" in toast["message"], toast["message"]
+    assert "File too large" in toast["message"] and "a restart of ComfyUI loses them" in toast["message"]
+    assert "file-size limit" in toast["message"] and "free space" not in toast["message"]
+    assert ".zc-tmp-" not in toast["message"]
     # The limit lifted: the next prompt end writes the pinned shot and says so.
     assert out["healed"] is True
     assert out["files"] == [f"film@{gen:020d}.latent"]
