@@ -103,8 +103,8 @@ def _check_files(store, stored) -> None:
     for tag in dict.fromkeys(tag for tag, _, _ in stored):
         try:
             film_view.flush_own(store, tag)
-        except Exception:  # noqa: BLE001 - the tag's own spill failure: _report says it
-            continue
+        except Exception as exc:  # noqa: BLE001 - the tag's own spill failure: _report says it
+            log.debug("tag %r: %s", tag, exc)
 
 
 def report_rejected(store, stats: dict | None = None) -> int:

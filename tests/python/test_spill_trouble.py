@@ -13,26 +13,44 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import subprocess
 import sys
+from unittest import mock
 
+import comfy_api_standin
 import pytest
 import torch
+from test_film_assemble_memory import TAG, Decoder, film_of, mount
 
-from test_film_assemble_memory import TAG, Decoder, assemble_node, film_of, mount  # noqa: F401 (fixture)
 from zc_engine import EngineIOError, LatentStore
 from zc_engine._library import has
-from zc_nodes import durability, film_view, runtime, ui_events  # noqa: F401 (ui_events: told)
+from zc_nodes import durability, film_view, runtime
 
 pytestmark = pytest.mark.skipif(not has("zc_store_flush_tag"),
                                 reason="skipped: the loaded engine predates zc_store_flush_tag (build it: make)")
 RO_TAG = "ro_film"
+PACK = "zc_spill_trouble_pack"
 
 
 def _latent(seed: int) -> dict:
     return {"latent_tensor": torch.randn(1, 16, 3, 4, 6, generator=torch.Generator().manual_seed(seed))}
+
+
+@pytest.fixture
+def assemble_node(monkeypatch):
+    """(node module, runtime, comfy_calls): ZeroCopyFilmAssemble loaded as a package with a stand-in
+    for ComfyUI's comfy_api, farm off (as in test_film_assemble_memory.py)."""
+    for name, module in comfy_api_standin.modules(PACK).items():
+        monkeypatch.setitem(sys.modules, name, module)
+    node = importlib.import_module(f"{PACK}.zc_nodes.film_assemble_node")
+    calls = sys.modules[f"{PACK}.zc_nodes.comfy_calls"]
+    monkeypatch.setattr(calls, "progress_bar", lambda total: mock.MagicMock())
+    monkeypatch.setattr(sys.modules[f"{PACK}.zc_nodes.farm_link"], "complete_film", lambda tag: None)
+    yield node, sys.modules[f"{PACK}.zc_nodes.runtime"], calls
+    comfy_api_standin.forget(PACK)
 
 
 @pytest.fixture
@@ -104,6 +122,7 @@ def test_another_tags_failed_spill_never_fails_this_film(assemble_node, monkeypa
 
     aiohttp = pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's web server)")
     from web_api_helpers import SyncClient
+
     from zc_nodes.api import routes
     app = aiohttp.web.Application()
     routes.add_to_app(app, routes.Services(store=lambda: store, projection_for=lambda meta, channels: None,
@@ -121,7 +140,7 @@ def test_another_tags_failed_spill_never_fails_this_film(assemble_node, monkeypa
         client.close()
 
     node = mount(assemble_node, monkeypatch, store, Decoder())
-    images, _, info = node.ZeroCopyFilmAssemble.execute(buffer_tag=TAG, vae=object())
+    _, _, info = node.ZeroCopyFilmAssemble.execute(buffer_tag=TAG, vae=object())
     assert info.splitlines()[0].startswith(f"ZeroCopy film {TAG!r}: 3 shots"), info
     bundle, _ = film_view.continue_from(store, TAG)  # a Handoff continuing the intact film
     assert bundle.generation == doc["line"][-1]
@@ -181,8 +200,7 @@ def test_a_vanished_file_no_longer_in_memory_is_named_by_the_finishing_node(asse
         node.ZeroCopyFilmAssemble.execute(buffer_tag=TAG, vae=object())
     message = str(caught.value)
     assert f"generation {newest} of film {TAG!r} is lost" in message and "3 shot(s)" in message, message
-    sent, warnings = told
-    toasts = [data for event, data in sent if event == "zerocopy.warning"]
+    toasts = [data for event, data in told[0] if event == "zerocopy.warning"]
     assert toasts and toasts[0]["severity"] == "error" and f"generation {newest}" in toasts[0]["message"]
     assert newest not in store.generations(TAG)  # the sidebar no longer counts it on disk
 
