@@ -7,8 +7,9 @@ module path and no repeated prefix; a refused tag is said once, counting charact
 from __future__ import annotations
 
 import pytest
-from conftest import REPO, ComfyRunError, Graph
 from test_families_support import pack  # noqa: F401
+
+from conftest import REPO, ComfyRunError, Graph
 
 
 def load(g, tag):
@@ -39,6 +40,6 @@ def test_a_bad_tag_is_refused_once_counting_from_1(comfy, captures, pack):
     with pytest.raises(ComfyRunError) as caught:
         comfy.run(g.prompt, targets=[node])
     errors = [e for reasons in caught.value.error["node_errors"].values() for e in reasons]
-    assert [e["details"] for e in errors] == [
-        "buffer_tag - tag \"my film/shot#1\" has a space at character 3; tags use only letters, digits, "
-        "'_', '-' and '.' (write '_' for the space)"], errors
+    said = ("buffer_tag - tag \"my film/shot#1\" has a space at character 3; tags use only letters, digits, "
+            "'_', '-' and '.' (write '_' for the space)")  # ComfyUI's "buffer_tag - ", then the pack's, once
+    assert [e["details"] for e in errors] == [said], errors
