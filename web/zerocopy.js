@@ -576,7 +576,9 @@ function seamLines(shot, doc) {
 
 function storyboardCard(tag, shot, selected) {
   const [status, statusClass] = shotStatus(shot);
-  const label = shot.kind === "start_image" ? "start image" : `shot ${shot.shot}`;
+  // a shot the film cannot place (shot null, no take) is named by its generation alone
+  const placed = shot.shot != null && shot.takes > 0;
+  const label = shot.kind === "start_image" ? "start image · " : placed ? `shot ${shot.shot} · ` : "";
   return el(
     "div",
     {
@@ -591,8 +593,8 @@ function storyboardCard(tag, shot, selected) {
       },
     },
     el("img", { class: "zc-card-thumb", alt: "", loading: "lazy", src: previewURL(tag, shot.generation, 96) }),
-    el("div", { class: "zc-card-title", text: `${label} · gen ${shot.generation}` }),
-    el("div", { class: "zc-card-line", text: `take ${shot.take}/${shot.takes}${shot.pinned ? " · chosen" : ""}` }),
+    el("div", { class: "zc-card-title", text: `${label}gen ${shot.generation}` }),
+    el("div", { class: "zc-card-line", text: `${placed ? `take ${shot.take}/${shot.takes}` : "not on the line"}${shot.pinned ? " · chosen" : ""}` }),
     el("div", { class: "zc-card-line", text: `trim ${shot.trim ?? 0} · ${shot.frames ?? "?"} lat.`, title: `drops ${shot.trim ?? 0} pixel frames at its start when joined; ${shot.frames ?? "?"} latent frames` }),
     el("div", { class: `zc-card-line ${statusClass}`, text: status }),
     seamBadge(shot),

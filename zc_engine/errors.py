@@ -6,11 +6,26 @@ expected, and the fix.
 
 from __future__ import annotations
 
+# ComfyUI names a node's exception by its class's module and name (execution.py, full_type_name)
+# and loads a pack as a module named by the pack's folder path, so these types read
+# "<server path>.zc_engine.errors.NotFound" in its error panel and report. Each class here says
+# "ZeroCopy.NotFound" instead; __reduce__ rebuilds an instance by name from this module, so
+# pickle and copy do not look for a module named "ZeroCopy".
+PUBLIC_MODULE = "ZeroCopy"
+
 
 class ZeroCopyError(Exception):
     """Base class of every engine error. ``code`` is the engine's status."""
 
+    __module__ = PUBLIC_MODULE
     code = -100
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.__module__ = PUBLIC_MODULE
+
+    def __reduce__(self):
+        return _rebuild, (type(self).__qualname__, self.args), self.__dict__ or None
 
     def __init__(self, message: str, code: int | None = None):
         super().__init__(message)
@@ -81,6 +96,14 @@ _BY_CODE = {
                 EngineIOError, CorruptFile, InvalidState, Unsupported, GenerationExists,
                 AccessDenied)
 }
+
+
+def _rebuild(name: str, args: tuple) -> ZeroCopyError:
+    """An error of the class ``name`` of this module with ``args`` (pickle's side of __reduce__)."""
+    cls = globals()[name]
+    if not (isinstance(cls, type) and issubclass(cls, ZeroCopyError)):
+        raise TypeError(f"{name!r} is not an engine error")
+    return cls(*args)
 
 
 def error_for(code: int, message: str) -> ZeroCopyError:

@@ -47,7 +47,17 @@ MAX_WORKER_CHARS = 128
 
 
 class FarmConfigError(ValueError):
-    """A farm setting is wrong; the message names the setting, the value and the fix."""
+    """A farm setting is wrong; the message names the setting, the value and the fix. Its module
+    reads "ZeroCopy" in ComfyUI's error panel, not the server's path (see zc_continuity/errors.py)."""
+
+    __module__ = "ZeroCopy"
+
+    def __reduce__(self):  # pickle and copy rebuild it from this module, not from "ZeroCopy"
+        return _rebuild, (self.args,), self.__dict__ or None
+
+
+def _rebuild(args: tuple) -> FarmConfigError:
+    return FarmConfigError(*args)
 
 
 def redact_url(url: str) -> str:

@@ -57,6 +57,12 @@ def active():
         return _farm
 
 
+def configured() -> bool:
+    """Whether a farm URL is set (settings or ZEROCOPY_REDIS_URL), running or not: the farm's
+    advice is given only then."""
+    return _configured_url()[1] is not None
+
+
 def _redacted(url: str) -> str:
     from ..zc_farm import redact_url
     return redact_url(url)

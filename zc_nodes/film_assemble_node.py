@@ -140,7 +140,7 @@ class ZeroCopyFilmAssemble(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, buffer_tag=DEFAULT_TAG, **kwargs):
+    def validate_inputs(cls, buffer_tag=DEFAULT_TAG):
         return validate_tag(buffer_tag)
 
     @classmethod

@@ -44,13 +44,18 @@ def partial_line(doc: dict) -> dict:
     return {**doc, "line": line[::-1]}
 
 
-def incomplete_error(tag: str, problems: list[str], line_count: int) -> str:
-    return (f"film {tag!r} is not whole on this worker: {'; '.join(problems)}. Assembling it would give "
-            f"{line_count} shot(s) without them, so nothing was assembled. On a farm, assemble on the worker "
-            "that made the film (Redis keeps only the newest ZEROCOPY_REDIS_KEEP shots of a tag, so a worker "
-            "that never received the first ones cannot fetch them), or raise ZEROCOPY_REDIS_KEEP above the "
-            "film's length on every worker before the film is made; else render the missing shot again. To "
-            "join only the shots that verify, turn on assemble_incomplete")
+def incomplete_error(tag: str, problems: list[str], line_count: int, farm: bool) -> str:
+    """Why the film cannot be finished: each shot's problem (named as the user sees it, with its
+    fix, from the engine), what assembling would give, and, with a farm configured (``farm``),
+    where the missing shots may be."""
+    where = " on this worker" if farm else ""
+    farm_advice = ("On a farm, assemble on the worker that made the film (Redis keeps only the newest "
+                   "ZEROCOPY_REDIS_KEEP shots of a tag, so a worker that never received the first ones cannot "
+                   "fetch them), or raise ZEROCOPY_REDIS_KEEP above the film's length on every worker before "
+                   "the film is made. ") if farm else ""
+    return (f"film {tag!r} is not whole{where}: {'; '.join(problems)}. Assembling it would give {line_count} "
+            f"shot(s) without them, so nothing was assembled. {farm_advice}To join only the shots that "
+            "verify, turn on assemble_incomplete")
 
 
 @dataclass
@@ -76,7 +81,7 @@ def read(tag: str, first_shot: int, last_shot: int, seam_trim: int, assemble_inc
                               "first") from None
     missing = [film_view.lost_sentence(tag, g) for g in doc.get("lost", [])] + gaps(doc)
     if missing and not assemble_incomplete:
-        raise ContinuityError(incomplete_error(tag, missing, len(film_view.line(doc))))
+        raise ContinuityError(incomplete_error(tag, missing, len(film_view.line(doc)), farm_link.configured()))
     if missing:
         doc = partial_line(doc)
         log.warning("film %r %s incomplete (assemble_incomplete is on): %s", tag, verb, "; ".join(missing))

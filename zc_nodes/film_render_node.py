@@ -134,13 +134,12 @@ class ZeroCopyFilmRender(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, buffer_tag=DEFAULT_TAG, folder="zerocopy", **kwargs):
+    def validate_inputs(cls, buffer_tag=DEFAULT_TAG, folder="zerocopy"):
+        # no **kwargs: ComfyUI repeats a refusal once per input it passed here, under each name
         tag = validate_tag(buffer_tag)
         if tag is not True:
             return tag
-        if folder is not None and prefix_problem(folder):
-            return f"folder: {prefix_problem(folder)}"
-        return True
+        return (prefix_problem(folder) if folder is not None else None) or True
 
     @classmethod
     def fingerprint_inputs(cls, buffer_tag=DEFAULT_TAG, **kwargs):
@@ -153,7 +152,7 @@ class ZeroCopyFilmRender(io.ComfyNode):
                 tile_overlap=64, temporal_size=64, temporal_overlap=8) -> io.NodeOutput:
         if continuity is not None:
             buffer_tag = continuity["tag"]
-        problem = tag_problem(buffer_tag) or (prefix_problem(folder) and f"folder: {prefix_problem(folder)}")
+        problem = tag_problem(buffer_tag) or prefix_problem(folder)
         if problem:
             raise ValueError(problem)
         if decode not in DECODES:

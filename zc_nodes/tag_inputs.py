@@ -11,11 +11,13 @@ DEFAULT_TAG = "default_continuity"
 
 
 def tag_problem(tag) -> str | None:
-    """The engine's message for a bad tag, or None."""
+    """The engine's message for a bad tag, or None. It does not name the input: ComfyUI puts the
+    input's name before what validate_inputs returns ("buffer_tag - tag ... has a space at
+    character 3; ..."), and the tag itself is quoted in the message when a node raises it."""
     try:
         check_tag(tag, "buffer_tag")
     except (InvalidInput, TypeError) as exc:
-        return f"buffer_tag: {exc}"
+        return str(exc)
     return None
 
 

@@ -28,8 +28,11 @@ static void put_short_digest(const char *d)
 
 static void put_shot(const zc_film *film, const zc_film_shot *s)
 {
-    printf("gen %" PRIu64 "  shot %u  take %u/%u  %s", s->generation, s->shot, s->take,
-           s->takes, zc__film_state_name(s->state));
+    if (s->placed)
+        printf("gen %" PRIu64 "  shot %u  take %u/%u  %s", s->generation, s->shot, s->take,
+               s->takes, zc__film_state_name(s->state));
+    else
+        printf("gen %" PRIu64 "  not on the line  %s", s->generation, zc__film_state_name(s->state));
     if (s->start_image)
         fputs("  start image", stdout);
     if (s->pinned)
@@ -177,9 +180,11 @@ static int print_text(const zc_film *film)
     }
     for (size_t i = 0; i < film->count; i++)
         if (film->shots[i].problem) {
+            char *text = zc__film_problem_text(&film->shots[i]);
             fputs("problem: ", stdout);
-            cli_put_text(stdout, film->shots[i].problem);
+            cli_put_text(stdout, text ? text : film->shots[i].problem);
             fputc('\n', stdout);
+            free(text);
         }
     if (film->problems.data) {
         fputs("note: ", stdout);
@@ -222,11 +227,14 @@ static int print_text(const zc_film *film)
                 continue;
             fputs(first ? "" : "; ", stdout);
             first = 0;
-            if (s->problem)
-                cli_put_text(stdout, s->problem);
+            char name[96], *text = zc__film_problem_text(s);
+            zc__film_shot_name(s, name, sizeof name);
+            if (text)
+                cli_put_text(stdout, text);
             else
-                printf("shot %" PRIu64 ": file %s, hop %s", s->generation,
-                       zc__film_file_name(s->file), zc__film_hop_name(s->hop));
+                printf("%s: file %s, hop %s", name, zc__film_file_name(s->file),
+                       zc__film_hop_name(s->hop));
+            free(text);
         }
         fputc('\n', stdout);
     }

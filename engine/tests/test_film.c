@@ -405,7 +405,8 @@ TEST(film_parent_rewritten_with_another_tail_fails_its_hop)
     CHECK(strstr(json, "\"verified\":true,\"ok\":false") != NULL);
     CHECK(shot_has(json, 4, "\"file\":\"ok\",\"hop\":\"ok\""));
     CHECK(shot_has(json, 5, "\"file\":\"ok\",\"hop\":\"bad\""));
-    CHECK(shot_has(json, 5, "hop 5 <- 4: tail digest xxh3:"));
+    CHECK(shot_has(json, 5, "generation 5): the hop from generation 4: tail digest xxh3:"));
+    CHECK(shot_has(json, 5, "\"problem\":\"shot ")); /* on the line: named by its place */
     CHECK(shot_has(json, 5, "does not match the parent's last 1 frame xxh3:"));
     CHECK(shot_has(json, 5, "\"state\":\"line\"")); /* a bad hop is not a broken lineage */
     zc_free(json);
@@ -435,6 +436,7 @@ TEST(film_corrupt_file_is_bad_under_verification)
     CHECK(strstr(json, "\"ok\":false") != NULL);
     CHECK(shot_has(json, 6, "\"file\":\"bad\""));
     CHECK(shot_has(json, 6, "fails verification"));
+    CHECK(shot_has(json, 6, "generation 6): its file fails verification"));
     zc_free(json);
     zc_test_rmtree(dir);
     free(dir);
@@ -468,7 +470,7 @@ TEST(film_broken_lineage_cycle_missing_parent_and_parent_not_older)
     CHECK(shot_has(json, 7, "\"state\":\"broken\""));
     CHECK(shot_has(json, 7, "\"hop\":\"cycle\""));
     CHECK(shot_has(json, 8, "\"hop\":\"cycle\""));
-    CHECK(shot_has(json, 7, "shot 7: its lineage is a cycle"));
+    CHECK(shot_has(json, 7, "generation 7 (not on the line): its lineage is a cycle"));
     CHECK(shot_has(json, 9, "\"state\":\"stale\""));
     zc_free(json);
 
@@ -477,11 +479,13 @@ TEST(film_broken_lineage_cycle_missing_parent_and_parent_not_older)
     CHECK(shot_has(json, 9, "\"parent\":7,"));
     CHECK(shot_has(json, 9, "\"state\":\"broken\""));
     CHECK(shot_has(json, 9, "\"hop\":\"missing_parent\""));
-    CHECK(shot_has(json, 9, "shot 9: its parent, generation 7"));
+    CHECK(shot_has(json, 9, "generation 9 (not on the line): it continues generation 7 of tag"));
+    CHECK(shot_has(json, 9, "\"shot\":null,")); /* no place: not "shot 1", and no take */
+    CHECK(shot_has(json, 9, "\"take\":0,\"takes\":0"));
     CHECK(shot_has(json, 10, "\"state\":\"broken\""));
     CHECK(shot_has(json, 10, "parent generation 11, which is not older"));
     CHECK(shot_has(json, 12, "\"state\":\"broken\""));
-    CHECK(shot_has(json, 12, "shot 12: its lineage is not valid JSON"));
+    CHECK(shot_has(json, 12, "generation 12 (not on the line): its lineage is not valid JSON"));
     /* Roots 5 and 11 are the two takes of the first shot. */
     CHECK(shot_has(json, 5, "\"take\":1,\"takes\":2"));
     CHECK(strstr(json, "\"line\":[11]") != NULL && strstr(json, "\"anchor\":5") != NULL);

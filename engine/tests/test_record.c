@@ -352,7 +352,7 @@ TEST(record_a_rewritten_parent_breaks_the_shot_in_the_film_and_its_restore)
     CHECK(strstr(json, "\"generation\":3,") != NULL);
     CHECK(strstr(json, "\"state\":\"broken\"") != NULL);
     CHECK(strstr(json, "\"file\":\"bad\",\"hop\":\"unchecked\",\"record\":\"bad\"") != NULL);
-    CHECK(strstr(json, "shot 3: the record (dtype, shape or metadata) changed since it was "
+    CHECK(strstr(json, "generation 3 (not on the line): the record (dtype, shape or metadata) changed since it was "
                        "written: metadata \\\"lineage\\\" changed") != NULL);
     zc_free(json);
     REQUIRE_OK(zc_film_describe(dir, "rec", ZC_FILM_VERIFY, &json));

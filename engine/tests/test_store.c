@@ -30,10 +30,16 @@ TEST(tag_charset_and_length)
     CHECK(zc_tag_check("../etc/passwd") == ZC_E_INVALID);
     CHECK(strstr(zc_last_error(), "'/'") || strstr(zc_last_error(), "'.'"));
     CHECK(zc_tag_check("a/b") == ZC_E_INVALID);
-    CHECK(strstr(zc_last_error(), "'/' at position 1") != NULL);
+    CHECK(strstr(zc_last_error(), "'/' at character 2;") != NULL); /* counted from 1, as read */
     CHECK(zc_tag_check("a b") == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "has a space at character 2;") != NULL);
     CHECK(zc_tag_check("a@b") == ZC_E_INVALID);
     CHECK(zc_tag_check("caf\xc3\xa9") == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "has '\xc3\xa9' at character 4;") != NULL); /* one character, not byte 3 */
+    CHECK(zc_tag_check("\xc3\xa9t\x01") == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "has '\xc3\xa9' at character 1;") != NULL);
+    CHECK(zc_tag_check("ab\x01") == ZC_E_INVALID);
+    CHECK(strstr(zc_last_error(), "byte 0x01 at character 3;") != NULL);
     CHECK(zc_tag_check(".hidden") == ZC_E_INVALID);
     CHECK(zc_tag_check("-flag") == ZC_E_INVALID);
     char tag[ZC_MAX_TAG_LEN + 2];

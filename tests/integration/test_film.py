@@ -192,20 +192,20 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     # the assembly reads the film verified: it joins the line and says which hop fails
     images, _, info = assemble(comfy, tag, vae_name=vae)
     assert images.shape[0] == 3 * WAN["length"] - sum(trims), info
-    assert "note: hop 7 <- 3: tail digest" in info, info
+    assert "note: shot 3 (generation 7): the hop from generation 3: tail digest" in info, info
 
-    # shot 7's lineage rewritten in place to continue shot 2 instead of 3 (one byte; its tensors
+    # generation 7 (shot 3)'s lineage rewritten in place to continue generation 2 instead of 3 (one byte; its tensors
     # untouched): its record digest no longer matches, so no reader follows it
     change_header(Path(spill) / f"{tag}@{7:020d}.latent", b'\\"parent_generation\\":3', b'\\"parent_generation\\":2')
     field = 'the record (dtype, shape or metadata) changed since it was written: metadata "lineage" changed'
     rc, out = zc_film(spill, tag)
-    assert rc == 1 and f"shot 7: {field}" in out, out
+    assert rc == 1 and f"generation 7 (not on the line): {field}" in out, out
     with pytest.raises(ComfyRunError) as caught:  # frame_rate (audio only) differs: not ComfyUI's cached run
         assemble(comfy, tag, vae_name=vae, frame_rate=24.0)
-    assert f"shot 7: {field}" in str(caught.value) and "is not whole" in str(caught.value), caught.value
+    assert f"generation 7 (not on the line): {field}" in str(caught.value) and "is not whole" in str(caught.value), caught.value
     images, _, info = assemble(comfy, tag, vae_name=vae, assemble_incomplete=True)
     assert images.shape[0] == 2 * WAN["length"] - trims[0], info
-    assert f"LEFT OUT (assemble_incomplete is on): shot 7: {field}" in info, info
+    assert f"LEFT OUT (assemble_incomplete is on): generation 7 (not on the line): {field}" in info, info
 
 
 def store_av_film(store, tag, video_shape, audio_shape, family, adapter, shots=3, trim=8):

@@ -191,7 +191,7 @@ def test_a_linked_tag_is_checked_when_its_value_is_known(comfy, captures, pack, 
     g = Graph()
     name = g.add("PrimitiveString", value="not a tag!")
     wan_first_shot(g, tiny_wan21_t2v.name, tag_link=name)
-    with pytest.raises(ComfyRunError, match=r"buffer_tag: tag \"not a tag!\" has ' ' at position 3"):
+    with pytest.raises(ComfyRunError, match=r"raised ValueError: tag \"not a tag!\" has a space at character 4; "):
         comfy.run(g.prompt)
 
 

@@ -27,12 +27,12 @@ def assert_unchanged(store, keep):
 
 @pytest.mark.parametrize("tag, fragment", [
     ("", "expected 1 to 64"),
-    ("../../etc/passwd", "has '/' at position 2"),
+    ("../../etc/passwd", "has '/' at character 3"),
     ("..", "starts with '.'"),
-    ("a/b", "has '/' at position 1"),
-    ("shot 1", "has ' ' at position 4"),
+    ("a/b", "has '/' at character 2"),
+    ("shot 1", "has a space at character 5"),
     ("x" * 65, "has 65 bytes; expected 1 to 64"),
-    ("caf\u00e9", "tags use only letters"),
+    ("caf\u00e9", "has '\u00e9' at character 4; tags use only letters"),
     ("-rf", "starts with '-'"),
 ])
 def test_bad_tags(store_with_a_shot, tag, fragment):

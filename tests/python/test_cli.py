@@ -859,7 +859,8 @@ def test_film_bad_hop_exits_1_naming_it(tmp_path):
     film_shot(tmp_path, 2, 1, tail="xxh3:0123456789abcdef")
     proc = run("film", tmp_path, "film", expect=1)
     last = proc.stdout.splitlines()[-1]
-    assert last.startswith("film film: 2 shots on the line, verification FAILED: hop 2 <- 1: tail digest "
+    assert last.startswith("film film: 2 shots on the line, verification FAILED: shot 2 (generation 2): the hop "
+                           "from generation 1: tail digest "
                            "xxh3:0123456789abcdef does not match the parent's last 1 frame xxh3:")
     assert json.loads(run("film", "--json", tmp_path, "film", expect=1).stdout)["ok"] is False
     run("film", "--no-verify", tmp_path, "film", expect=0)
@@ -868,7 +869,10 @@ def test_film_bad_hop_exits_1_naming_it(tmp_path):
 def test_film_broken_lineage_exits_1_and_io_errors_exit_2(tmp_path):
     film_shot(tmp_path, 2, 1)  # generation 1 has no file
     out = run("film", "--no-verify", tmp_path, "film", expect=1).stdout
-    assert "BROKEN: shot 2: its parent, generation 1" in out.splitlines()[-1]
+    # generation 2 has no place on the line; its lost parent was the film's first shot
+    assert ("BROKEN: generation 2 (not on the line): it continues generation 1 of tag \"film\", which has no "
+            "spill file (pruned or deleted), and no older shot of the film is left: start the film again: store "
+            "a new first shot") in out.splitlines()[-1]
     proc = run("film", tmp_path, "nosuch", expect=2)
     assert proc.stderr.startswith("zc: ") and "nosuch" in proc.stderr and proc.stdout == ""
     run("film", tmp_path / "missing", "film", expect=2)

@@ -150,18 +150,19 @@ def test_the_assembly_refuses_a_film_with_a_missing_shot_or_joins_what_verifies_
     a.pull(TAG)
     monkeypatch.setattr(runtime, "store", lambda: a.store)
     monkeypatch.setattr(farm_link, "complete_film", a.complete)  # the node asks the farm first
+    monkeypatch.setattr(farm_link, "configured", lambda: True)  # the farm's advice is given
     Assemble = node.ZeroCopyFilmAssemble
     with pytest.raises(Exception) as caught:
         Assemble.execute(buffer_tag=TAG, vae=object())
     message = str(caught.value)
     assert type(caught.value).__name__ == "ContinuityError"
-    for words in ("film 'film' is not whole on this worker", "shot 4: its parent, generation 3",
+    for words in ("film 'film' is not whole on this worker", "generation 4 (not on the line): it continues generation 3",
                   "has no spill file", "ZEROCOPY_REDIS_KEEP", "assemble_incomplete", "nothing was assembled"):
         assert words in message, message
     images, audio, info = Assemble.execute(buffer_tag=TAG, vae=object(), assemble_incomplete=True)
     assert info.splitlines()[0].startswith("ZeroCopy film 'film': 3 shots (INCOMPLETE: 1 shot(s) could not be "
                                            "placed), 7 frames")
-    assert "LEFT OUT (assemble_incomplete is on): shot 4: its parent, generation 3" in info
+    assert "LEFT OUT (assemble_incomplete is on): generation 4 (not on the line): it continues generation 3" in info
     # B holds the whole film: there the strict node joins all 6
     monkeypatch.setattr(runtime, "store", lambda: b.store)
     monkeypatch.setattr(farm_link, "complete_film", b.complete)

@@ -92,7 +92,7 @@ def test_a_parent_with_another_tail_fails_its_hop(tmp_path):
     assert not film["ok"]
     two = shots_by_gen(film)[2]
     assert two["hop"] == "bad" and two["file"] == "ok"
-    assert two["problem"].startswith("hop 2 <- 1: tail digest xxh3:")
+    assert two["problem"].startswith("shot 2 (generation 2): the hop from generation 1: tail digest xxh3:")
     assert describe_film(tmp_path, TAG)["ok"]  # unverified: nothing is broken
 
 

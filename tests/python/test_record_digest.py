@@ -206,8 +206,8 @@ def test_a_changed_byte_of_the_record_is_found_and_named_by_every_reader(film, t
     # ends at the shot before
     rc, out = zc("film", spill, TAG)
     assert rc == 1, out
-    assert f"shot {third}: {LEAD}{field}" in out, out
-    assert f"film {TAG}: 2 shots on the line, verification FAILED: shot {third}: {LEAD}{field}" in out, out
+    assert f"generation {third} (not on the line): {LEAD}{field}" in out, out
+    assert f"film {TAG}: 2 shots on the line, verification FAILED: generation {third} (not on the line): {LEAD}{field}" in out, out
     assert re.search(rf"gen {third} .*broken.*file bad  hop unchecked  record bad", out), out
     rc, out = zc("film", "--json", spill, TAG)
     listed = json.loads(out)
@@ -247,7 +247,7 @@ def test_with_chosen_takes_a_shot_whose_record_changed_is_left_out_and_said(film
     with LatentStore(spill_dir=spill) as store:
         bundle, notes = film_view.continue_from(store, TAG)
     assert bundle.generation == second, notes
-    assert any(n.startswith(f"generation {third} left out: shot {third}: {LEAD}metadata \"lineage\" changed")
+    assert any(n.startswith(f"generation {third} left out: generation {third} (not on the line): {LEAD}metadata \"lineage\" changed")
                for n in notes), notes
 
 
@@ -319,10 +319,10 @@ def test_film_assemble_refuses_a_hop_whose_record_changed_or_leaves_it_out_and_s
             node.ZeroCopyFilmAssemble.execute(buffer_tag=TAG, vae=object())
         message = str(caught.value)
         assert type(caught.value).__name__ == "ContinuityError"
-        assert f"shot {generations[2]}: {LEAD}metadata \"lineage\" changed" in message and "not whole" in message
+        assert f"generation {generations[2]} (not on the line): {LEAD}metadata \"lineage\" changed" in message and "not whole" in message
         images, _, info = node.ZeroCopyFilmAssemble.execute(buffer_tag=TAG, vae=object(), assemble_incomplete=True)
         assert images.shape[0] == 2 * 9 - 1 and "INCOMPLETE" in info
-        assert f"LEFT OUT (assemble_incomplete is on): shot {generations[2]}: {LEAD}metadata \"lineage\" changed" \
+        assert f"LEFT OUT (assemble_incomplete is on): generation {generations[2]} (not on the line): {LEAD}metadata \"lineage\" changed" \
             in info
 
 
@@ -351,7 +351,7 @@ def test_film_assemble_reads_the_film_verified_and_notes_a_hop_that_fails(assemb
         node = mount(assemble_node, monkeypatch, store, decoder)
         images, _, info = node.ZeroCopyFilmAssemble.execute(buffer_tag=TAG, vae=object())
         assert images.shape[0] == 3 * 9 - 2
-        assert f"note: hop {generations[2]} <- {generations[1]}: tail digest" in info, info
+        assert f"(generation {generations[2]}): the hop from generation {generations[1]}: tail digest" in info, info
 
 
 # ---------------------------------------------------------------- the farm's import

@@ -74,9 +74,10 @@ typedef struct {
     int external;            /* the parent is in another tag: "continues" */
     int file, hop, state;
     int on_line, pinned;
+    int placed;              /* on the film's tree: shot, take and takes mean something */
     uint32_t depth, shot, take, takes;
     uint64_t subtree_newest;
-    char *problem;           /* one sentence, or NULL */
+    char *problem;           /* what is wrong, without the shot's name (zc__film_problem_text) */
 } zc_film_shot;
 
 typedef struct {
@@ -149,8 +150,17 @@ int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t
 /* The path of the choices file (caller frees), or NULL. */
 char *zc__film_choices_path(const char *dir, const char *tag);
 
-/* Set the shot's problem sentence (the first one stays). */
+/* Set the shot's problem (the first one stays): what is wrong and the fix, without naming the
+ * shot, whose place on the line is known only once the film is built. */
 void zc__film_problem(zc_film_shot *shot, const char *fmt, ...) ZC_PRINTF(2, 3);
+
+/* The shot as the user sees it: "shot 2 (take 1/2, generation 4)", "shot 3 (generation 5)",
+ * "the start image (generation 1)", or "generation 4 (not on the line)" for a shot that cannot
+ * be placed.  Always NUL-terminated. */
+void zc__film_shot_name(const zc_film_shot *shot, char *out, size_t size);
+
+/* "<the shot's name>: <its problem>" in a new string (NULL when it has none or out of memory). */
+char *zc__film_problem_text(const zc_film_shot *shot);
 
 const char *zc__film_state_name(int state);
 const char *zc__film_hop_name(int hop);

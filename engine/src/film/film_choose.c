@@ -227,12 +227,16 @@ static int chain_pins(const zc_film *film, long at, uint64_t **out, size_t *n)
     *n = 0;
     for (long i = at; i >= 0 && depth <= film->count; i = film->shots[i].parent, depth++) {
         const zc_film_shot *s = &film->shots[i];
-        if (s->state == FILM_BROKEN)
-            return zc__fail(ZC_E_STATE, "generation %llu of tag \"%s\" cannot be on the chosen "
-                            "line, so it was not chosen: %s%s; choose a take whose lineage can "
-                            "be followed", (unsigned long long)chosen->generation, film->tag,
-                            i == at ? "" : "it continues a broken shot: ",
-                            s->problem ? s->problem : "its lineage cannot be followed");
+        if (s->state == FILM_BROKEN) {
+            char *why = zc__film_problem_text(s);
+            int rc = zc__fail(ZC_E_STATE, "generation %llu of tag \"%s\" cannot be on the chosen "
+                              "line, so it was not chosen: %s%s; choose a take whose lineage "
+                              "can be followed", (unsigned long long)chosen->generation,
+                              film->tag, i == at ? "" : "it continues a broken shot: ",
+                              why ? why : "its lineage cannot be followed");
+            free(why);
+            return rc;
+        }
     }
     uint64_t *pins = calloc(depth + film->pin_count + 1, sizeof *pins);
     if (pins == NULL)

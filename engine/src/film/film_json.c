@@ -25,8 +25,13 @@ static void gen_list(zc_jsonbuf *jb, const uint64_t *g, size_t n)
 
 static void put_shot(zc_jsonbuf *jb, const zc_film *film, const zc_film_shot *s)
 {
-    zc__jb_printf(jb, "{\"generation\":%llu,\"shot\":%u,\"depth\":%u,\"kind\":",
-                  (unsigned long long)s->generation, s->shot, s->depth);
+    /* "shot": the place on the line, null for a shot that cannot be placed (take/takes 0) */
+    zc__jb_printf(jb, "{\"generation\":%llu,\"shot\":", (unsigned long long)s->generation);
+    if (s->placed)
+        zc__jb_printf(jb, "%u", s->shot);
+    else
+        zc__jb_raw(jb, "null");
+    zc__jb_printf(jb, ",\"depth\":%u,\"kind\":", s->depth);
     zc__jb_string(jb, s->start_image ? "start_image" : "shot");
     zc__jb_printf(jb, ",\"parent\":%llu,\"continues\":",
                   (unsigned long long)(s->parent >= 0 ? film->shots[s->parent].generation
@@ -70,7 +75,11 @@ static void put_shot(zc_jsonbuf *jb, const zc_film *film, const zc_film_shot *s)
     zc__jb_raw(jb, ",\"record\":");
     zc__jb_string(jb, zc__film_record_name(s->record));
     zc__jb_raw(jb, ",\"problem\":");
-    str_or_null(jb, s->problem);
+    char *problem = zc__film_problem_text(s);
+    if (s->problem != NULL && problem == NULL)
+        jb->failed = 1;
+    str_or_null(jb, problem);
+    free(problem);
     zc__jb_raw(jb, ",\"seam\":");
     zc__film_seam_json(jb, &s->seam);
     zc__jb_raw(jb, "}");
@@ -107,8 +116,14 @@ void zc__film_json(zc_jsonbuf *jb, const zc_film *film)
     for (size_t i = 0; i < film->count; i++) {
         if (film->shots[i].problem == NULL)
             continue;
+        char *problem = zc__film_problem_text(&film->shots[i]);
+        if (problem == NULL) {
+            jb->failed = 1;
+            continue;
+        }
         zc__jb_raw(jb, first ? "" : ",");
-        zc__jb_string(jb, film->shots[i].problem);
+        zc__jb_string(jb, problem);
+        free(problem);
         first = 0;
     }
     const char *p = film->problems.data;

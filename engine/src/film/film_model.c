@@ -54,6 +54,32 @@ void zc__film_problem(zc_film_shot *shot, const char *fmt, ...)
     shot->problem = zc__strdup(text);
 }
 
+void zc__film_shot_name(const zc_film_shot *s, char *out, size_t size)
+{
+    unsigned long long g = (unsigned long long)s->generation;
+    if (!s->placed)
+        snprintf(out, size, "generation %llu (not on the line)", g);
+    else if (s->start_image)
+        snprintf(out, size, "the start image (generation %llu)", g);
+    else if (s->takes > 1)
+        snprintf(out, size, "shot %u (take %u/%u, generation %llu)", s->shot, s->take, s->takes, g);
+    else
+        snprintf(out, size, "shot %u (generation %llu)", s->shot, g);
+}
+
+char *zc__film_problem_text(const zc_film_shot *s)
+{
+    if (s->problem == NULL)
+        return NULL;
+    char name[96];
+    zc__film_shot_name(s, name, sizeof name);
+    size_t n = strlen(name) + 2 + strlen(s->problem) + 1;
+    char *text = malloc(n);
+    if (text != NULL)
+        snprintf(text, n, "%s: %s", name, s->problem);
+    return text;
+}
+
 static void shot_free(zc_film_shot *s)
 {
     free(s->parent_tag);
@@ -168,8 +194,8 @@ static void read_shot(zc_film *film, zc_film_shot *s)
     if (rc != ZC_OK) {
         s->file = FILM_FILE_BAD;
         s->state = FILM_BROKEN;
-        zc__film_problem(s, "shot %llu: its file cannot be read (%s); delete it or restore it "
-                         "from a copy", (unsigned long long)s->generation, zc_last_error());
+        zc__film_problem(s, "its file cannot be read (%s); delete it or restore it from a copy",
+                         zc_last_error());
         return;
     }
     s->opened = 1;
@@ -184,9 +210,9 @@ static void read_shot(zc_film *film, zc_film_shot *s)
     if (s->record == FILM_RECORD_BAD) {
         s->file = FILM_FILE_BAD;
         s->state = FILM_BROKEN;
-        zc__film_problem(s, "shot %llu: %s; its lineage cannot be trusted, so it is left off the "
-                         "film: restore the file from a good copy, or delete it and render the "
-                         "shot again", (unsigned long long)s->generation, changed);
+        zc__film_problem(s, "%s; its lineage cannot be trusted, so it is left off the film: "
+                         "restore the file from a good copy, or delete it and render the shot "
+                         "again", changed);
     }
     const char *kind = zc_file_meta(f, "kind");
     s->start_image = kind != NULL && strcmp(kind, "start_image") == 0;
@@ -221,8 +247,8 @@ static void read_shot(zc_film *film, zc_film_shot *s)
                 zc__film_seam_read_record(zc_file_meta(f, ZC_FILE_META_HOP_SEAM), &s->seam);
         } else {
             s->state = FILM_BROKEN;
-            zc__film_problem(s, "shot %llu: %s; store the shot again through a Handoff, or "
-                             "delete its file", (unsigned long long)s->generation, why);
+            zc__film_problem(s, "%s; store the shot again through a Handoff, or delete its file",
+                             why);
         }
     }
     zc_file_close(f);
@@ -324,10 +350,21 @@ static void link_parents(zc_film *film)
         if (p < 0) {
             s->state = FILM_BROKEN;
             s->hop = FILM_HOP_MISSING_PARENT;
-            zc__film_problem(s, "shot %llu: its parent, generation %llu of tag \"%s\", has no "
-                             "spill file (pruned or deleted); render the shot again from a "
-                             "shot that exists", (unsigned long long)s->generation,
-                             (unsigned long long)s->parent_generation, film->tag);
+            /* nothing older than the lost parent is left: the film's beginning is gone */
+            int first_gone = film->count == 0 || film->shots[0].generation > s->parent_generation;
+            if (first_gone)
+                zc__film_problem(s, "it continues generation %llu of tag \"%s\", which has no "
+                                 "spill file (pruned or deleted), and no older shot of the film is "
+                                 "left: start the film again: store a new first shot under tag "
+                                 "\"%s\" (a sampler from an empty latent or a start image, then "
+                                 "ZeroCopyLatentStore) and continue from it, or delete this "
+                                 "shot's file", (unsigned long long)s->parent_generation,
+                                 film->tag, film->tag);
+            else
+                zc__film_problem(s, "it continues generation %llu of tag \"%s\", which has no "
+                                 "spill file (pruned or deleted); render this shot again through "
+                                 "a Handoff from a shot on the line, or delete its file",
+                                 (unsigned long long)s->parent_generation, film->tag);
             continue;
         }
         s->parent = p;
@@ -342,10 +379,9 @@ static void link_parents(zc_film *film)
             if (at == (long)i) {
                 s->state = FILM_BROKEN;
                 s->hop = FILM_HOP_CYCLE;
-                zc__film_problem(s, "shot %llu: its lineage is a cycle (it descends from "
-                                 "itself through generation %llu); delete the shots of the "
-                                 "cycle or store them again", (unsigned long long)s->generation,
-                                 (unsigned long long)s->parent_generation);
+                zc__film_problem(s, "its lineage is a cycle (it descends from itself through "
+                                 "generation %llu); delete the shots of the cycle or store them "
+                                 "again", (unsigned long long)s->parent_generation);
                 break;
             }
             at = film->shots[at].parent;
@@ -356,10 +392,9 @@ static void link_parents(zc_film *film)
         if (s->parent >= 0 && s->hop != FILM_HOP_CYCLE && s->parent_generation >= s->generation) {
             s->state = FILM_BROKEN;
             s->hop = FILM_HOP_BAD;
-            zc__film_problem(s, "shot %llu: its lineage names parent generation %llu, which is "
-                             "not older than the shot itself; its lineage is wrong: store the "
-                             "shot again through a Handoff", (unsigned long long)s->generation,
-                             (unsigned long long)s->parent_generation);
+            zc__film_problem(s, "its lineage names parent generation %llu, which is not older "
+                             "than the shot itself; its lineage is wrong: store the shot again "
+                             "through a Handoff", (unsigned long long)s->parent_generation);
         }
     }
     for (size_t i = 0; i < film->count; i++) /* broken links are cut */
@@ -440,6 +475,7 @@ static int build_line(zc_film *film)
         zc_film_shot *s = &film->shots[i];
         tree[i] = s->state != FILM_BROKEN &&
                   (s->parent < 0 || ((size_t)s->parent < i && tree[s->parent]));
+        s->placed = tree[i];
         s->pinned = is_pinned(film, s->generation);
         s->subtree_newest = s->generation;
         if (s->hop == FILM_HOP_UNCHECKED && s->parent < 0 && s->state != FILM_BROKEN)

@@ -67,32 +67,31 @@ static int check_tail(zc_film_shot *c, const zc_film_shot *p, const held_tensor 
                       const char *recorded, const char *what, int axis, uint64_t start,
                       uint64_t count)
 {
-    unsigned long long cg = (unsigned long long)c->generation,
-                       pg = (unsigned long long)p->generation;
+    unsigned long long pg = (unsigned long long)p->generation;
     int algo = 0;
     uint64_t want = 0, got = 0;
     if (recorded == NULL || recorded[0] == '\0') {
-        zc__film_problem(c, "hop %llu <- %llu: the lineage records no %s tail digest, so the "
-                         "hop cannot be checked; render the shot again through a Handoff", cg,
+        zc__film_problem(c, "the hop from generation %llu: the lineage records no %s tail digest, so the "
+                         "hop cannot be checked; render the shot again through a Handoff",
                          pg, what);
         return -1;
     }
     if (zc_digest_parse(recorded, &algo, &want) != ZC_OK) {
-        zc__film_problem(c, "hop %llu <- %llu: the %s tail digest \"%.40s\" is not a digest "
+        zc__film_problem(c, "the hop from generation %llu: the %s tail digest \"%.40s\" is not a digest "
                          "(\"xxh3:\" or \"xxh64:\" and 16 hex digits); its lineage is "
-                         "damaged", cg, pg, what, recorded);
+                         "damaged", pg, what, recorded);
         return 0;
     }
     if (!t->present) {
-        zc__film_problem(c, "hop %llu <- %llu: the parent's %s tensor could not be read, so "
-                         "the hop cannot be checked; see the parent's file problem", cg, pg,
+        zc__film_problem(c, "the hop from generation %llu: the parent's %s tensor could not be read, so "
+                         "the hop cannot be checked; see the parent's file problem", pg,
                          what);
         return -1;
     }
     if (slice_digest(t, axis, start, count, algo, &got) != 0) {
-        zc__film_problem(c, "hop %llu <- %llu: the %s tail (%llu steps from %llu along axis %d) "
+        zc__film_problem(c, "the hop from generation %llu: the %s tail (%llu steps from %llu along axis %d) "
                          "does not fit the parent's tensor; the lineage does not describe this "
-                         "parent", cg, pg, what, (unsigned long long)count,
+                         "parent", pg, what, (unsigned long long)count,
                          (unsigned long long)start, axis);
         return 0;
     }
@@ -100,14 +99,14 @@ static int check_tail(zc_film_shot *c, const zc_film_shot *p, const held_tensor 
         char g[ZC_DIGEST_TEXT_SIZE];
         zc__digest_text(algo, got, g);
         if (strcmp(what, "video") == 0)
-            zc__film_problem(c, "hop %llu <- %llu: tail digest %s does not match the parent's "
+            zc__film_problem(c, "the hop from generation %llu: tail digest %s does not match the parent's "
                              "last %llu frame%s %s; the parent changed since this shot was "
                              "made, or this shot continues another take: render it again",
-                             cg, pg, recorded, (unsigned long long)count, count == 1 ? "" : "s",
+                             pg, recorded, (unsigned long long)count, count == 1 ? "" : "s",
                              g);
         else
-            zc__film_problem(c, "hop %llu <- %llu: audio tail digest %s does not match the "
-                             "parent's audio span %s; render the shot again", cg, pg, recorded,
+            zc__film_problem(c, "the hop from generation %llu: audio tail digest %s does not match the "
+                             "parent's audio span %s; render the shot again", pg, recorded,
                              g);
         return 0;
     }
@@ -120,8 +119,8 @@ static void check_hop(zc_film_shot *c, const zc_film_shot *p, const held_tensor 
     int axis = video->ndim == 5 ? 2 : video->ndim == 4 ? 0 : -1;
     if (video->present && axis < 0) {
         c->hop = FILM_HOP_BAD;
-        zc__film_problem(c, "hop %llu <- %llu: the parent's latent is %d-D, neither a video "
-                         "[B,C,T,H,W] nor an image [B,C,H,W] latent", (unsigned long long)c->generation,
+        zc__film_problem(c, "the hop from generation %llu: the parent's latent is %d-D, neither a video "
+                         "[B,C,T,H,W] nor an image [B,C,H,W] latent",
                          (unsigned long long)p->generation, (int)video->ndim);
         return;
     }
@@ -189,9 +188,8 @@ static int check_file(zc_film *film, zc_film_shot *s, held_tensor *video, held_t
     if (rc == ZC_E_NOMEM)
         return rc;
     s->file = FILM_FILE_BAD;
-    zc__film_problem(s, "shot %llu: its file fails verification (%s); the shot's bytes "
-                     "are not what was stored: delete the file or restore it from a copy",
-                     (unsigned long long)s->generation, zc_last_error());
+    zc__film_problem(s, "its file fails verification (%s); the shot's bytes are not what was "
+                     "stored: delete the file or restore it from a copy", zc_last_error());
     return ZC_OK;
 }
 
