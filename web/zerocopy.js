@@ -577,12 +577,14 @@ function seamLines(shot, doc) {
 function storyboardCard(tag, shot, selected) {
   const [status, statusClass] = shotStatus(shot);
   const label = shot.kind === "start_image" ? "start image" : `shot ${shot.shot}`;
+  // the border says the seam into this shot (the hop from its parent): green, amber or red
+  const seam = shot.seam?.verdict ?? "none";
   return el(
     "div",
     {
-      class: `zc-card zc-${shot.state} ${selected ? "zc-selected" : ""}`,
+      class: `zc-card zc-${shot.state} zc-border-${seam} ${selected ? "zc-selected" : ""}`,
       testid: "zerocopy-card",
-      dataset: { generation: String(shot.generation), state: shot.state, take: String(shot.take), takes: String(shot.takes) },
+      dataset: { generation: String(shot.generation), state: shot.state, take: String(shot.take), takes: String(shot.takes), seam },
       title: shot.problem ?? shot.prompt ?? "",
       onclick: () => {
         state.filmSelected.set(tag, selected ? null : shot.generation);
@@ -664,6 +666,64 @@ function storyboardDetail(tag, doc, shot) {
   );
 }
 
+const SEAM_ORDER = ["red", "amber", "green"]; // worst first
+
+// Scroll the storyboard card of a generation into view and flash it (the headline's seam counts).
+function showCard(tag, generation) {
+  const row = [...(panel.root?.querySelectorAll(".zc-row") ?? [])].find((r) => r.dataset.tag === tag);
+  const card = row?.querySelector(`.zc-strip-line .zc-card[data-generation="${generation}"]`);
+  if (!card) return;
+  card.scrollIntoView?.({ block: "nearest", inline: "nearest" });
+  card.classList.remove("zc-flash");
+  void card.offsetWidth; // restart the animation
+  card.classList.add("zc-flash");
+}
+
+// The film's headline: its shots, its seams counted by verdict in the verdict's colour (each count
+// a button that shows the worst such seam), and whether every hop's digest checked out (in green
+// only when no seam is amber or red). The headline's own colour is its worst seam's.
+function filmHeadline(tag, doc, line) {
+  const shots = line.filter((s) => s.kind !== "start_image");
+  const seams = new Map(SEAM_ORDER.map((v) => [v, []]));
+  for (const shot of line) if (seams.has(shot.seam?.verdict)) seams.get(shot.seam.verdict).push(shot);
+  const worst = SEAM_ORDER.find((v) => seams.get(v).length) ?? null;
+  const parts = [el("span", { class: "zc-headline-shots", text: `${shots.length} shot${shots.length === 1 ? "" : "s"} on the line` })];
+  for (const verdict of ["red", "amber"]) {
+    const found = seams.get(verdict);
+    if (!found.length) continue;
+    // the worst of these seams first: the one the button shows
+    const first = found.reduce((a, b) => ((b.seam.score ?? 0) > (a.seam.score ?? 0) ? b : a));
+    parts.push(el("button", {
+      class: `zc-headline-seams zc-seam-${verdict}`,
+      testid: "zerocopy-headline-seams",
+      dataset: { seam: verdict, count: String(found.length), generation: String(first.generation) },
+      text: `${found.length} ${verdict} seam${found.length === 1 ? "" : "s"}`,
+      title: `show the worst ${verdict} seam: shot ${first.shot} (gen ${first.generation}), `
+        + `seam ${seamNumber(first.seam.score)}; ${verdict} seams: ${found.map((s) => seamNumber(s.seam.score)).join(", ")}`,
+      onclick: (event) => {
+        event.stopPropagation();
+        showCard(tag, first.generation);
+      },
+    }));
+  }
+  if (!worst || worst === "green") {
+    const green = seams.get("green").length;
+    if (green) parts.push(el("span", { class: "zc-seam-green", text: `${green} green seam${green === 1 ? "" : "s"}` }));
+  }
+  const calm = worst !== "red" && worst !== "amber";
+  if (doc.ok) {
+    parts.push(el("span", { class: calm ? "zc-good" : "zc-headline-fact", text: "every hop verified (digests)" }));
+  } else {
+    parts.push(el("span", { class: "zc-bad", text: `${doc.problems.length} problem${doc.problems.length === 1 ? "" : "s"}: ${doc.problems.join(" · ")}` }));
+  }
+  const withDots = parts.flatMap((part, i) => (i ? [el("span", { class: "zc-headline-dot", text: " · " }), part] : [part]));
+  return el("div", {
+    class: `zc-film-verdict zc-headline-${doc.ok ? worst ?? "none" : "bad"}`,
+    testid: "zerocopy-film-headline",
+    dataset: { worst: worst ?? "none", ok: String(doc.ok) },
+  }, ...withDots);
+}
+
 function storyboard(tag) {
   const doc = state.films.get(tag);
   if (doc == null) return el("div", { class: "zc-film", text: "Loading the film…" });
@@ -673,13 +733,10 @@ function storyboard(tag) {
   const off = doc.shots.filter((s) => s.state !== "line");
   const selectedGeneration = state.filmSelected.get(tag);
   const selected = byGeneration.get(selectedGeneration);
-  const verdict = doc.ok
-    ? `${line.filter((s) => s.kind !== "start_image").length} shots on the line, every hop verified`
-    : `${doc.problems.length} problem${doc.problems.length === 1 ? "" : "s"}: ${doc.problems.join(" · ")}`;
   return el(
     "div",
     { class: "zc-film", testid: "zerocopy-film", dataset: { tag, ok: String(doc.ok), end: String(doc.end ?? "") } },
-    el("div", { class: `zc-film-verdict ${doc.ok ? "zc-good" : "zc-bad"}`, text: verdict }),
+    filmHeadline(tag, doc, line),
     el("div", { class: "zc-strip zc-strip-line", testid: "zerocopy-strip-line" }, ...line.map((s) => storyboardCard(tag, s, s.generation === selectedGeneration))),
     off.length ? el("div", { class: "zc-label", text: "other takes and stale shots" }) : null,
     off.length ? el("div", { class: "zc-strip zc-strip-off", testid: "zerocopy-strip-off" }, ...off.map((s) => storyboardCard(tag, s, s.generation === selectedGeneration))) : null,
@@ -989,15 +1046,25 @@ const STYLE = `
 .zc-engine-missing { display: flex; flex-direction: column; gap: 4px; word-break: break-word; }
 .zc-panel-empty { opacity: .7; }
 .zc-film { margin-top: 6px; display: flex; flex-direction: column; gap: 6px; }
-.zc-film-verdict { font-size: 11px; }
+.zc-film-verdict { font-size: 12px; line-height: 1.5; }
+.zc-film-verdict.zc-headline-red { color: #ff8b84; }
+.zc-film-verdict.zc-headline-amber { color: #ffb454; }
+.zc-headline-fact { opacity: .8; }
+.zc-headline-dot { opacity: .6; }
+.zc-headline-seams { font: inherit; font-weight: 700; padding: 0 4px; border-radius: 4px; cursor: pointer;
+  background: transparent; border: 1px solid currentColor; text-decoration: underline; }
 .zc-good { color: #6fdc8c; }
 .zc-bad { color: #ff8b84; font-weight: 600; }
-.zc-strip { display: flex; gap: 6px; overflow-x: auto; padding-bottom: 4px; }
+.zc-strip { display: flex; flex-wrap: wrap; gap: 6px; padding-bottom: 4px; }
 .zc-card { flex: 0 0 auto; width: 104px; padding: 4px; border: 1px solid var(--border-color, #444); border-radius: 5px;
   cursor: pointer; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 10px; background: rgba(0,0,0,.18); }
 .zc-card.zc-selected { outline: 2px solid #8ab4f8; }
-.zc-card.zc-line { border-color: #6fdc8c; }
-.zc-card.zc-stale { opacity: .6; border-style: dashed; border-color: #ffb454; }
+.zc-card.zc-border-green { border-color: #6fdc8c; }
+.zc-card.zc-border-amber { border-color: #ffb454; border-width: 2px; padding: 3px; }
+.zc-card.zc-border-red { border-color: #e5534b; border-width: 2px; padding: 3px; }
+.zc-card.zc-flash { animation: zc-flash 1.2s ease-out 2; }
+@keyframes zc-flash { 0% { box-shadow: 0 0 0 4px #8ab4f8; } 100% { box-shadow: 0 0 0 0 transparent; } }
+.zc-card.zc-stale { opacity: .6; border-style: dashed; }
 .zc-card.zc-broken { border-color: #e5534b; }
 .zc-card-thumb { width: 96px; height: 96px; object-fit: contain; image-rendering: pixelated; background: #111; border-radius: 3px; }
 .zc-card-title { font-weight: 700; }
