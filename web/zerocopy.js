@@ -605,22 +605,26 @@ function storyboardCard(tag, shot, selected) {
 function storyboardDetail(tag, doc, shot) {
   const siblings = doc.shots.filter((s) => s.parent === shot.parent && s.continues === shot.continues);
   const text = continueText(tag, shot);
-  const copyBox = el("input", { class: "zc-continue", testid: "zerocopy-continue", readonly: "readonly", value: text });
+  // a read-only box that wraps its text (a long tag never hides the generation behind the edge)
+  const copyBox = el("textarea", { class: "zc-continue zc-continue-box", testid: "zerocopy-continue", readonly: "readonly", rows: "1", spellcheck: "false" });
+  copyBox.value = text;
   const lines = [
     `generation ${shot.generation} · ${shot.state}${shot.continues ? ` · continues ${shot.continues}` : ""}`,
     `parent ${shot.parent || "none (a root)"} · adapter ${shot.adapter || "—"} · trim ${shot.trim ?? 0} · tail ${shot.tail_frames ?? 0}`,
     `prompt: ${shot.prompt || "—"}${shot.seed != null ? ` · seed ${shot.seed}` : ""}`,
     `shape ${shapeText(shot.shape)} · file ${shot.file} · hop ${shot.hop}`
       + (shot.record ? ` · record ${shot.record.replace("_", " ")}` : ""),
-    `digest ${shot.digest ?? "—"}`,
-    shot.tail_digest ? `tail used ${shot.tail_digest}` : null,
+    [`digest ${shot.digest ?? "—"}`, "zc-digest"],
+    shot.tail_digest ? [`tail used ${shot.tail_digest}`, "zc-digest"] : null,
     ...seamLines(shot, doc),
     shot.problem ? `problem: ${shot.problem}` : null,
   ].filter(Boolean);
   return el(
     "div",
     { class: "zc-film-detail", testid: "zerocopy-film-detail", dataset: { generation: String(shot.generation) } },
-    ...lines.map((line) => el("div", { class: "zc-slot-line", text: line })),
+    ...lines.map((line) => (Array.isArray(line)
+      ? el("div", { class: `zc-slot-line ${line[1]}`, text: line[0] })
+      : el("div", { class: "zc-slot-line", text: line }))),
     el(
       "div",
       { class: "zc-takes" },
@@ -998,7 +1002,7 @@ const panel = {
         "div",
         { class: "zc-slot" },
         el("div", { class: `zc-slot-head ${slot.spill === "failed" ? "zc-panel-error" : ""}`, text: `generation ${slot.generation} · ${bytesText(slot.bytes)} · ${slot.restored_from_disk ? "restored from disk" : "in memory"} · ${(DISK_TEXT[slot.spill] ?? [slot.spill ?? "—"])[0]}` }),
-        ...slot.tensors.map((t) => el("div", { class: "zc-slot-line", text: `${t.name}: ${t.dtype} ${shapeText(t.shape)} ${t.tier} ${t.digest ?? "no digest"}` })),
+        ...slot.tensors.map((t) => el("div", { class: "zc-slot-line zc-digest", text: `${t.name}: ${t.dtype} ${shapeText(t.shape)} ${t.tier} ${t.digest ?? "no digest"}` })),
         ...Object.entries(slot.meta ?? {}).map(([k, v]) =>
           el("div", { class: "zc-slot-line zc-meta", title: v.length > META_CHARS ? v : "", text: `${k}: ${v.length > META_CHARS ? `${v.slice(0, META_CHARS)}…` : v}` })
         )
@@ -1040,7 +1044,8 @@ const STYLE = `
 .zc-detail { margin-top: 6px; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; }
 .zc-slot { margin-top: 4px; padding-top: 4px; border-top: 1px dashed var(--border-color, #444); }
 .zc-slot-head { font-weight: 600; }
-.zc-slot-line { word-break: break-all; }
+.zc-slot-line { overflow-wrap: break-word; }
+.zc-digest { overflow-wrap: anywhere; }
 .zc-meta { opacity: .75; }
 .zc-panel-error { color: #ff8b84; }
 .zc-engine-missing { display: flex; flex-direction: column; gap: 4px; word-break: break-word; }
@@ -1075,13 +1080,16 @@ const STYLE = `
 .zc-seam-amber { color: #ffb454; }
 .zc-seam-red { color: #ff8b84; }
 .zc-seam-none { opacity: .6; font-weight: 400; }
-.zc-film-detail { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; border-top: 1px dashed var(--border-color, #444); padding-top: 4px; word-break: break-all; }
+.zc-film-detail { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; border-top: 1px dashed var(--border-color, #444); padding-top: 4px; overflow-wrap: break-word; }
 .zc-takes, .zc-continue-row { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin-top: 4px; }
 .zc-take.zc-on-line { border-color: #6fdc8c; }
 .zc-continue { flex: 1 1 120px; font: inherit; background: #111; color: inherit; border: 1px solid var(--border-color, #555); border-radius: 3px; }
+.zc-continue-box { flex: 1 1 100%; min-width: 0; box-sizing: border-box; resize: none; overflow: hidden; field-sizing: content;
+  white-space: pre-wrap; overflow-wrap: anywhere; padding: 2px 4px; }
 .zc-drift-view { margin-top: 2px; }
-.zc-drift { display: block; width: 100%; max-width: 300px; height: auto; font: 9px ui-monospace, Menlo, Consolas, monospace; fill: currentColor; }
+.zc-drift { display: block; width: 100%; max-width: 300px; height: auto; font: 10px ui-monospace, Menlo, Consolas, monospace; fill: currentColor; }
 .zc-drift-title { font-size: 10px; font-weight: 700; }
+.zc-drift-legend { font: 11px system-ui, sans-serif; }
 .zc-drift-tick, .zc-drift-legend { opacity: .8; }
 .zc-drift-axis { stroke: currentColor; stroke-opacity: .5; }
 .zc-farm { opacity: .85; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; word-break: break-all; }
