@@ -969,10 +969,7 @@ const panel = {
           "div",
           { class: "zc-row-text" },
           el("div", { class: "zc-row-tag", text: b.tag }),
-          el("div", { class: "zc-row-info", text: `gen ${b.newest_generation} (${b.generations.length} in memory${b.disk_generations.length ? `, ${b.disk_generations.length} on disk` : ""})` }),
-          b.memory_only?.length ? el("div", { class: "zc-row-info zc-panel-error", text: `memory only, not on disk: gen ${b.memory_only.join(", ")}` }) : null,
-          el("div", { class: "zc-row-info", text: `${shapeText(b.shape)} ${b.dtype ?? ""} · ${b.tier ?? "—"} · ${bytesText(b.bytes)}` }),
-          el("div", { class: "zc-row-info", text: `${shortDigest(b.digest)} · ${b.family ?? "unknown"} · ${ageText(b.age_s)} ago` })
+          ...this.rowInfo(b)
         )
       ),
       el(
@@ -991,6 +988,24 @@ const panel = {
       film,
       detail
     );
+  },
+
+  // What the listing knows of a tag. A tag held only on disk (after a restart) has no shape, size,
+  // digest or age in the listing: it says where it is, how many shots and the newest generation.
+  rowInfo(b) {
+    const disk = b.disk_generations ?? [];
+    if (!b.in_memory) {
+      const n = disk.length;
+      return [el("div", { class: "zc-row-info", testid: "zerocopy-row-info",
+        text: `on disk · ${n} shot${n === 1 ? "" : "s"} · newest gen ${b.newest_generation ?? "—"} · not in memory` })];
+    }
+    return [
+      el("div", { class: "zc-row-info", testid: "zerocopy-row-info", text: `gen ${b.newest_generation} (${b.generations.length} in memory${disk.length ? `, ${disk.length} on disk` : ""})` }),
+      b.memory_only?.length ? el("div", { class: "zc-row-info zc-panel-error", text: `memory only, not on disk: gen ${b.memory_only.join(", ")}` }) : null,
+      el("div", { class: "zc-row-info", testid: "zerocopy-row-info", text: `${shapeText(b.shape)} ${b.dtype ?? ""} · ${b.tier ?? "—"} · ${bytesText(b.bytes)}` }),
+      el("div", { class: "zc-row-info", testid: "zerocopy-row-info",
+        text: [shortDigest(b.digest), b.family, b.age_s == null ? null : `${ageText(b.age_s)} ago`].filter(Boolean).join(" · ") }),
+    ];
   },
 
   detail(tag) {
