@@ -467,7 +467,9 @@ function farmLines() {
   const farm = state.farm;
   if (!farm) return [];
   if (!farm.enabled) {
-    return [el("div", { class: "zc-farm", text: `Farm: off (${farm.reason ?? "no Redis URL"})` })];
+    // never configured (no URL from the setting or the server): no farm, nothing to say
+    if (!farm.url) return [];
+    return [el("div", { class: "zc-farm", testid: "zerocopy-farm", text: `Farm: off (${farm.reason ?? "no Redis URL"})` })];
   }
   const link = farm.connected === false ? `unreachable: ${farm.last_error ?? ""}` : "connected";
   const lines = [
