@@ -316,7 +316,8 @@ function updateNode(node, id = null) {
   data.bitIdentical = identical;
   data.digest = info.digest ?? "";
   const rows = [
-    ["tag", `${info.tag}  ·  gen ${info.generation}`],
+    // short enough for the node's default width; a longer tag wraps instead of hiding the generation
+    ["tag", `${info.tag} · g${info.generation}`, "zc-wrap"],
     ["shape", `${shapeText(info.shape)}  ·  ${info.tier ?? "—"}`],
     ["digest", shortDigest(info.digest)],
     [kind === HANDOFF ? "bit-identical" : "stored bit-exact", identical, identicalClass],
@@ -1038,6 +1039,7 @@ const STYLE = `
   width: 100%; height: 100%; overflow: hidden; pointer-events: none; }
 .zc-badge-lines { flex: 1 1 auto; min-width: 0; }
 .zc-line { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.zc-line.zc-wrap { white-space: normal; overflow-wrap: anywhere; }
 .zc-label { opacity: .65; margin-right: 6px; }
 .zc-yes span:last-child { color: #6fdc8c; font-weight: 600; }
 .zc-no span:last-child { color: #ffb454; font-weight: 600; }
