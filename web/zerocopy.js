@@ -316,7 +316,8 @@ function updateNode(node, id = null) {
   data.bitIdentical = identical;
   data.digest = info.digest ?? "";
   const rows = [
-    ["tag", `${info.tag}  ·  gen ${info.generation}`],
+    // short enough for the node's default width; a longer tag wraps instead of hiding the generation
+    ["tag", `${info.tag} · g${info.generation}`, "zc-wrap"],
     ["shape", `${shapeText(info.shape)}  ·  ${info.tier ?? "—"}`],
     ["digest", shortDigest(info.digest)],
     [kind === HANDOFF ? "bit-identical" : "stored bit-exact", identical, identicalClass],
@@ -467,7 +468,9 @@ function farmLines() {
   const farm = state.farm;
   if (!farm) return [];
   if (!farm.enabled) {
-    return [el("div", { class: "zc-farm", text: `Farm: off (${farm.reason ?? "no Redis URL"})` })];
+    // never configured (no URL from the setting or the server): no farm, nothing to say
+    if (!farm.url) return [];
+    return [el("div", { class: "zc-farm", testid: "zerocopy-farm", text: `Farm: off (${farm.reason ?? "no Redis URL"})` })];
   }
   const link = farm.connected === false ? `unreachable: ${farm.last_error ?? ""}` : "connected";
   const lines = [
@@ -579,12 +582,14 @@ function storyboardCard(tag, shot, selected) {
   // a shot the film cannot place (shot null, no take) is named by its generation alone
   const placed = shot.shot != null && shot.takes > 0;
   const label = shot.kind === "start_image" ? "start image · " : placed ? `shot ${shot.shot} · ` : "";
+  // the border says the seam into this shot (the hop from its parent): green, amber or red
+  const seam = shot.seam?.verdict ?? "none";
   return el(
     "div",
     {
-      class: `zc-card zc-${shot.state} ${selected ? "zc-selected" : ""}`,
+      class: `zc-card zc-${shot.state} zc-border-${seam} ${selected ? "zc-selected" : ""}`,
       testid: "zerocopy-card",
-      dataset: { generation: String(shot.generation), state: shot.state, take: String(shot.take), takes: String(shot.takes) },
+      dataset: { generation: String(shot.generation), state: shot.state, take: String(shot.take), takes: String(shot.takes), seam },
       title: shot.problem ?? shot.prompt ?? "",
       onclick: () => {
         state.filmSelected.set(tag, selected ? null : shot.generation);
@@ -605,22 +610,26 @@ function storyboardCard(tag, shot, selected) {
 function storyboardDetail(tag, doc, shot) {
   const siblings = doc.shots.filter((s) => s.parent === shot.parent && s.continues === shot.continues);
   const text = continueText(tag, shot);
-  const copyBox = el("input", { class: "zc-continue", testid: "zerocopy-continue", readonly: "readonly", value: text });
+  // a read-only box that wraps its text (a long tag never hides the generation behind the edge)
+  const copyBox = el("textarea", { class: "zc-continue zc-continue-box", testid: "zerocopy-continue", readonly: "readonly", rows: "1", spellcheck: "false" });
+  copyBox.value = text;
   const lines = [
     `generation ${shot.generation} · ${shot.state}${shot.continues ? ` · continues ${shot.continues}` : ""}`,
     `parent ${shot.parent || "none (a root)"} · adapter ${shot.adapter || "—"} · trim ${shot.trim ?? 0} · tail ${shot.tail_frames ?? 0}`,
     `prompt: ${shot.prompt || "—"}${shot.seed != null ? ` · seed ${shot.seed}` : ""}`,
     `shape ${shapeText(shot.shape)} · file ${shot.file} · hop ${shot.hop}`
       + (shot.record ? ` · record ${shot.record.replace("_", " ")}` : ""),
-    `digest ${shot.digest ?? "—"}`,
-    shot.tail_digest ? `tail used ${shot.tail_digest}` : null,
+    [`digest ${shot.digest ?? "—"}`, "zc-digest"],
+    shot.tail_digest ? [`tail used ${shot.tail_digest}`, "zc-digest"] : null,
     ...seamLines(shot, doc),
     shot.problem ? `problem: ${shot.problem}` : null,
   ].filter(Boolean);
   return el(
     "div",
     { class: "zc-film-detail", testid: "zerocopy-film-detail", dataset: { generation: String(shot.generation) } },
-    ...lines.map((line) => el("div", { class: "zc-slot-line", text: line })),
+    ...lines.map((line) => (Array.isArray(line)
+      ? el("div", { class: `zc-slot-line ${line[1]}`, text: line[0] })
+      : el("div", { class: "zc-slot-line", text: line }))),
     el(
       "div",
       { class: "zc-takes" },
@@ -666,6 +675,64 @@ function storyboardDetail(tag, doc, shot) {
   );
 }
 
+const SEAM_ORDER = ["red", "amber", "green"]; // worst first
+
+// Scroll the storyboard card of a generation into view and flash it (the headline's seam counts).
+function showCard(tag, generation) {
+  const row = [...(panel.root?.querySelectorAll(".zc-row") ?? [])].find((r) => r.dataset.tag === tag);
+  const card = row?.querySelector(`.zc-strip-line .zc-card[data-generation="${generation}"]`);
+  if (!card) return;
+  card.scrollIntoView?.({ block: "nearest", inline: "nearest" });
+  card.classList.remove("zc-flash");
+  void card.offsetWidth; // restart the animation
+  card.classList.add("zc-flash");
+}
+
+// The film's headline: its shots, its seams counted by verdict in the verdict's colour (each count
+// a button that shows the worst such seam), and whether every hop's digest checked out (in green
+// only when no seam is amber or red). The headline's own colour is its worst seam's.
+function filmHeadline(tag, doc, line) {
+  const shots = line.filter((s) => s.kind !== "start_image");
+  const seams = new Map(SEAM_ORDER.map((v) => [v, []]));
+  for (const shot of line) if (seams.has(shot.seam?.verdict)) seams.get(shot.seam.verdict).push(shot);
+  const worst = SEAM_ORDER.find((v) => seams.get(v).length) ?? null;
+  const parts = [el("span", { class: "zc-headline-shots", text: `${shots.length} shot${shots.length === 1 ? "" : "s"} on the line` })];
+  for (const verdict of ["red", "amber"]) {
+    const found = seams.get(verdict);
+    if (!found.length) continue;
+    // the worst of these seams first: the one the button shows
+    const first = found.reduce((a, b) => ((b.seam.score ?? 0) > (a.seam.score ?? 0) ? b : a));
+    parts.push(el("button", {
+      class: `zc-headline-seams zc-seam-${verdict}`,
+      testid: "zerocopy-headline-seams",
+      dataset: { seam: verdict, count: String(found.length), generation: String(first.generation) },
+      text: `${found.length} ${verdict} seam${found.length === 1 ? "" : "s"}`,
+      title: `show the worst ${verdict} seam: shot ${first.shot} (gen ${first.generation}), `
+        + `seam ${seamNumber(first.seam.score)}; ${verdict} seams: ${found.map((s) => seamNumber(s.seam.score)).join(", ")}`,
+      onclick: (event) => {
+        event.stopPropagation();
+        showCard(tag, first.generation);
+      },
+    }));
+  }
+  if (!worst || worst === "green") {
+    const green = seams.get("green").length;
+    if (green) parts.push(el("span", { class: "zc-seam-green", text: `${green} green seam${green === 1 ? "" : "s"}` }));
+  }
+  const calm = worst !== "red" && worst !== "amber";
+  if (doc.ok) {
+    parts.push(el("span", { class: calm ? "zc-good" : "zc-headline-fact", text: "every hop verified (digests)" }));
+  } else {
+    parts.push(el("span", { class: "zc-bad", text: `${doc.problems.length} problem${doc.problems.length === 1 ? "" : "s"}: ${doc.problems.join(" · ")}` }));
+  }
+  const withDots = parts.flatMap((part, i) => (i ? [el("span", { class: "zc-headline-dot", text: " · " }), part] : [part]));
+  return el("div", {
+    class: `zc-film-verdict zc-headline-${doc.ok ? worst ?? "none" : "bad"}`,
+    testid: "zerocopy-film-headline",
+    dataset: { worst: worst ?? "none", ok: String(doc.ok) },
+  }, ...withDots);
+}
+
 function storyboard(tag) {
   const doc = state.films.get(tag);
   if (doc == null) return el("div", { class: "zc-film", text: "Loading the film…" });
@@ -675,13 +742,10 @@ function storyboard(tag) {
   const off = doc.shots.filter((s) => s.state !== "line");
   const selectedGeneration = state.filmSelected.get(tag);
   const selected = byGeneration.get(selectedGeneration);
-  const verdict = doc.ok
-    ? `${line.filter((s) => s.kind !== "start_image").length} shots on the line, every hop verified`
-    : `${doc.problems.length} problem${doc.problems.length === 1 ? "" : "s"}: ${doc.problems.join(" · ")}`;
   return el(
     "div",
     { class: "zc-film", testid: "zerocopy-film", dataset: { tag, ok: String(doc.ok), end: String(doc.end ?? "") } },
-    el("div", { class: `zc-film-verdict ${doc.ok ? "zc-good" : "zc-bad"}`, text: verdict }),
+    filmHeadline(tag, doc, line),
     el("div", { class: "zc-strip zc-strip-line", testid: "zerocopy-strip-line" }, ...line.map((s) => storyboardCard(tag, s, s.generation === selectedGeneration))),
     off.length ? el("div", { class: "zc-label", text: "other takes and stale shots" }) : null,
     off.length ? el("div", { class: "zc-strip zc-strip-off", testid: "zerocopy-strip-off" }, ...off.map((s) => storyboardCard(tag, s, s.generation === selectedGeneration))) : null,
@@ -910,10 +974,7 @@ const panel = {
           "div",
           { class: "zc-row-text" },
           el("div", { class: "zc-row-tag", text: b.tag }),
-          el("div", { class: "zc-row-info", text: `gen ${b.newest_generation} (${b.generations.length} in memory${b.disk_generations.length ? `, ${b.disk_generations.length} on disk` : ""})` }),
-          b.memory_only?.length ? el("div", { class: "zc-row-info zc-panel-error", text: `memory only, not on disk: gen ${b.memory_only.join(", ")}` }) : null,
-          el("div", { class: "zc-row-info", text: `${shapeText(b.shape)} ${b.dtype ?? ""} · ${b.tier ?? "—"} · ${bytesText(b.bytes)}` }),
-          el("div", { class: "zc-row-info", text: `${shortDigest(b.digest)} · ${b.family ?? "unknown"} · ${ageText(b.age_s)} ago` })
+          ...this.rowInfo(b)
         )
       ),
       el(
@@ -934,6 +995,24 @@ const panel = {
     );
   },
 
+  // What the listing knows of a tag. A tag held only on disk (after a restart) has no shape, size,
+  // digest or age in the listing: it says where it is, how many shots and the newest generation.
+  rowInfo(b) {
+    const disk = b.disk_generations ?? [];
+    if (!b.in_memory) {
+      const n = disk.length;
+      return [el("div", { class: "zc-row-info", testid: "zerocopy-row-info",
+        text: `on disk · ${n} shot${n === 1 ? "" : "s"} · newest gen ${b.newest_generation ?? "—"} · not in memory` })];
+    }
+    return [
+      el("div", { class: "zc-row-info", testid: "zerocopy-row-info", text: `gen ${b.newest_generation} (${b.generations.length} in memory${disk.length ? `, ${disk.length} on disk` : ""})` }),
+      b.memory_only?.length ? el("div", { class: "zc-row-info zc-panel-error", text: `memory only, not on disk: gen ${b.memory_only.join(", ")}` }) : null,
+      el("div", { class: "zc-row-info", testid: "zerocopy-row-info", text: `${shapeText(b.shape)} ${b.dtype ?? ""} · ${b.tier ?? "—"} · ${bytesText(b.bytes)}` }),
+      el("div", { class: "zc-row-info", testid: "zerocopy-row-info",
+        text: [shortDigest(b.digest), b.family, b.age_s == null ? null : `${ageText(b.age_s)} ago`].filter(Boolean).join(" · ") }),
+    ];
+  },
+
   detail(tag) {
     const doc = this.details.get(tag);
     if (doc == null) return el("div", { class: "zc-detail", text: "Loading…" });
@@ -943,7 +1022,7 @@ const panel = {
         "div",
         { class: "zc-slot" },
         el("div", { class: `zc-slot-head ${slot.spill === "failed" ? "zc-panel-error" : ""}`, text: `generation ${slot.generation} · ${bytesText(slot.bytes)} · ${slot.restored_from_disk ? "restored from disk" : "in memory"} · ${(DISK_TEXT[slot.spill] ?? [slot.spill ?? "—"])[0]}` }),
-        ...slot.tensors.map((t) => el("div", { class: "zc-slot-line", text: `${t.name}: ${t.dtype} ${shapeText(t.shape)} ${t.tier} ${t.digest ?? "no digest"}` })),
+        ...slot.tensors.map((t) => el("div", { class: "zc-slot-line zc-digest", text: `${t.name}: ${t.dtype} ${shapeText(t.shape)} ${t.tier} ${t.digest ?? "no digest"}` })),
         ...Object.entries(slot.meta ?? {}).map(([k, v]) =>
           el("div", { class: "zc-slot-line zc-meta", title: v.length > META_CHARS ? v : "", text: `${k}: ${v.length > META_CHARS ? `${v.slice(0, META_CHARS)}…` : v}` })
         )
@@ -962,6 +1041,7 @@ const STYLE = `
   width: 100%; height: 100%; overflow: hidden; pointer-events: none; }
 .zc-badge-lines { flex: 1 1 auto; min-width: 0; }
 .zc-line { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.zc-line.zc-wrap { white-space: normal; overflow-wrap: anywhere; }
 .zc-label { opacity: .65; margin-right: 6px; }
 .zc-yes span:last-child { color: #6fdc8c; font-weight: 600; }
 .zc-no span:last-child { color: #ffb454; font-weight: 600; }
@@ -985,21 +1065,32 @@ const STYLE = `
 .zc-detail { margin-top: 6px; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; }
 .zc-slot { margin-top: 4px; padding-top: 4px; border-top: 1px dashed var(--border-color, #444); }
 .zc-slot-head { font-weight: 600; }
-.zc-slot-line { word-break: break-all; }
+.zc-slot-line { overflow-wrap: break-word; }
+.zc-digest { overflow-wrap: anywhere; }
 .zc-meta { opacity: .75; }
 .zc-panel-error { color: #ff8b84; }
 .zc-engine-missing { display: flex; flex-direction: column; gap: 4px; word-break: break-word; }
 .zc-panel-empty { opacity: .7; }
 .zc-film { margin-top: 6px; display: flex; flex-direction: column; gap: 6px; }
-.zc-film-verdict { font-size: 11px; }
+.zc-film-verdict { font-size: 12px; line-height: 1.5; }
+.zc-film-verdict.zc-headline-red { color: #ff8b84; }
+.zc-film-verdict.zc-headline-amber { color: #ffb454; }
+.zc-headline-fact { opacity: .8; }
+.zc-headline-dot { opacity: .6; }
+.zc-headline-seams { font: inherit; font-weight: 700; padding: 0 4px; border-radius: 4px; cursor: pointer;
+  background: transparent; border: 1px solid currentColor; text-decoration: underline; }
 .zc-good { color: #6fdc8c; }
 .zc-bad { color: #ff8b84; font-weight: 600; }
-.zc-strip { display: flex; gap: 6px; overflow-x: auto; padding-bottom: 4px; }
+.zc-strip { display: flex; flex-wrap: wrap; gap: 6px; padding-bottom: 4px; }
 .zc-card { flex: 0 0 auto; width: 104px; padding: 4px; border: 1px solid var(--border-color, #444); border-radius: 5px;
   cursor: pointer; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 10px; background: rgba(0,0,0,.18); }
 .zc-card.zc-selected { outline: 2px solid #8ab4f8; }
-.zc-card.zc-line { border-color: #6fdc8c; }
-.zc-card.zc-stale { opacity: .6; border-style: dashed; border-color: #ffb454; }
+.zc-card.zc-border-green { border-color: #6fdc8c; }
+.zc-card.zc-border-amber { border-color: #ffb454; border-width: 2px; padding: 3px; }
+.zc-card.zc-border-red { border-color: #e5534b; border-width: 2px; padding: 3px; }
+.zc-card.zc-flash { animation: zc-flash 1.2s ease-out 2; }
+@keyframes zc-flash { 0% { box-shadow: 0 0 0 4px #8ab4f8; } 100% { box-shadow: 0 0 0 0 transparent; } }
+.zc-card.zc-stale { opacity: .6; border-style: dashed; }
 .zc-card.zc-broken { border-color: #e5534b; }
 .zc-card-thumb { width: 96px; height: 96px; object-fit: contain; image-rendering: pixelated; background: #111; border-radius: 3px; }
 .zc-card-title { font-weight: 700; }
@@ -1010,13 +1101,16 @@ const STYLE = `
 .zc-seam-amber { color: #ffb454; }
 .zc-seam-red { color: #ff8b84; }
 .zc-seam-none { opacity: .6; font-weight: 400; }
-.zc-film-detail { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; border-top: 1px dashed var(--border-color, #444); padding-top: 4px; word-break: break-all; }
+.zc-film-detail { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; border-top: 1px dashed var(--border-color, #444); padding-top: 4px; overflow-wrap: break-word; }
 .zc-takes, .zc-continue-row { display: flex; flex-wrap: wrap; gap: 4px; align-items: center; margin-top: 4px; }
 .zc-take.zc-on-line { border-color: #6fdc8c; }
 .zc-continue { flex: 1 1 120px; font: inherit; background: #111; color: inherit; border: 1px solid var(--border-color, #555); border-radius: 3px; }
+.zc-continue-box { flex: 1 1 100%; min-width: 0; box-sizing: border-box; resize: none; overflow: hidden; field-sizing: content;
+  white-space: pre-wrap; overflow-wrap: anywhere; padding: 2px 4px; }
 .zc-drift-view { margin-top: 2px; }
-.zc-drift { display: block; width: 100%; max-width: 300px; height: auto; font: 9px ui-monospace, Menlo, Consolas, monospace; fill: currentColor; }
+.zc-drift { display: block; width: 100%; max-width: 300px; height: auto; font: 10px ui-monospace, Menlo, Consolas, monospace; fill: currentColor; }
 .zc-drift-title { font-size: 10px; font-weight: 700; }
+.zc-drift-legend { font: 11px system-ui, sans-serif; }
 .zc-drift-tick, .zc-drift-legend { opacity: .8; }
 .zc-drift-axis { stroke: currentColor; stroke-opacity: .5; }
 .zc-farm { opacity: .85; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 11px; word-break: break-all; }

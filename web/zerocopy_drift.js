@@ -12,7 +12,8 @@
 // Plotted per shot: the colour drift max_c |mean_delta| and the contrast drift max_c |ln std_ratio|
 // (bold), and every channel's |mean_delta| (light), against the shot index.
 
-export const DRIFT_SIZE = { width: 300, height: 140, left: 34, right: 8, top: 30, bottom: 20 };
+// top: the title and the legend's two rows above the plot
+export const DRIFT_SIZE = { width: 300, height: 160, left: 34, right: 8, top: 50, bottom: 20 };
 
 const COLOURS = { mean: "#8ab4f8", spread: "#ffb454", channel: "#8ab4f8" };
 
@@ -84,8 +85,12 @@ export function driftPlotModel(drift, size = DRIFT_SIZE) {
     axis: { x0: left, x1: width - right, y0: top + plotH, y1: top },
     xLabels: series.map((s, i) => ({ x: x(i), text: String(i + 1), generation: s.generation })),
     lines: [
-      { key: "mean", label: "max |Δmean| / σ₁", colour: COLOURS.mean, points: points(series.map((s) => s.mean)) },
-      { key: "spread", label: "max |ln σ/σ₁|", colour: COLOURS.spread, points: points(series.map((s) => s.spread)) },
+      // in words: the largest channel's move of its mean, and of its contrast (max |Δmean| / σ₁ and
+      // max |ln σ/σ₁|; the notation is in the lines' tooltips)
+      { key: "mean", label: "mean drift (in first-shot σ)", notation: "max over channels of |Δmean| / σ₁",
+        colour: COLOURS.mean, points: points(series.map((s) => s.mean)) },
+      { key: "spread", label: "contrast drift (log of σ ÷ first-shot σ)", notation: "max over channels of |ln σ/σ₁|",
+        colour: COLOURS.spread, points: points(series.map((s) => s.spread)) },
     ],
     channelLines: Array.from({ length: drift.channels }, (_, c) => points(series.map((s) => s.channels[c]))),
     worst: { index: worst.index, generation: worst.generation, mean: worst.mean },
@@ -127,9 +132,13 @@ export function driftSVG(doc, model) {
     group.append(node(doc, "polyline", { points: path(line.points), stroke: line.colour, "stroke-width": 2, fill: "none" }));
     for (const [px, py] of line.points) group.append(node(doc, "circle", { cx: px, cy: py, r: 2.5, fill: line.colour }));
     svg.append(group);
-    const lx = axis.x0 + 8 + i * 120;
-    svg.append(node(doc, "rect", { x: lx, y: 18, width: 10, height: 3, fill: line.colour }));
-    svg.append(node(doc, "text", { x: lx + 13, y: 23, class: "zc-drift-legend", "data-testid": "zerocopy-drift-legend" }, line.label));
+    // one legend row per line, at the plot's left, in words
+    const ly = 24 + i * 14;
+    const legend = node(doc, "g", {});
+    legend.append(node(doc, "title", {}, line.notation));
+    legend.append(node(doc, "rect", { x: axis.x0, y: ly - 5, width: 12, height: 4, fill: line.colour }));
+    legend.append(node(doc, "text", { x: axis.x0 + 16, y: ly, class: "zc-drift-legend", "data-testid": "zerocopy-drift-legend" }, line.label));
+    svg.append(legend);
   });
   return svg;
 }

@@ -202,7 +202,9 @@ let settled = 0;
     rect.top < window.innerHeight && rect.bottom > 0 && rect.left < window.innerWidth && rect.right > 0;
   if (shown && ++settled > 3) {  // a few frames: the frontend positions DOM widgets on draw
     const thumb = badge.querySelector('[data-testid=zerocopy-thumb]');
-    done({...badge.dataset, text: badge.textContent, height: rect.height / ds.scale,
+    const cut = [...badge.querySelectorAll('.zc-line')].filter(l => l.scrollWidth > l.clientWidth + 1)
+      .map(l => l.textContent);
+    done({...badge.dataset, text: badge.textContent, cut, height: rect.height / ds.scale,
           width: rect.width / ds.scale, thumb: thumb && {shown: thumb.style.display !== 'none',
           complete: thumb.complete, naturalWidth: thumb.naturalWidth, src: thumb.src}});
     return;
@@ -322,6 +324,8 @@ def test_badges_thumbnails_and_sidebar_update_after_a_queued_run(
         s["tag"] == TAG and s["bitIdentical"] == "yes" and "[1,16,3,8,8]" in s["text"] and "host" in s["text"]
         for s in stores
     ), stores
+    # the tag line fits the node's default width: tag and generation whole, no line cut
+    assert all(f"{TAG} · g{s['generation']}" in s["text"] and not s["cut"] for s in stores), stores
     # the five tail thumbnails (three Stores, two Handoffs), each loaded once its node is in view
     with_thumbs = _wait_badges(
         browser, lambda bs: all(b["thumb"]["shown"] and b["thumb"]["complete"] and b["thumb"]["naturalWidth"] > 0
@@ -590,6 +594,152 @@ def test_storyboard_seam_badges_are_green_for_a_smooth_hop_and_red_for_a_drift(
     assert not _severe_errors(browser)
 
 
+RED = "rgb(255, 139, 132)"  # web/zerocopy.js: a red seam's text
+RED_BORDER = "rgb(229, 83, 75)"
+GREEN = "rgb(111, 220, 140)"
+
+
+def test_the_storyboard_headline_counts_the_red_seam_in_red_and_its_card_is_in_view(
+    server, browser, frontend, seam_film
+):
+    """At the sidebar's default width: the headline says "1 red seam" in red (the digests' "every
+    hop verified" not in green), the drifted shot's card has a red border, the smooth one's a green
+    one, and every card of the line is in view without scrolling (the strip wraps into rows)."""
+    _open_page(browser, server, frontend)
+    row = _open_film(browser, SEAM_TAG)
+    seen = _wait(
+        browser,
+        f"const row = document.querySelector('{row}'); const h = row?.querySelector('{_tid('zerocopy-film-headline')}');"
+        f"const cards = [...row.querySelectorAll('{_tid('zerocopy-strip-line')} {_tid('zerocopy-card')}')];"
+        "if (!h || cards.length < 3) return null;"
+        f"const panel = document.querySelector('{_tid('zerocopy-panel')}').getBoundingClientRect();"
+        "const spans = [...h.children].map(e => ({text: e.textContent, colour: getComputedStyle(e).color,"
+        " seam: e.dataset.seam || null}));"
+        "return {text: h.textContent, worst: h.dataset.worst, spans, panel: [panel.left, panel.top, panel.right, panel.bottom],"
+        " cards: cards.map(c => { const r = c.getBoundingClientRect(), s = getComputedStyle(c);"
+        "  return {generation: c.dataset.generation, seam: c.dataset.seam, border: s.borderTopColor,"
+        "   rect: [r.left, r.top, r.right, r.bottom]}; })};",
+        30, "the storyboard's headline and cards")
+    red = [s for s in seen["spans"] if s["seam"] == "red"]
+    assert len(red) == 1 and red[0]["text"] == "1 red seam" and red[0]["colour"] == RED, seen
+    assert seen["worst"] == "red" and "3 shots on the line" in seen["text"], seen
+    verified = [s for s in seen["spans"] if "every hop verified" in s["text"]]
+    assert verified and verified[0]["colour"] != GREEN, seen  # a digest fact, not a green light
+    cards = {c["generation"]: c for c in seen["cards"]}
+    assert cards["3"]["seam"] == "red" and cards["3"]["border"] == RED_BORDER, cards
+    assert cards["2"]["seam"] == "green" and cards["2"]["border"] == GREEN, cards
+    left, top, right, bottom = seen["panel"]
+    hidden = [g for g, c in cards.items() if not (c["rect"][0] >= left - 1 and c["rect"][2] <= right + 1
+                                                  and c["rect"][1] >= top - 1 and c["rect"][3] <= bottom + 1)]
+    assert not hidden, f"cards {hidden} are outside the panel {seen['panel']} without scrolling: {cards}"
+    # the red count is a button: it shows the worst red seam's card and marks it
+    _click(browser, f"{row} {_tid('zerocopy-headline-seams')}[data-seam=red]")
+    flashed = _wait(browser, f"return [...document.querySelectorAll('{row} .zc-flash')].map(c => c.dataset.generation).join()",
+                    10, "the red seam's card marked")
+    assert flashed == "3", flashed
+    browser.execute_script(f"document.querySelector('{row}').scrollIntoView()")
+    time.sleep(0.3)
+    browser.save_screenshot(str(_shot(frontend, "zerocopy_storyboard_headline")))
+    assert not _severe_errors(browser)
+
+
+# Every word of the element's text (split at white space) that the browser draws over more than one
+# line: a word broken mid-word. Digest lines (.zc-digest) may break anywhere and are left out.
+BROKEN_WORDS = """
+const root = arguments[0], broken = [];
+const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+  if (n.parentElement.closest('.zc-digest, button, textarea, input')) continue;
+  const re = /\\S+/g; let m;
+  while ((m = re.exec(n.data))) {
+    const range = document.createRange();
+    range.setStart(n, m.index); range.setEnd(n, m.index + m[0].length);
+    const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+    if (tops.size > 1) broken.push(m[0]);
+  }
+}
+return broken;
+"""
+
+
+def test_the_storyboard_detail_breaks_no_word_and_shows_the_whole_continue_field(
+    server, browser, frontend, seam_film
+):
+    _open_page(browser, server, frontend)
+    row = _open_film(browser, SEAM_TAG)
+    _click(browser, f"{row} {_tid('zerocopy-card')}[data-generation='3']")
+    detail = f"{row} {_tid('zerocopy-film-detail')}[data-generation=\"3\"]"
+    _wait(browser, f"return !!document.querySelector('{detail}')", 10, "the detail of the drifted shot")
+    text = browser.execute_script(f"return document.querySelector('{detail}').textContent")
+    assert "trim" in text and "RMS step" in text and "perceptual" in text, text
+    broken = browser.execute_script(BROKEN_WORDS, browser.find_element("css selector", detail))
+    assert not broken, f"words broken over two lines in the detail view: {broken}"
+    field = browser.execute_script(
+        f"const f = document.querySelector('{row} {_tid('zerocopy-continue')}');"
+        "return {value: f.value, sw: f.scrollWidth, cw: f.clientWidth, sh: f.scrollHeight, ch: f.clientHeight};")
+    assert field["value"] == f"buffer_tag={SEAM_TAG} generation=3", field
+    assert field["sw"] <= field["cw"] and field["sh"] <= field["ch"] + 1, f"the continue field is cut: {field}"
+    browser.execute_script(f"document.querySelector('{detail}').scrollIntoView()")
+    time.sleep(0.3)
+    browser.save_screenshot(str(_shot(frontend, "zerocopy_storyboard_detail")))
+    assert not _severe_errors(browser)
+
+
+DISK_TAG = "zc_browser_disk_only"
+
+
+def test_a_tag_held_only_on_disk_reads_what_is_known_and_no_farm_line_shows(server, browser, frontend):
+    """After a restart a tag is on disk only: the listing (zc_nodes.api.buffers.buffer_doc of such a
+    tag, added to the real server's listing on its way to the page) has no shape, size, digest or
+    age; the row says where it is and what is known. No farm was configured: no farm line."""
+    from zc_nodes.api.buffers import buffer_doc
+
+    disk_only = buffer_doc({"tag": DISK_TAG, "depth": 8, "slots": [], "disk_generations": [1, 2, 3]})
+    _open_page(browser, server, frontend)
+    browser.execute_script(
+        "const extra = arguments[0], api = window.comfyAPI.api.api;"
+        "window.__zcRealFetchApi = window.__zcRealFetchApi || api.fetchApi;"
+        "api.fetchApi = async (route, options) => { const r = await window.__zcRealFetchApi.call(api, route, options);"
+        " if (String(route) !== '/zerocopy/buffers') return r;"
+        " const doc = await r.json(); doc.buffers.push(extra);"
+        " return new Response(JSON.stringify(doc), {status: r.status, headers: r.headers}); };", disk_only)
+    try:
+        if not browser.execute_script(f"return !!document.querySelector('{_tid('zerocopy-panel')}')"):
+            _click(browser, SIDEBAR_BUTTON, "the ZeroCopy sidebar button")
+        row = _tid("zerocopy-row", f"[data-tag={DISK_TAG}]")
+        _click(browser, _tid("zerocopy-refresh"), "the Refresh button")
+        text = _wait(browser, f"return document.querySelector('{row}')?.textContent", 20, "the disk-only row")
+        panel = browser.execute_script(f"return document.querySelector('{_tid('zerocopy-panel')}').textContent")
+        farm = browser.execute_script("return window.__zerocopy.farm")
+    finally:
+        browser.execute_script("if (window.__zcRealFetchApi) { window.comfyAPI.api.api.fetchApi = window.__zcRealFetchApi; }")
+    assert "on disk · 3 shots · newest gen 3" in text, text
+    for unknown in ("0 B", "no digest", "unknown", "— ago"):
+        assert unknown not in text, (unknown, text)
+    assert farm and farm["enabled"] is False and not farm.get("url"), farm  # never configured here
+    assert "Farm" not in panel, panel
+    time.sleep(0.3)
+    browser.save_screenshot(str(_shot(frontend, "zerocopy_disk_only_row")))
+    # the listed tag is not in this server's store: its thumbnail's 404 is the test's own doing
+    assert not [e for e in _severe_errors(browser) if DISK_TAG not in e["message"]]
+
+
+PACK_MODULE = "ComfyUI-ZeroCopy-Continuity"  # the folder name the server fixture links the pack as
+
+
+def test_every_template_has_a_thumbnail_the_frontend_can_load(server):
+    """ComfyUI lists the pack's example_workflows as templates; the frontends (1.48.7, 1.49.6,
+    1.58.1) ask for /api/workflow_templates/<pack>/<name>.jpg as each card's picture."""
+    status, _, body = _get(server.url + "/api/workflow_templates")
+    assert status == 200
+    names = json.loads(body)[PACK_MODULE]
+    assert sorted(names) == sorted(p.stem for p in (REPO / "example_workflows").glob("*.json")), names
+    for name in names:
+        status, headers, jpg = _get(server.url + f"/api/workflow_templates/{PACK_MODULE}/{name}.jpg")
+        assert status == 200 and headers["Content-Type"] == "image/jpeg", (name, status, dict(headers))
+        assert jpg.startswith(b"\xff\xd8\xff") and len(jpg) > 2000, name
+
+
 DRIFT_FIXTURE = REPO / "tests" / "python" / "fixtures" / "film_drift.json"
 
 
@@ -599,6 +749,8 @@ def _drift_plot(browser, row):
         f"const p = document.querySelector('{row} {_tid('zerocopy-drift')}');"
         "return p && {...p.dataset, title: p.querySelector('[data-testid=zerocopy-drift-title]')?.textContent,"
         " legend: [...p.querySelectorAll('[data-testid=zerocopy-drift-legend]')].map(e => e.textContent),"
+        " legendPx: Math.min(...[...p.querySelectorAll('[data-testid=zerocopy-drift-legend]')].map(e =>"
+        "   parseFloat(getComputedStyle(e).fontSize) * p.getBoundingClientRect().width / p.viewBox.baseVal.width)),"
         " mean: p.querySelector('[data-testid=zerocopy-drift-mean]')?.dataset.values,"
         " spread: p.querySelector('[data-testid=zerocopy-drift-spread]')?.dataset.values,"
         " dots: p.querySelectorAll('circle').length, channels: p.querySelectorAll("
@@ -638,7 +790,9 @@ def test_the_drift_view_draws_the_contract_on_the_storyboard(server, browser, fr
     n = len(drift["shots"])
     assert plot["shots"] == str(n) and plot["dots"] == 2 * n and plot["channels"] == drift["channels"], plot
     assert plot["worstGeneration"] == "3" and "gen 1" in plot["title"], plot
-    assert len(plot["legend"]) == 2 and all(plot["legend"]), plot
+    # the legend in words, at a readable size on the screen (the notation is only in its tooltip)
+    assert plot["legend"] == ["mean drift (in first-shot σ)", "contrast drift (log of σ ÷ first-shot σ)"], plot
+    assert plot["legendPx"] >= 10, plot
     means = [float(v) for v in plot["mean"].split(",")]
     assert means == pytest.approx([max(abs(v) for v in s["mean_delta"]) for s in drift["shots"]], rel=1e-3)
     assert 100 <= plot["width"] <= 400 and 60 <= plot["height"] <= 200, plot  # small, inside the panel
