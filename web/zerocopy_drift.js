@@ -15,7 +15,13 @@
 // top: the title and the legend's two rows above the plot
 export const DRIFT_SIZE = { width: 300, height: 160, left: 34, right: 8, top: 50, bottom: 20 };
 
-const COLOURS = { mean: "#8ab4f8", spread: "#ffb454", channel: "#8ab4f8" };
+const COLOURS = { mean: "#8ab4f8", spread: "#ffb454", channel: "#8ab4f8", fine: "#3fb950" };
+
+// The "fine" band, a reading guide and not a verdict: both lines under 0.3, i.e. every channel's
+// mean within 0.3 first-shot σ of the first shot's and its contrast within a factor e^0.3 (0.74 to
+// 1.35) of it; docs/film.md's "mean_delta within a few tenths and std_ratio near 1". A line that
+// leaves the band shot after shot is the drift the colour anchor is meant to stop.
+export const DRIFT_FINE = 0.3;
 
 // The contract checked: a readable error names the first thing that does not match.
 export function driftProblem(drift) {
@@ -77,6 +83,7 @@ export function driftPlotModel(drift, size = DRIFT_SIZE) {
   const y = (v) => round(top + plotH - (v / yMax) * plotH);
   const points = (values) => values.map((v, i) => [x(i), y(v)]);
   const worst = series.reduce((a, b) => (b.mean > a.mean ? b : a), series[0]);
+  const fineTop = Math.min(DRIFT_FINE, yMax);
   return {
     width,
     height,
@@ -92,6 +99,9 @@ export function driftPlotModel(drift, size = DRIFT_SIZE) {
       { key: "spread", label: "contrast drift (log of σ ÷ first-shot σ)", notation: "max over channels of |ln σ/σ₁|",
         colour: COLOURS.spread, points: points(series.map((s) => s.spread)) },
     ],
+    // the band from 0 up to DRIFT_FINE (cut at the axis' top when every value is smaller)
+    fine: { below: DRIFT_FINE, y0: y(0), y1: y(fineTop), label: `fine: under ${DRIFT_FINE}`,
+            notation: "both lines under 0.3: means within 0.3 first-shot σ, contrast within ×0.74–×1.35" },
     channelLines: Array.from({ length: drift.channels }, (_, c) => points(series.map((s) => s.channels[c]))),
     worst: { index: worst.index, generation: worst.generation, mean: worst.mean },
     series,
@@ -124,6 +134,13 @@ export function driftSVG(doc, model) {
   for (const label of model.xLabels) {
     svg.append(node(doc, "text", { x: label.x, y: axis.y0 + 12, "text-anchor": "middle", class: "zc-drift-tick" }, label.text));
   }
+  const fine = node(doc, "g", { "data-testid": "zerocopy-drift-fine", "data-below": model.fine.below });
+  fine.append(node(doc, "title", {}, model.fine.notation));
+  fine.append(node(doc, "rect", { x: axis.x0, y: model.fine.y1, width: axis.x1 - axis.x0, height: model.fine.y0 - model.fine.y1,
+    fill: COLOURS.fine, "fill-opacity": 0.14 }));
+  fine.append(node(doc, "text", { x: axis.x1 - 2, y: model.fine.y1 - 2, "text-anchor": "end", class: "zc-drift-legend zc-drift-fine",
+    "data-testid": "zerocopy-drift-fine-label" }, model.fine.label));
+  svg.append(fine);
   const channels = node(doc, "g", { "data-testid": "zerocopy-drift-channels", stroke: COLOURS.channel, "stroke-opacity": 0.18, fill: "none" });
   for (const pts of model.channelLines) channels.append(node(doc, "polyline", { points: path(pts), "stroke-width": 1 }));
   svg.append(channels);

@@ -751,6 +751,8 @@ def _drift_plot(browser, row):
         " legend: [...p.querySelectorAll('[data-testid=zerocopy-drift-legend]')].map(e => e.textContent),"
         " legendPx: Math.min(...[...p.querySelectorAll('[data-testid=zerocopy-drift-legend]')].map(e =>"
         "   parseFloat(getComputedStyle(e).fontSize) * p.getBoundingClientRect().width / p.viewBox.baseVal.width)),"
+        " fine: p.querySelector('[data-testid=zerocopy-drift-fine-label]')?.textContent,"
+        " fineBelow: p.querySelector('[data-testid=zerocopy-drift-fine]')?.dataset.below,"
         " mean: p.querySelector('[data-testid=zerocopy-drift-mean]')?.dataset.values,"
         " spread: p.querySelector('[data-testid=zerocopy-drift-spread]')?.dataset.values,"
         " dots: p.querySelectorAll('circle').length, channels: p.querySelectorAll("
@@ -793,6 +795,8 @@ def test_the_drift_view_draws_the_contract_on_the_storyboard(server, browser, fr
     # the legend in words, at a readable size on the screen (the notation is only in its tooltip)
     assert plot["legend"] == ["mean drift (in first-shot σ)", "contrast drift (log of σ ÷ first-shot σ)"], plot
     assert plot["legendPx"] >= 10, plot
+    # the band that says what is fine, labelled in words
+    assert plot["fine"] == "fine: under 0.3" and plot["fineBelow"] == "0.3", plot
     means = [float(v) for v in plot["mean"].split(",")]
     assert means == pytest.approx([max(abs(v) for v in s["mean_delta"]) for s in drift["shots"]], rel=1e-3)
     assert 100 <= plot["width"] <= 400 and 60 <= plot["height"] <= 200, plot  # small, inside the panel

@@ -80,6 +80,24 @@ def test_points_rise_with_drift_and_stay_in_the_plot():
     assert means[2][1] < means[1][1] < means[0][1]
 
 
+def test_the_fine_band_runs_from_zero_to_its_bound_on_the_plots_scale():
+    drift = fixture()
+    calm = copy.deepcopy(drift)  # every value under the band's bound: the band is cut at the axis' top
+    for shot in calm["shots"]:
+        shot["mean_delta"] = [v / 100 for v in shot["mean_delta"]]
+        shot["std_ratio"] = [1.0 for _ in shot["std_ratio"]]
+    model, quiet = plot_models(drift, calm)
+    band, axis = model["fine"], model["axis"]
+    assert band["below"] == 0.3 and band["label"] == "fine: under 0.3"
+    assert band["y0"] == axis["y0"]  # from the zero line
+    height = axis["y0"] - axis["y1"]
+    assert band["y1"] == pytest.approx(axis["y0"] - 0.3 / model["yMax"] * height, abs=0.1)
+    # a point inside the band is drawn inside it, one outside above it (shot 3's 1.5 σ)
+    means = model["lines"][0]["points"]
+    assert means[0][1] >= band["y1"] and means[2][1] < band["y1"]
+    assert quiet["yMax"] < 0.3 and quiet["fine"]["y1"] == axis["y1"]
+
+
 def test_no_drift_draws_nothing_and_a_malformed_field_says_what_is_wrong():
     drift = fixture()
     short = copy.deepcopy(drift)
