@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from browser import FRONTEND_VERSIONS, chromium, need_frontend, requirements, wait_for
-from comfy_server import Server, get
+from comfy_server import STARTUP_TIMEOUT_S, Server, get
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOT_DIR = REPO / "build" / "browser"
@@ -49,7 +49,7 @@ def server(request, tmp_path_factory):
                  args=("--front-end-root", root))
     srv.frontend = version
     try:
-        srv.wait_ready("/api/zerocopy/engine", 90)
+        srv.wait_ready("/api/zerocopy/engine", STARTUP_TIMEOUT_S)
         yield srv
     finally:
         srv.stop()

@@ -46,7 +46,7 @@ import time
 from pathlib import Path
 
 import pytest
-from comfy_server import Server, get
+from comfy_server import STARTUP_TIMEOUT_S, Server, get
 from conftest import COMFYUI_PATH
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,7 +60,6 @@ HIDDEN = ("zerocopy_engine", "redis")  # what the fresh environment must not bor
 # uv too (not a ComfyUI requirement): with its module but not its binary borrowed, the Manager's UI
 # core would pick "python -m uv pip" (read_config without a config.ini) and fail to run it
 HIDDEN_EXACT = ("uv", "uv-")
-WAIT_S = 120
 RUN_S = 300
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="skipped: the Manager routes are run on Linux here")
@@ -254,7 +253,7 @@ class Comfy(Server):
                          base_env=env, args=args)
 
     def wait(self) -> None:
-        self.wait_ready("/api/zerocopy/engine", WAIT_S)
+        self.wait_ready("/api/zerocopy/engine", STARTUP_TIMEOUT_S)
 
     def zerocopy_nodes(self) -> set[str]:
         status, _, body = get(self.url + "/object_info", 60)

@@ -15,12 +15,11 @@ import os
 from pathlib import Path
 
 import pytest
-from comfy_server import Server, get
+from comfy_server import STARTUP_TIMEOUT_S, Server, get
 
 REPO = Path(__file__).resolve().parents[2]
 ALL_NODES = {"ZeroCopyVRAMPin", "ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad",
              "ZeroCopyFilmAssemble", "ZeroCopyFilmRender"}
-WAIT_S = 90
 
 
 def _install_module():
@@ -36,7 +35,7 @@ def _start(tmp_path: Path, env: dict) -> Server:
     os.symlink(REPO, base / "custom_nodes" / "zerocopy-continuity")
     srv = Server(base, tmp_path / "server.log", env=env)
     try:
-        srv.wait_ready("/api/zerocopy/engine", WAIT_S)
+        srv.wait_ready("/api/zerocopy/engine", STARTUP_TIMEOUT_S)
     except AssertionError:
         srv.stop()
         raise
