@@ -40,7 +40,6 @@ each Store plus the write).
 from __future__ import annotations
 
 import os
-import re
 import signal
 import threading
 import weakref
@@ -253,7 +252,6 @@ FIXES = {
     None: "fix the spill folder for the cause above, or set ZEROCOPY_SPILL_DIR to another folder and "
           "restart ComfyUI",
 }
-_TEMPORARY = re.compile(r"\.zc-tmp-[^\s\"'/\\]*?-\d+-")
 
 
 def cause_kind(problem: str) -> str | None:
@@ -271,7 +269,8 @@ def cause(problem: str) -> str:
         lower = problem.lower()
         at = min(lower.find(word) for word in words if word in lower)
         return problem[at:].split(" (")[0].strip().rstrip(".")
-    return _TEMPORARY.sub("", problem)
+    from .api.redaction import without_temporary_names
+    return without_temporary_names(problem)
 
 
 def toast_text(memory_only, problems: dict, folder) -> str:

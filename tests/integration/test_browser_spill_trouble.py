@@ -195,6 +195,15 @@ def test_a_read_only_folder_fails_only_its_tag_and_a_vanished_file_is_written_ag
 
         row_text = _open_film(page)
         assert BROKEN not in row_text and "NOT saved" not in row_text and "failed" not in row_text, row_text
+        # the sidebar's own line about the shots held only in memory: the engine's cause, without its
+        # temporary file name and without the server's folders (the panel shows the REST answer)
+        wait_for(page, "return !!document.querySelector('.zc-memory-only')", 30, "the sidebar's memory-only line",
+                 STATE)
+        panel_line = page.execute_script("return document.querySelector('.zc-memory-only').textContent")
+        assert BROKEN in panel_line and ".zc-tmp-" not in panel_line and str(server.spill) not in panel_line, \
+            panel_line
+        # the folder's name has a space: still recognised whole as the spill folder, not a server path
+        assert f"<spill folder>/{BROKEN}@" in panel_line and "<server path>" not in panel_line, panel_line
         time.sleep(0.5)
         page.save_screenshot(str(SCREENSHOT_DIR / f"spill_trouble_{name}.png"))
         status, _, body = get(server.url + f"/api/zerocopy/film/{FILM}")

@@ -23,9 +23,23 @@ SPILL = "/srv/comfy/user/zerocopy_continuity/spill"
     (f"{SPILL}-old/wan.g1.zc is not ours", "<server path>/wan.g1.zc is not ours"),  # a sibling is not inside
     (r"cannot load C:\Users\me\zc.dll: missing", "cannot load <server path>/zc.dll: missing"),
     ("no path here: 3/4 done, ratio 0.5", "no path here: 3/4 done, ratio 0.5"),
+    # the engine's temporary name (.zc-tmp-<process token>-<n>-<name>) is shown as the file it stands for
+    (f"cannot create {SPILL}/.zc-tmp-6911e9fe0a1b2c3d-17-film@00000000000000000001.latent: Read-only file system",
+     "cannot create <spill folder>/film@00000000000000000001.latent: Read-only file system"),
 ])
 def test_spill_paths_keep_their_place_and_other_paths_only_their_name(message, shown):
     assert redact_paths(message, SPILL) == shown
+
+
+def test_a_spill_folder_with_spaces_in_its_name_is_recognised_whole():
+    spill = "/home/me/my films/zc spill"
+    assert redact_paths(f"cannot create {spill}/film@1.latent: Read-only file system (to write {spill}/film@1.latent)",
+                        spill) == ("cannot create <spill folder>/film@1.latent: Read-only file system (to write "
+                                   "<spill folder>/film@1.latent)")
+    # a sibling is not inside: never called the spill folder, and its head (the home folder) is not shown
+    shown = redact_paths(f"the spill folder {spill} is read-only; {spill}-old/x is not", spill)
+    assert shown.startswith("the spill folder <spill folder> is read-only; <server path>/") and \
+        shown.count("<spill folder>") == 1 and "/home/me" not in shown, shown
 
 
 def test_a_windows_spill_folder_is_recognised():

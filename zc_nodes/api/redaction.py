@@ -18,6 +18,14 @@ import re
 # A server path in an engine message: quoted ("/a/b/f", 'C:\\a\\f') or bare (/a/b/f: ...).
 _QUOTED_PATH = re.compile(r'(["\'])((?:/|[A-Za-z]:[\\/])[^"\']*?([^"\'/\\]*))\1')
 _BARE_PATH = re.compile(r'(?<![\w.<>])((?:/|[A-Za-z]:\\)(?:[^\s"\':/\\]+[/\\])+([^\s"\':/\\]*))')
+# The engine's temporary file names (".zc-tmp-<random>-<pid>-<final name>"): internal, never shown;
+# the final name they stand for stays.
+_TEMPORARY_NAME = re.compile(r"\.zc-tmp-[^\s\"'/\\]*?-\d+-")
+
+
+def without_temporary_names(message: str) -> str:
+    """``message`` with each of the engine's temporary file names cut to the file it stands for."""
+    return _TEMPORARY_NAME.sub("", message)
 
 
 def _relative(path: str, folder: str | None) -> str | None:
@@ -41,11 +49,21 @@ def _shown(path: str, name: str, spill_dir: str | None) -> str:
 def redact_paths(message: str, spill_dir: str | os.PathLike | None = None) -> str:
     """An engine message without the server's folders: each path becomes ``<spill folder>/<its
     path inside it>`` when it lies in ``spill_dir`` (default: the shared store's spill folder), else
-    ``<server path>/<its file name>`` (docs/web-api.md: the spill directory is never shown)."""
+    ``<server path>/<its file name>`` (docs/web-api.md: the spill directory is never shown). The
+    engine's temporary file names become the name of the file they stand for."""
     folder = str(spill_dir) if spill_dir is not None else _store_spill_dir()
+    message = without_temporary_names(message)
+    if folder:  # the spill folder itself first, as written: its name may hold spaces the patterns stop at
+        message = _literal_folder(folder).sub(lambda m: "<spill folder>" + (m.group(1) and "/"), message)
     message = _QUOTED_PATH.sub(lambda m: f"{m.group(1)}{_shown(m.group(2), m.group(3), folder)}{m.group(1)}",
                                message)
     return _BARE_PATH.sub(lambda m: _shown(m.group(1), m.group(2), folder), message)
+
+
+def _literal_folder(folder: str) -> re.Pattern:
+    """The spill folder as it is written in a message, then a separator or the end of the path."""
+    trimmed = os.path.normpath(folder).rstrip("/\\") or folder
+    return re.compile(re.escape(trimmed) + r"([/\\]|(?=[\s\"':;,)]|$))")
 
 
 def spill_folder() -> str:
