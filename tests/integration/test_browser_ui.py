@@ -461,8 +461,11 @@ def test_storyboard_shows_the_film_its_takes_and_stale_shots(
     cards = (f"return [...document.querySelectorAll('{row} {_tid('zerocopy-strip-line')} {card}')]"
              ".map(c => c.dataset.generation).join()")
     _wait(browser, cards + " === '4,5,6'", 30, "the storyboard's line 4,5,6")
-    _wait(browser, f"return [...document.querySelectorAll('{row} {card} img')].every(i => i.complete && "
-                   "i.naturalWidth > 0)", 30, "the storyboard thumbnails")
+    # the cards wrap into rows and their thumbnails load lazily: each one not loaded yet is scrolled
+    # into view in turn, as a user scrolling the storyboard would
+    _wait(browser, f"const next = [...document.querySelectorAll('{row} {card} img')].find(i => !(i.complete && "
+                   "i.naturalWidth > 0)); if (next) next.scrollIntoView({block: 'nearest'}); return !next;",
+          30, "the storyboard thumbnails")
     info = browser.execute_script(
         f"return [...document.querySelectorAll('{row} {card}')].map(c => ({{...c.dataset, text: c.textContent}}))")
     by_generation = {c["generation"]: c for c in info}
