@@ -7,6 +7,7 @@ times out."""
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shutil
 from pathlib import Path
@@ -86,3 +87,16 @@ def wait_for(driver, script: str, timeout: float, what: str, state_script: str =
     except TimeoutException:
         state = driver.execute_script(state_script)
         raise AssertionError(f"timed out after {timeout} s waiting for {what}; state: {state}") from None
+
+
+def open_ready(driver, url: str, node_types: list[str], state_script: str = "return document.title") -> None:
+    """Open ComfyUI's page at ``url`` and wait until the frontend, the ZeroCopy extension and the
+    node classes ``node_types`` are there and the extension's first listing is done (its listeners
+    are then on the page's socket: a prompt queued earlier may end before the extension hears it)."""
+    driver.get(url + "/")
+    wait_for(driver, "return !!(window.__zerocopy && window.comfyAPI?.app?.app?.graph)", 60,
+             "the frontend and the ZeroCopy extension", state_script)
+    wait_for(driver, "const t = window.LiteGraph?.registered_node_types || {};"
+                     f"return {json.dumps(node_types)}.every(n => t[n]);", 60,
+             "the frontend to register the node types", state_script)
+    wait_for(driver, "return window.__zerocopy.refreshes > 0", 30, "the extension's first listing", state_script)

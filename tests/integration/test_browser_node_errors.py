@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import FRONTEND_VERSIONS, chromium, need_frontend, requirements, wait_for
+from browser import FRONTEND_VERSIONS, chromium, need_frontend, open_ready, requirements, wait_for
 from comfy_server import Server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,13 +90,7 @@ app.queuePrompt(0, 1).then(r => done(r === false ? 'refused' : String(load.id)),
 def test_a_load_of_an_empty_tag_shows_the_packs_sentence_without_a_server_path(server):
     name = f"{server.frontend}_{server.renderer}"
     with chromium() as page:
-        page.get(server.url + "/")
-        wait_for(page, "return !!(window.__zerocopy && window.comfyAPI?.app?.app?.graph)", 60,
-                 "the frontend and the ZeroCopy extension", STATE)
-        wait_for(page, "const t = window.LiteGraph?.registered_node_types || {};"
-                       "return ['ZeroCopyLatentLoad', 'ZeroCopyLatentStore'].every(n => t[n]);", 60,
-                 "the frontend to register the node types", STATE)
-        wait_for(page, "return window.__zerocopy.refreshes > 0", 30, "the extension's first listing", STATE)
+        open_ready(page, server.url, ["ZeroCopyLatentLoad", "ZeroCopyLatentStore"], STATE)
         node_id = page.execute_async_script(BUILD_AND_QUEUE, TAG)
         assert node_id.isdigit(), node_id
         wait_for(page, "return window.__zcRun !== 'queued' && window.__zcRun", 60, "the run to end", STATE)

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import FRONTEND_VERSIONS, chromium, need_frontend, requirements, wait_for
+from browser import FRONTEND_VERSIONS, chromium, need_frontend, open_ready, requirements, wait_for
 from comfy_server import Server, get
 
 REPO = Path(__file__).resolve().parents[2]
@@ -167,14 +167,7 @@ def _toast(page, words: str) -> dict:
 def test_a_read_only_folder_fails_only_its_tag_and_a_vanished_file_is_written_again(server):
     name = f"{server.frontend}_{server.renderer}"
     with chromium() as page:
-        page.get(server.url + "/")
-        wait_for(page, "return !!(window.__zerocopy && window.comfyAPI?.app?.app?.graph)", 60,
-                 "the frontend and the ZeroCopy extension", STATE)
-        wait_for(page, "const t = window.LiteGraph?.registered_node_types || {};"
-                       "return ['ZCTestSeededLatent', 'ZeroCopyLatentStore'].every(n => t[n]);", 60,
-                 "the frontend to register the node types", STATE)
-        # the extension's setup ran (its listeners are on the page's socket): its first listing is done
-        wait_for(page, "return window.__zerocopy.refreshes > 0", 30, "the extension's first listing", STATE)
+        open_ready(page, server.url, ["ZCTestSeededLatent", "ZeroCopyLatentStore"], STATE)
         nodes = page.execute_script(BUILD)
         _queue(page, nodes, 1, FILM)
         _queue(page, nodes, 2, FILM)
