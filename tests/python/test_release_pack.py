@@ -2,7 +2,7 @@
 `comfy node pack` (pinned in requirements-dev.txt) run on a copy of the git-tracked tree, and the
 zip must hold what runs in ComfyUI and nothing else (.comfyignore):
 
-- no absolute machine path, no binary file, at most ZIP_LIMIT bytes;
+- no absolute machine path, no binary file but the templates' JPEG thumbnails, at most ZIP_LIMIT bytes;
 - only the runtime's top-level entries, every relative import of its Python resolving inside it;
 - the engine's C sources that `python install.py --build` compiles, and that build loads;
 - the metadata comfy-cli sends (the Issues link).
@@ -28,8 +28,10 @@ HAS_COMPILER = bool(shutil.which("cc") or shutil.which("gcc") or shutil.which("c
 # engine's C sources (~140 KB), the templates (~24 KB). 600 KB leaves about 28% for growth, and is
 # exceeded by any one of the development folders it must not carry coming back (bench/ alone is
 # ~350 KB zipped, tests/ ~230 KB, the engine's tests and corpora ~100 KB); the issue's 1.28 MB
-# zip (483 files) was 76% such bytes.
-ZIP_LIMIT = 600_000
+# zip (483 files) was 76% such bytes. Raised to 800 KB when the templates got their thumbnails
+# (nine JPEGs, ~86 KB, that ComfyUI's template browser shows) and the runtime had grown to ~595 KB:
+# still exceeded by bench/ or tests/ coming back.
+ZIP_LIMIT = 800_000
 TOP_LEVEL = {"__init__.py", "install.py", "requirements.txt", "pyproject.toml", "README.md", "LICENSE",
              "zc_nodes", "zc_residency", "zc_log", "zc_continuity", "zc_engine", "zc_farm", "zc_film", "web",
              "example_workflows", "examples", "docs", "engine"}
@@ -87,6 +89,9 @@ def test_the_zip_is_small_and_holds_only_the_runtime(packed):
     assert zip_path.stat().st_size <= ZIP_LIMIT, f"{zip_path.stat().st_size} bytes > {ZIP_LIMIT}"
     with zipfile.ZipFile(zip_path) as z:
         names = set(z.namelist())
+        templates = [n for n in names if n.startswith("example_workflows/") and n.endswith(".json")]
+        missing = [t for t in templates if t[:-len(".json")] + ".jpg" not in names]
+        assert templates and not missing, f"templates shipped without their thumbnail: {missing}"
     assert {n.split("/")[0] for n in names} <= TOP_LEVEL, sorted({n.split("/")[0] for n in names} - TOP_LEVEL)
     assert REQUIRED <= names, sorted(REQUIRED - names)
     for name in names:
@@ -94,11 +99,21 @@ def test_the_zip_is_small_and_holds_only_the_runtime(packed):
     assert {n for n in names if n.startswith("docs/")} == {"docs/install.md"}
 
 
+def _is_template_thumbnail(name: str, names: set[str]) -> bool:
+    """example_workflows/<t>.jpg beside the template example_workflows/<t>.json."""
+    return (name.startswith("example_workflows/") and name.endswith(".jpg") and name.count("/") == 1
+            and name[:-len(".jpg")] + ".json" in names)
+
+
 def test_no_binary_and_no_machine_path_in_the_zip(packed):
     _, zip_path, _ = packed
     with zipfile.ZipFile(zip_path) as z:
+        names = set(z.namelist())
         for info in z.infolist():
             data = z.read(info)
+            if _is_template_thumbnail(info.filename, names):  # ComfyUI shows it beside its template
+                assert data.startswith(b"\xff\xd8\xff"), f"{info.filename} is not a JPEG"
+                continue
             assert b"\0" not in data, f"{info.filename} is binary"
             try:
                 data.decode("utf-8")
