@@ -100,3 +100,17 @@ def open_ready(driver, url: str, node_types: list[str], state_script: str = "ret
                      f"return {json.dumps(node_types)}.every(n => t[n]);", 60,
              "the frontend to register the node types", state_script)
     wait_for(driver, "return window.__zerocopy.refreshes > 0", 30, "the extension's first listing", state_script)
+
+
+def returning_user(base: Path, renderer: str) -> None:
+    """ComfyUI's settings under ``base`` for a returning user (no first-run, release or missing-model
+    dialogs), with the node renderer ``renderer`` ("classic" or "vue")."""
+    import time
+
+    settings = base / "user" / "default"
+    settings.mkdir(parents=True)
+    (settings / "comfy.settings.json").write_text(json.dumps({
+        "Comfy.TutorialCompleted": True, "Comfy.Release.Version": "99.0.0", "Comfy.Release.Status": "skipped",
+        "Comfy.Release.Timestamp": int(time.time() * 1000),
+        "Comfy.Workflow.ShowMissingModelsWarning": False, "Comfy.Workflow.ShowMissingNodesWarning": False,
+        "Comfy.VueNodes.Enabled": renderer == "vue", "Comfy.VersionCompatibility.DisableWarnings": True}))

@@ -23,13 +23,20 @@ build/browser/node_error_details_<version>_<renderer>.png (the Errors panel).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
 
 import pytest
-from browser import FRONTEND_VERSIONS, chromium, need_frontend, open_ready, requirements, wait_for
+from browser import (
+    FRONTEND_VERSIONS,
+    chromium,
+    need_frontend,
+    open_ready,
+    requirements,
+    returning_user,
+    wait_for,
+)
 from comfy_server import Server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -52,13 +59,7 @@ def server(request, comfy, tmp_path_factory):
     base = tmp_path_factory.mktemp("comfy_base_node_errors")
     (base / "custom_nodes").mkdir()
     os.symlink(REPO, base / "custom_nodes" / "ComfyUI-ZeroCopy-Continuity")
-    settings = base / "user" / "default"
-    settings.mkdir(parents=True)
-    (settings / "comfy.settings.json").write_text(json.dumps({  # a returning user: no first-run dialogs
-        "Comfy.TutorialCompleted": True, "Comfy.Release.Version": "99.0.0", "Comfy.Release.Status": "skipped",
-        "Comfy.Release.Timestamp": int(time.time() * 1000),
-        "Comfy.Workflow.ShowMissingModelsWarning": False, "Comfy.Workflow.ShowMissingNodesWarning": False,
-        "Comfy.VueNodes.Enabled": renderer == "vue", "Comfy.VersionCompatibility.DisableWarnings": True}))
+    returning_user(base, renderer)
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     srv = Server(base, SCREENSHOT_DIR / f"node_errors_server_{version}_{renderer}.log",
                  args=("--front-end-root", root))

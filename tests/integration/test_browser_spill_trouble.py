@@ -31,7 +31,15 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import FRONTEND_VERSIONS, chromium, need_frontend, open_ready, requirements, wait_for
+from browser import (
+    FRONTEND_VERSIONS,
+    chromium,
+    need_frontend,
+    open_ready,
+    requirements,
+    returning_user,
+    wait_for,
+)
 from comfy_server import Server, get
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,13 +85,7 @@ def server(request, comfy, zc_test_nodes, tmp_path_factory):
     (base / "custom_nodes").mkdir()
     os.symlink(REPO, base / "custom_nodes" / "ComfyUI-ZeroCopy-Continuity")
     os.symlink(REPO / "tools" / "standins" / "zc_test_nodes", base / "custom_nodes" / "zc_test_nodes")
-    settings = base / "user" / "default"
-    settings.mkdir(parents=True)
-    (settings / "comfy.settings.json").write_text(json.dumps({  # a returning user: no first-run dialogs
-        "Comfy.TutorialCompleted": True, "Comfy.Release.Version": "99.0.0", "Comfy.Release.Status": "skipped",
-        "Comfy.Release.Timestamp": int(time.time() * 1000),
-        "Comfy.Workflow.ShowMissingModelsWarning": False, "Comfy.Workflow.ShowMissingNodesWarning": False,
-        "Comfy.VueNodes.Enabled": renderer == "vue", "Comfy.VersionCompatibility.DisableWarnings": True}))
+    returning_user(base, renderer)
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     spill = base / "my films"  # the folder the user set (ZEROCOPY_SPILL_DIR), a space in its name
     undo: list = []
