@@ -64,3 +64,25 @@ void cli_args_free(cli_args *args)
     args->operands = NULL;
     args->count = 0;
 }
+
+int cli_command(const char *cmd, int argc, char **argv, const cli_flag *flags, cli_operands want,
+                cli_run_fn run, void *opts)
+{
+    cli_args args;
+    int rc = cli_args_parse(cmd, argc, argv, flags, &args);
+    if (rc != 0)
+        return rc;
+    if (args.help) {
+        cli_help_command(cmd, stdout);
+        rc = CLI_EXIT_OK;
+    } else if (args.count < want.min && want.max < 0) {
+        rc = cli_usage_error(cmd, "expected %s", want.what);
+    } else if (args.count < want.min || (want.max >= 0 && args.count > want.max)) {
+        rc = cli_usage_error(cmd, "expected %s, got %d argument%s", want.what, args.count,
+                             cli_plural((uint64_t)args.count));
+    } else {
+        rc = run(&args, opts);
+    }
+    cli_args_free(&args);
+    return rc;
+}

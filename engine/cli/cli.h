@@ -60,6 +60,24 @@ typedef struct {
 int cli_args_parse(const char *cmd, int argc, char **argv, const cli_flag *flags, cli_args *out);
 void cli_args_free(cli_args *args);
 
+/* How many operands a command takes besides its flags: from min to max (max -1: no
+ * limit), and how its usage error names them ("two files A B"). */
+typedef struct {
+    int min, max;
+    const char *what;
+} cli_operands;
+
+/* A command's work once its arguments are parsed and counted; opts is the
+ * command's own (what its flags set).  @return the exit status. */
+typedef int (*cli_run_fn)(const cli_args *args, void *opts);
+
+/* Run command cmd: parse argv (cli_args_parse, with flags), print the
+ * command's help for --help, refuse a wrong number of operands with a usage
+ * error ("expected <what>, got N arguments"), else call run.  The arguments
+ * are freed before it returns.  @return the exit status. */
+int cli_command(const char *cmd, int argc, char **argv, const cli_flag *flags, cli_operands want,
+                cli_run_fn run, void *opts);
+
 /* Print "zc CMD: message" and a pointer to the help; return CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) ZC_PRINTF(2, 3);
 

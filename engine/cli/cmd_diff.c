@@ -212,20 +212,14 @@ static int run_diff(const char *path_a, const char *path_b)
     return sum.different > 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
+static int diff_operands(const cli_args *args, void *opts)
+{
+    (void)opts;
+    return run_diff(args->operands[0], args->operands[1]);
+}
+
 int cli_cmd_diff(int argc, char **argv)
 {
-    cli_args args;
-    int rc = cli_args_parse("diff", argc, argv, NULL, &args);
-    if (rc != 0)
-        return rc;
-    if (args.help) {
-        cli_help_command("diff", stdout);
-        rc = CLI_EXIT_OK;
-    } else if (args.count != 2) {
-        rc = cli_usage_error("diff", "expected two files A B, got %d arguments", args.count);
-    } else {
-        rc = run_diff(args.operands[0], args.operands[1]);
-    }
-    cli_args_free(&args);
-    return rc;
+    return cli_command("diff", argc, argv, NULL, (cli_operands){2, 2, "two files A B"}, diff_operands,
+                       NULL);
 }

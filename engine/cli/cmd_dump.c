@@ -50,20 +50,14 @@ static int run_dump(const char *path, const char *name)
     return rc;
 }
 
+static int dump_operands(const cli_args *args, void *opts)
+{
+    (void)opts;
+    return run_dump(args->operands[0], args->operands[1]);
+}
+
 int cli_cmd_dump(int argc, char **argv)
 {
-    cli_args args;
-    int rc = cli_args_parse("dump", argc, argv, NULL, &args);
-    if (rc != 0)
-        return rc;
-    if (args.help) {
-        cli_help_command("dump", stdout);
-        rc = CLI_EXIT_OK;
-    } else if (args.count != 2) {
-        rc = cli_usage_error("dump", "expected FILE and TENSOR, got %d arguments", args.count);
-    } else {
-        rc = run_dump(args.operands[0], args.operands[1]);
-    }
-    cli_args_free(&args);
-    return rc;
+    return cli_command("dump", argc, argv, NULL, (cli_operands){2, 2, "FILE and TENSOR"}, dump_operands,
+                       NULL);
 }

@@ -276,36 +276,22 @@ static int take_seam_limit(int *argc, char **argv, double *limit)
     return 0;
 }
 
-int cli_cmd_film(int argc, char **argv)
-{
-    int json = 0, no_verify = 0;
+typedef struct {
+    int json, no_verify;
     double limit;
-    const cli_flag flags[] = {{"--json", &json}, {"--no-verify", &no_verify}, {NULL, NULL}};
-    cli_args args;
-    int rc = take_seam_limit(&argc, argv, &limit);
-    if (rc != 0)
-        return rc;
-    rc = cli_args_parse("film", argc, argv, flags, &args);
-    if (rc != 0)
-        return rc;
-    if (args.help) {
-        cli_help_command("film", stdout);
-        cli_args_free(&args);
-        return CLI_EXIT_OK;
-    }
-    if (args.count != 2) {
-        rc = cli_usage_error("film", "expected DIR and TAG, got %d argument%s", args.count,
-                             cli_plural((uint64_t)args.count));
-        cli_args_free(&args);
-        return rc;
-    }
+} film_opts;
+
+static int film_operands(const cli_args *args, void *opts)
+{
+    const film_opts *o = opts;
     zc_film film;
-    int st = zc__film_build(args.operands[0], args.operands[1], no_verify ? 0 : ZC_FILM_VERIFY,
+    int rc;
+    int st = zc__film_build(args->operands[0], args->operands[1], o->no_verify ? 0 : ZC_FILM_VERIFY,
                             &film);
     if (st != ZC_OK) {
         cli_error("%s", cli_engine_message(st));
         rc = CLI_EXIT_USAGE;
-    } else if (json) {
+    } else if (o->json) {
         zc_jsonbuf jb;
         zc__jb_init(&jb);
         zc__film_json(&jb, &film);
@@ -321,9 +307,18 @@ int cli_cmd_film(int argc, char **argv)
     } else {
         rc = print_text(&film);
     }
-    if (st == ZC_OK && rc != CLI_EXIT_USAGE && seams_fail(&film, limit))
+    if (st == ZC_OK && rc != CLI_EXIT_USAGE && seams_fail(&film, o->limit))
         rc = CLI_EXIT_FAIL;
     zc__film_free(&film);
-    cli_args_free(&args);
     return rc;
+}
+
+int cli_cmd_film(int argc, char **argv)
+{
+    film_opts o = {0};
+    const cli_flag flags[] = {{"--json", &o.json}, {"--no-verify", &o.no_verify}, {NULL, NULL}};
+    int rc = take_seam_limit(&argc, argv, &o.limit);
+    if (rc != 0)
+        return rc;
+    return cli_command("film", argc, argv, flags, (cli_operands){2, 2, "DIR and TAG"}, film_operands, &o);
 }

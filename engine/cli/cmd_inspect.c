@@ -230,22 +230,15 @@ static int inspect_file(const char *path, const inspect_opts *o)
     return ok ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 
+static int inspect_operands(const cli_args *args, void *opts)
+{
+    return inspect_file(args->operands[0], opts);
+}
+
 int cli_cmd_inspect(int argc, char **argv)
 {
     inspect_opts o = {0};
     const cli_flag flags[] = {{"--json", &o.json}, {"--full", &o.full}, {NULL, NULL}};
-    cli_args args;
-    int rc = cli_args_parse("inspect", argc, argv, flags, &args);
-    if (rc != 0)
-        return rc;
-    if (args.help) {
-        cli_help_command("inspect", stdout);
-        rc = CLI_EXIT_OK;
-    } else if (args.count != 1) {
-        rc = cli_usage_error("inspect", "expected one file, got %d arguments", args.count);
-    } else {
-        rc = inspect_file(args.operands[0], &o);
-    }
-    cli_args_free(&args);
-    return rc;
+    return cli_command("inspect", argc, argv, flags, (cli_operands){1, 1, "one file"}, inspect_operands,
+                       &o);
 }

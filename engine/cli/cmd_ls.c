@@ -152,23 +152,12 @@ static void print_entry(const char *dir, const char *name)
     free(path);
 }
 
-int cli_cmd_ls(int argc, char **argv)
+static int list_folder(const cli_args *args, void *opts)
 {
-    cli_args args;
-    int rc = cli_args_parse("ls", argc, argv, NULL, &args);
-    if (rc != 0)
-        return rc;
-    if (args.help) {
-        cli_args_free(&args);
-        cli_help_command("ls", stdout);
-        return CLI_EXIT_OK;
-    }
-    if (args.count != 1) {
-        cli_args_free(&args);
-        return cli_usage_error("ls", "expected one directory, got %d arguments", args.count);
-    }
+    (void)opts;
     zc_name_list list = {0};
-    const char *dir = args.operands[0];
+    const char *dir = args->operands[0];
+    int rc = CLI_EXIT_OK;
     if (collect(dir, &list) == 0) {
         for (size_t i = 0; i < list.count; i++)
             print_entry(dir, list.names[i]);
@@ -176,6 +165,10 @@ int cli_cmd_ls(int argc, char **argv)
         rc = CLI_EXIT_USAGE;
     }
     zc__name_list_free(&list);
-    cli_args_free(&args);
     return rc;
+}
+
+int cli_cmd_ls(int argc, char **argv)
+{
+    return cli_command("ls", argc, argv, NULL, (cli_operands){1, 1, "one directory"}, list_folder, NULL);
 }

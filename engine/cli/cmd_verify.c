@@ -161,26 +161,21 @@ static int verify_file(const char *path, int allow_missing)
     return passes;
 }
 
+static int verify_operands(const cli_args *args, void *opts)
+{
+    int allow_missing = *(const int *)opts;
+    int rc = CLI_EXIT_OK;
+    for (int i = 0; i < args->count; i++) {
+        if (!verify_file(args->operands[i], allow_missing))
+            rc = CLI_EXIT_FAIL;
+    }
+    return rc;
+}
+
 int cli_cmd_verify(int argc, char **argv)
 {
     int allow_missing = 0;
     const cli_flag flags[] = {{"--allow-missing", &allow_missing}, {NULL, NULL}};
-    cli_args args;
-    int rc = cli_args_parse("verify", argc, argv, flags, &args);
-    if (rc != 0)
-        return rc;
-    if (args.help) {
-        cli_help_command("verify", stdout);
-        rc = CLI_EXIT_OK;
-    } else if (args.count == 0) {
-        rc = cli_usage_error("verify", "expected at least one file");
-    } else {
-        rc = CLI_EXIT_OK;
-        for (int i = 0; i < args.count; i++) {
-            if (!verify_file(args.operands[i], allow_missing))
-                rc = CLI_EXIT_FAIL;
-        }
-    }
-    cli_args_free(&args);
-    return rc;
+    return cli_command("verify", argc, argv, flags, (cli_operands){1, -1, "at least one file"},
+                       verify_operands, &allow_missing);
 }
