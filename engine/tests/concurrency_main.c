@@ -69,8 +69,7 @@ static void worker(void *arg)
 
 TEST(concurrent_put_get_drop_describe_spill)
 {
-    char *dir = zc_test_tmpdir("concurrency");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "concurrency");
     zc_store_config c;
     zc_store_config_init(&c);
     c.spill_dir = dir;
@@ -104,8 +103,6 @@ TEST(concurrent_put_get_drop_describe_spill)
     REQUIRE_OK(zc_store_stats_get(store, &st));
     CHECK(st.files_rejected == 0);
     zc_store_close(store);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* ---- two stores on one spill folder, threads of both on one tag ---- */
@@ -142,8 +139,7 @@ static int by_value(const void *a, const void *b)
 
 TEST(two_stores_on_one_folder_from_many_threads)
 {
-    char *dir = zc_test_tmpdir("concurrency-shared");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "concurrency-shared");
     zc_store_config c;
     zc_store_config_init(&c);
     c.spill_dir = dir;
@@ -168,8 +164,6 @@ TEST(two_stores_on_one_folder_from_many_threads)
         CHECK(all[i] == (uint64_t)i + 1); /* every generation once, none skipped */
     zc_store_close(a);
     zc_store_close(b);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* Exports made and deleted on some threads while others verify the same

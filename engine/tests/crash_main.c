@@ -117,8 +117,7 @@ static int run_and_kill(const char *spill, unsigned delay_ms)
 
 TEST(killed_during_spill_never_leaves_a_torn_file)
 {
-    char *dir = zc_test_tmpdir("crash");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "crash");
     char *spill = zc_test_join(dir, "spill");
     float *buf = malloc(FLOATS * sizeof(float));
     REQUIRE(spill != NULL && buf != NULL);
@@ -164,8 +163,6 @@ TEST(killed_during_spill_never_leaves_a_torn_file)
            (unsigned long long)last);
     free(buf);
     free(spill);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 int main(int argc, char **argv)

@@ -16,6 +16,9 @@ static struct {
 static int test_count;
 static int current_failures;
 static const char *current_skip;
+/* The running test's folders (zc_test_folder), removed when it ends. */
+static char *current_folders[8];
+static int current_folder_count;
 
 void zc_test_register(const char *name, zc_test_fn fn)
 {
@@ -37,6 +40,15 @@ void zc_test_skipped(const char *reason)
     current_skip = reason;
 }
 
+static void remove_folders(void)
+{
+    for (int i = 0; i < current_folder_count; i++) {
+        zc_test_rmtree(current_folders[i]);
+        free(current_folders[i]);
+    }
+    current_folder_count = 0;
+}
+
 int zc_test_run_all(const char *filter)
 {
     int passed = 0, failed = 0, skipped = 0;
@@ -46,6 +58,7 @@ int zc_test_run_all(const char *filter)
         current_failures = 0;
         current_skip = NULL;
         tests[i].fn();
+        remove_folders();
         if (current_failures) {
             failed++;
             fprintf(stderr, "FAILED %s\n", tests[i].name);
@@ -97,6 +110,16 @@ char *zc_test_tmpdir(const char *label)
             return NULL;
     }
     return NULL;
+}
+
+char *zc_test_folder(const char *label)
+{
+    if (current_folder_count == (int)(sizeof current_folders / sizeof current_folders[0]))
+        return NULL; /* more than a test needs: REQUIRE fails, saying so by its line */
+    char *path = zc_test_tmpdir(label);
+    if (path != NULL)
+        current_folders[current_folder_count++] = path;
+    return path;
 }
 
 int zc_test_count(const char *dir, const char *prefix, const char *suffix)

@@ -44,31 +44,32 @@ int zc_test_run_all(const char *filter);
         }                                                                      \
     } while (0)
 
-/* CHECK that a zc call returned ZC_OK, printing zc_last_error() otherwise. */
-#define CHECK_OK(call)                                                         \
+/* CHECK/REQUIRE that a zc call returned ZC_OK, printing zc_last_error()
+ * otherwise (REQUIRE_OK then leaves the test). */
+#define ZC_TEST_OK_(call, leave)                                               \
     do {                                                                       \
         int zc_rc_ = (call);                                                   \
         if (zc_rc_ != 0) {                                                     \
             fprintf(stderr, "  %s -> %s: %s\n", #call, zc_status_name(zc_rc_), \
                     zc_last_error());                                          \
             zc_test_failed(__FILE__, __LINE__, #call " == ZC_OK");             \
+            leave;                                                             \
         }                                                                      \
     } while (0)
-
-#define REQUIRE_OK(call)                                                       \
-    do {                                                                       \
-        int zc_rc_ = (call);                                                   \
-        if (zc_rc_ != 0) {                                                     \
-            fprintf(stderr, "  %s -> %s: %s\n", #call, zc_status_name(zc_rc_), \
-                    zc_last_error());                                          \
-            zc_test_failed(__FILE__, __LINE__, #call " == ZC_OK");             \
-            return;                                                            \
-        }                                                                      \
-    } while (0)
+#define CHECK_OK(call) ZC_TEST_OK_(call, (void)0)
+#define REQUIRE_OK(call) ZC_TEST_OK_(call, return)
 
 /* A fresh empty directory under the temporary directory for one test;
  * caller frees path. */
 char *zc_test_tmpdir(const char *label);
+/* A fresh empty directory (zc_test_tmpdir) that the runner removes, with all
+ * it holds, and frees when the running test ends, whether it passed, failed
+ * or left early; NULL when none could be made. */
+char *zc_test_folder(const char *label);
+/* Declare `char *var`, a zc_test_folder for the running test, and REQUIRE it. */
+#define TEST_FOLDER(var, label)                                                \
+    char *var = zc_test_folder(label);                                         \
+    REQUIRE(var != NULL)
 /* "dir/name" in a new string (caller frees), or NULL. */
 char *zc_test_join(const char *dir, const char *name);
 /* Entries of dir whose name starts with prefix and ends with suffix ("" for

@@ -399,8 +399,7 @@ static int temp_of(const char *spill, const char *tag, uint64_t g)
 
 TEST(processes_killed_mid_spill_leave_the_others_unaffected)
 {
-    char *dir = zc_test_tmpdir("multi-kill");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "multi-kill");
     char *spill = zc_test_join(dir, "spill");
     REQUIRE(spill && zc_os_mkdir(spill) == 0);
     int writers = procs - 1 > 0 ? procs - 1 : 1;
@@ -487,14 +486,11 @@ TEST(processes_killed_mid_spill_leave_the_others_unaffected)
            victims, mid_spill, opens, files);
     free(all.lines);
     free(spill);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(live_process_temp_file_survives_another_open_until_it_dies)
 {
-    char *dir = zc_test_tmpdir("multi-hold");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "multi-hold");
     char *spill = zc_test_join(dir, "spill"), *ready = zc_test_join(dir, "ready");
     REQUIRE(spill && ready && zc_os_mkdir(spill) == 0);
     const char *argv[] = {child_path, "hold", spill, ready, NULL};
@@ -524,8 +520,6 @@ TEST(live_process_temp_file_survives_another_open_until_it_dies)
     CHECK(zc_test_count(spill, ".zc-owner-", "") == 0);
     free(spill);
     free(ready);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 int main(int argc, char **argv)

@@ -170,8 +170,7 @@ static char *shot_file(const char *dir, const char *tag, uint64_t generation)
 
 TEST(film_without_pins_ends_at_the_newest_take)
 {
-    char *dir = zc_test_tmpdir("film-line");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-line");
     REQUIRE(build_film(dir, 100));
     char *json = describe(dir, "film", ZC_FILM_VERIFY);
     REQUIRE(json != NULL);
@@ -194,14 +193,11 @@ TEST(film_without_pins_ends_at_the_newest_take)
     CHECK(shot_has(json, 5, "\"file\":\"unchecked\",\"hop\":\"unchecked\""));
     zc_free(json);
     CHECK(zc_film_has_choices(dir, "film") == 0);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(film_pinning_take_one_makes_the_later_shots_stale)
 {
-    char *dir = zc_test_tmpdir("film-pin");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-pin");
     REQUIRE(build_film(dir, 100));
     CHECK_OK(zc_film_choose(dir, "film", 3));
     CHECK(zc_film_has_choices(dir, "film") == 1);
@@ -240,8 +236,6 @@ TEST(film_pinning_take_one_makes_the_later_shots_stale)
     REQUIRE((json = describe(dir, "film", 0)) != NULL);
     CHECK(strstr(json, "\"pins\":[]") != NULL && strstr(json, "\"end\":6") != NULL);
     zc_free(json);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* A film with two takes of shot 2: 1 -> 2 -> 3, and a second take 4 (from 1)
@@ -275,8 +269,7 @@ static int write_choices(const char *dir, const char *tag, const char *pins)
 
 TEST(film_choosing_a_take_makes_the_line_pass_through_it)
 {
-    char *dir = zc_test_tmpdir("film-choose-chain");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-choose-chain");
     REQUIRE(build_takes_film(dir));
     char *json = describe(dir, "film", 0);
     REQUIRE(json != NULL);
@@ -304,14 +297,11 @@ TEST(film_choosing_a_take_makes_the_line_pass_through_it)
     REQUIRE((json = describe(dir, "film", 0)) != NULL);
     CHECK(strstr(json, "\"line\":[1,4,5]") != NULL && strstr(json, "\"pins\":[1,4,5]") != NULL);
     zc_free(json);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(film_pins_of_older_engines_choose_their_ancestors_and_the_newest_pin_wins)
 {
-    char *dir = zc_test_tmpdir("film-old-pins");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-old-pins");
     REQUIRE(build_takes_film(dir));
     /* An older engine pinned only the chosen take. */
     REQUIRE(write_choices(dir, "film", "3"));
@@ -332,14 +322,11 @@ TEST(film_pins_of_older_engines_choose_their_ancestors_and_the_newest_pin_wins)
     CHECK(strstr(json, "\"line\":[1,2,3],") != NULL && strstr(json, "\"pins\":[1,2]") != NULL);
     CHECK(strstr(json, "\"problems\":[]") != NULL);
     zc_free(json);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(film_choosing_a_shot_below_a_broken_one_is_refused_with_the_reason)
 {
-    char *dir = zc_test_tmpdir("film-choose-broken");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-choose-broken");
     zc_store *s = open_keep(dir, 100);
     REQUIRE(s != NULL);
     /* 2's parent, 9, has no file: 2 is broken and 3, its child, cannot be on a line. */
@@ -356,14 +343,11 @@ TEST(film_choosing_a_shot_below_a_broken_one_is_refused_with_the_reason)
     CHECK(zc_film_choose(dir, "film", 2) == ZC_E_STATE);
     CHECK(zc_film_has_choices(dir, "film") == 0); /* nothing was written */
     CHECK_OK(zc_film_choose(dir, "film", 1));
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(film_choose_and_describe_refuse_bad_arguments_by_name)
 {
-    char *dir = zc_test_tmpdir("film-args");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-args");
     REQUIRE(build_film(dir, 100));
     CHECK(zc_film_choose(dir, "film", 77) == ZC_E_NOT_FOUND);
     CHECK(strstr(zc_last_error(), "77") != NULL);
@@ -379,14 +363,11 @@ TEST(film_choose_and_describe_refuse_bad_arguments_by_name)
     CHECK(zc_film_describe(missing, "film", 0, &json) == ZC_E_IO);
     free(missing);
     CHECK(zc_film_has_choices(dir, "bad/tag") == 0);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(film_parent_rewritten_with_another_tail_fails_its_hop)
 {
-    char *dir = zc_test_tmpdir("film-rewrite");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-rewrite");
     REQUIRE(build_film(dir, 100));
     /* Generation 4 replaced by a file with other values; its own digests agree. */
     char *path = shot_file(dir, "film", 4);
@@ -414,14 +395,11 @@ TEST(film_parent_rewritten_with_another_tail_fails_its_hop)
     REQUIRE((json = describe(dir, "film", 0)) != NULL);
     CHECK(strstr(json, "\"ok\":true") != NULL);
     zc_free(json);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(film_corrupt_file_is_bad_under_verification)
 {
-    char *dir = zc_test_tmpdir("film-corrupt");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-corrupt");
     REQUIRE(build_film(dir, 100));
     char *path = shot_file(dir, "film", 6);
     FILE *fp = path ? fopen(path, "r+b") : NULL;
@@ -438,14 +416,11 @@ TEST(film_corrupt_file_is_bad_under_verification)
     CHECK(shot_has(json, 6, "fails verification"));
     CHECK(shot_has(json, 6, "generation 6): its file fails verification"));
     zc_free(json);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(film_broken_lineage_cycle_missing_parent_and_parent_not_older)
 {
-    char *dir = zc_test_tmpdir("film-broken");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-broken");
     zc_store *s = open_keep(dir, 100);
     REQUIRE(s != NULL);
     CHECK_OK(put_shot(s, "cyc", 1, 1, NULL, NULL));
@@ -496,8 +471,6 @@ TEST(film_broken_lineage_cycle_missing_parent_and_parent_not_older)
     CHECK(shot_has(json, 4, "\"hop\":\"not_checked_external\""));
     CHECK(shot_has(json, 3, "\"hop\":\"missing_parent\""));
     zc_free(json);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* 1 if exactly the generations in want (0-terminated) of tag have files. */
@@ -524,16 +497,13 @@ static int files_are(const char *dir, const char *tag, const uint64_t *want)
 
 TEST(film_retention_keeps_ancestors_and_the_start_image_prunes_abandoned_takes)
 {
-    char *dir = zc_test_tmpdir("film-keep");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-keep");
     REQUIRE(build_film(dir, 1)); /* disk_keep 1: take 3 goes when take 4 lands */
     CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 4, 5, 6, 0}));
     char *json = describe(dir, "film", ZC_FILM_VERIFY);
     REQUIRE(json != NULL);
     CHECK(strstr(json, "\"ok\":true,\"line\":[1,2,4,5,6]") != NULL);
     zc_free(json);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* A start image, shot 1, and two takes of shot 2 (generations 3 and 4), by a store since closed. */
@@ -551,8 +521,7 @@ static int store_two_takes(const char *dir)
 
 TEST(film_retention_keeps_pinned_takes_and_their_ancestors)
 {
-    char *dir = zc_test_tmpdir("film-keep-pin");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-keep-pin");
     REQUIRE(store_two_takes(dir));
     zc_store *s = NULL;
     CHECK_OK(zc_film_choose(dir, "film", 3));
@@ -569,14 +538,11 @@ TEST(film_retention_keeps_pinned_takes_and_their_ancestors)
     REQUIRE(json != NULL);
     CHECK(strstr(json, "\"ok\":true,\"line\":[1,2,3,7]") != NULL);
     zc_free(json);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(film_retention_prunes_nothing_while_the_choices_file_is_unreadable)
 {
-    char *dir = zc_test_tmpdir("film-keep-badpins");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-keep-badpins");
     REQUIRE(store_two_takes(dir));
     zc_store *s = NULL;
     char path[4096];
@@ -591,14 +557,11 @@ TEST(film_retention_prunes_nothing_while_the_choices_file_is_unreadable)
     zc_store_close(s);
     /* take 3 may be the chosen one: with disk_keep 1 it would go, but nothing is pruned */
     CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 3, 4, 5, 0}));
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(film_retention_keeps_the_lowest_root_of_a_film)
 {
-    char *dir = zc_test_tmpdir("film-keep-anchor");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-keep-anchor");
     zc_store *s = open_keep(dir, 1);
     REQUIRE(s != NULL);
     CHECK_OK(put_shot(s, "film", 1, 1, NULL, NULL));
@@ -616,8 +579,6 @@ TEST(film_retention_keeps_the_lowest_root_of_a_film)
     CHECK_OK(zc_store_flush(s));
     zc_store_close(s);
     CHECK(files_are(dir, "plain", (const uint64_t[]){3, 0}));
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* A lineage of version 2 continuing pgen with the seam object seam_json (or none for NULL). */
@@ -666,8 +627,7 @@ static int build_seam_film(const char *dir)
 
 TEST(film_seams_are_read_from_version_2_lineage_and_the_worst_is_named)
 {
-    char *dir = zc_test_tmpdir("film-seams");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "film-seams");
     REQUIRE(build_seam_film(dir));
     char *json = describe(dir, "seams", ZC_FILM_VERIFY);
     REQUIRE(json != NULL);
@@ -708,6 +668,4 @@ TEST(film_seams_are_read_from_version_2_lineage_and_the_worst_is_named)
           strcmp(zc__film_seam_verdict(2.0), "amber") == 0 &&
           strcmp(zc__film_seam_verdict(4.0), "red") == 0);
     zc__film_free(&film);
-    zc_test_rmtree(dir);
-    free(dir);
 }

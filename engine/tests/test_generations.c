@@ -21,8 +21,7 @@ static zc_store *open_spilling(const char *dir, uint32_t depth, uint32_t disk_ke
 
 TEST(generations_merge_memory_and_disk_newest_first)
 {
-    char *dir = zc_test_tmpdir("generations");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "generations");
     /* depth 2 in memory, 5 files on disk: after 6 puts memory holds 5-6, disk 2-6 */
     zc_store *s = open_spilling(dir, 2, 5);
     REQUIRE(s != NULL);
@@ -52,14 +51,11 @@ TEST(generations_merge_memory_and_disk_newest_first)
     zc_store_stats_get(s, &st);
     CHECK(st.restores == 0); /* listing restored nothing */
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(describe_one_tag_restores_nothing)
 {
-    char *dir = zc_test_tmpdir("describe-tag");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "describe-tag");
     zc_store *s = open_spilling(dir, 4, 0);
     REQUIRE(s != NULL);
     REQUIRE_OK(zc_store_put(s, "a", fixture_bundle(16, 1), ZC_PUT_SPILL, NULL));
@@ -83,14 +79,11 @@ TEST(describe_one_tag_restores_nothing)
     zc_store_stats_get(s, &st);
     CHECK(st.restores == 0);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(changes_grow_with_a_newer_generation_or_a_drop_only)
 {
-    char *dir = zc_test_tmpdir("changes");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "changes");
     zc_store *a = open_spilling(dir, 4, 0), *b = open_spilling(dir, 4, 0);
     REQUIRE(a != NULL && b != NULL);
     uint64_t c0 = 99, c1 = 0, c2 = 0, c3 = 0, c4 = 0;
@@ -120,14 +113,11 @@ TEST(changes_grow_with_a_newer_generation_or_a_drop_only)
     CHECK(zc_store_changes(NULL, &c4) == ZC_E_INVALID && zc_store_changes(a, NULL) == ZC_E_INVALID);
     zc_store_close(b);
     zc_store_close(a);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(release_frees_the_pool_then_spilled_slots_and_loses_nothing)
 {
-    char *dir = zc_test_tmpdir("release");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "release");
     zc_store *s = open_spilling(dir, 4, 0);
     REQUIRE(s != NULL);
     for (int i = 1; i <= 3; i++)
@@ -155,8 +145,6 @@ TEST(release_frees_the_pool_then_spilled_slots_and_loses_nothing)
     REQUIRE_OK(zc_store_trim(s, ZC_TIER_DEVICE, 1 << 20, &freed));
     CHECK(freed == 0); /* nothing on the device */
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* Set on the test's own thread only: a deleter that finds it unset ran on another (the writer). */

@@ -185,8 +185,7 @@ static int write_file(const char *path, const char *text)
 
 TEST(platform_files_directories_and_errors)
 {
-    char *dir = zc_test_tmpdir("plat-files");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "plat-files");
     char *path = zc_test_join(dir, "a.bin"), *sub = zc_test_join(dir, "sub");
     char *missing = zc_test_join(dir, "no/such/file");
     REQUIRE(write_file(path, "0123456789") == 0);
@@ -245,8 +244,6 @@ TEST(platform_files_directories_and_errors)
     free(missing);
     free(sub);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* A safetensors file whose one tensor holds n values i*scale. */
@@ -285,8 +282,7 @@ static int file_has_version(const char *path, float scale)
  * three unless the reader shares deletion, as zc_os_file_open_read does). */
 TEST(platform_open_file_can_be_renamed_aside_removed_and_replaced)
 {
-    char *dir = zc_test_tmpdir("plat-open");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "plat-open");
     char *a = zc_test_join(dir, "a.latent"), *aside = zc_test_join(dir, "a.latent.rejected");
     char *b = zc_test_join(dir, "b.latent"), *c = zc_test_join(dir, "c.latent");
     zc_os_path_kind kind;
@@ -338,16 +334,13 @@ TEST(platform_open_file_can_be_renamed_aside_removed_and_replaced)
     free(aside);
     free(b);
     free(c);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* ---- paths ---- */
 
 TEST(platform_paths_longer_than_max_path)
 {
-    char *dir = zc_test_tmpdir("plat-long");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "plat-long");
     char part[101], *path = zc__strdup(dir);
     memset(part, 'p', 100);
     part[100] = '\0';
@@ -363,14 +356,11 @@ TEST(platform_paths_longer_than_max_path)
     CHECK(fixture_spill_roundtrip(path, "long_path", 5000, 0.5f));
     CHECK(zc_test_count(path, "long_path@", ".latent") == 1);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(platform_non_ascii_paths_round_trip_as_utf8)
 {
-    char *dir = zc_test_tmpdir("plat-utf8");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "plat-utf8");
     const char *leaf = "t\xc3\xa9l\xc3\xa9-\xe6\x97\xa5\xe6\x9c\xac-\xf0\x9f\x8e\xac"; /* télé-日本-🎬 */
     char *spill = zc_test_join(dir, leaf);
     REQUIRE(spill != NULL);
@@ -390,14 +380,11 @@ TEST(platform_non_ascii_paths_round_trip_as_utf8)
     zc_store_close(s);
     CHECK(zc_test_count(spill, "utf8_path@", "") == 0);
     free(spill);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(platform_path_separators)
 {
-    char *dir = zc_test_tmpdir("plat-sep");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "plat-sep");
     CHECK(zc_os_is_separator('/'));
     CHECK(zc_os_last_separator("a/b/c") != NULL && strcmp(zc_os_last_separator("a/b/c"), "/c") == 0);
     CHECK(zc_os_last_separator("bare") == NULL);
@@ -430,8 +417,6 @@ TEST(platform_path_separators)
     free(odd);
 #endif
     free(slash);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(prefer_huge_pages_is_a_hint_that_changes_no_byte)

@@ -36,8 +36,7 @@ static int file_is(const char *path, const char *text)
 
 TEST(platform_open_rw_creates_and_writes_at_offsets)
 {
-    char *dir = zc_test_tmpdir("plat-rw");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "plat-rw");
     char *path = zc_test_join(dir, "counter");
     zc_os_file f = ZC_OS_FILE_CLOSED, g = ZC_OS_FILE_CLOSED;
     REQUIRE(zc_os_file_open_rw(path, &f) == 0); /* created */
@@ -55,14 +54,11 @@ TEST(platform_open_rw_creates_and_writes_at_offsets)
     zc_os_file_close(&f);
     CHECK(file_is(path, "Hello World"));
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(platform_rename_noreplace_never_replaces)
 {
-    char *dir = zc_test_tmpdir("plat-noreplace");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "plat-noreplace");
     char *a = zc_test_join(dir, "a"), *b = zc_test_join(dir, "b"), *c = zc_test_join(dir, "c");
     REQUIRE(write_file(a, "first") && write_file(b, "second"));
     int err = zc_os_rename_noreplace(a, b);
@@ -77,14 +73,11 @@ TEST(platform_rename_noreplace_never_replaces)
     free(a);
     free(b);
     free(c);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(platform_file_locks_as_each_platform_promises)
 {
-    char *dir = zc_test_tmpdir("plat-lock");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "plat-lock");
     char *path = zc_test_join(dir, "lockfile");
     zc_os_file f = ZC_OS_FILE_CLOSED, g = ZC_OS_FILE_CLOSED, r = ZC_OS_FILE_CLOSED;
     int got = -1;
@@ -122,6 +115,4 @@ TEST(platform_file_locks_as_each_platform_promises)
     zc_os_file_close(&f);
     CHECK(file_is(path, "Data"));
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }

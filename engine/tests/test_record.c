@@ -323,8 +323,7 @@ static int tamper(const char *dir, uint64_t gen, const char *from, const char *t
 
 TEST(record_a_rewritten_parent_breaks_the_shot_in_the_film_and_its_restore)
 {
-    char *dir = zc_test_tmpdir("record-film");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "record-film");
     zc_store *s = open_store(dir);
     REQUIRE(s != NULL);
     /* lineage that names no tail digests: the hops are unchecked, the line is 1-2-3 */
@@ -371,6 +370,4 @@ TEST(record_a_rewritten_parent_breaks_the_shot_in_the_film_and_its_restore)
     CHECK(zc_view_generation(v) == 2 && zc_view_record(v) == ZC_RECORD_OK);
     zc_view_release(v);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }

@@ -268,8 +268,7 @@ TEST(safetensors_json_quote_keeps_messages_printable)
 
 TEST(safetensors_roundtrip_every_dtype_and_rank)
 {
-    char *dir = zc_test_tmpdir("st-dtypes");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-dtypes");
     for (int dtype = 0; dtype < ZC_DTYPE_COUNT; dtype++) {
         zc_bundle *b = NULL;
         REQUIRE_OK(zc_bundle_create(&b));
@@ -315,14 +314,11 @@ TEST(safetensors_roundtrip_every_dtype_and_rank)
         zc_bundle_free(b);
     }
     CHECK(count_prefixed(dir, ZC_TMP_PREFIX) == 0);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(safetensors_roundtrip_load_bundle_and_large_tensor)
 {
-    char *dir = zc_test_tmpdir("st-load");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-load");
     char *path = zc_test_join(dir, "big.latent");
     zc_bundle *b = NULL, *back = NULL;
     REQUIRE_OK(zc_bundle_create(&b));
@@ -356,14 +352,11 @@ TEST(safetensors_roundtrip_load_bundle_and_large_tensor)
     zc_bundle_free(back);
     zc_bundle_free(b);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(safetensors_marker_follows_latent_tensor)
 {
-    char *dir = zc_test_tmpdir("st-marker");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-marker");
     char *path = zc_test_join(dir, "m.latent");
     zc_bundle *b = NULL;
     int64_t shape[2] = {2, 3};
@@ -410,14 +403,11 @@ TEST(safetensors_marker_follows_latent_tensor)
     zc_bundle_free(plain);
     zc_bundle_free(b);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(safetensors_header_is_padded_deterministic_and_metadata_first)
 {
-    char *dir = zc_test_tmpdir("st-det");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-det");
     char *p1 = zc_test_join(dir, "a.latent"), *p2 = zc_test_join(dir, "b.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {5};
@@ -447,14 +437,11 @@ TEST(safetensors_header_is_padded_deterministic_and_metadata_first)
     zc_bundle_free(b);
     free(p1);
     free(p2);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(safetensors_metadata_escaping_roundtrip)
 {
-    char *dir = zc_test_tmpdir("st-meta");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-meta");
     char *path = zc_test_join(dir, "meta.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {3};
@@ -506,14 +493,11 @@ TEST(safetensors_metadata_escaping_roundtrip)
     zc_file_close(f);
     zc_bundle_free(b);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(safetensors_metadata_only_and_empty_bundles)
 {
-    char *dir = zc_test_tmpdir("st-empty");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-empty");
     char *path = zc_test_join(dir, "e.safetensors");
     zc_bundle *b = NULL;
     zc_file *f = NULL;
@@ -532,16 +516,13 @@ TEST(safetensors_metadata_only_and_empty_bundles)
     zc_file_close(f);
     zc_bundle_free(b);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* ---- writer failures ---- */
 
 TEST(safetensors_reference_without_host_copy_is_unsupported)
 {
-    char *dir = zc_test_tmpdir("st-ref");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-ref");
     char *path = zc_test_join(dir, "ref.latent");
     int deleted = 0;
     int64_t shape[1] = {4};
@@ -560,14 +541,11 @@ TEST(safetensors_reference_without_host_copy_is_unsupported)
     zc_bundle_free(b);
     CHECK(deleted == 1);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(safetensors_failed_writes_leave_no_temp_file)
 {
-    char *dir = zc_test_tmpdir("st-fail");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-fail");
     zc_bundle *b = NULL;
     int64_t shape[1] = {16};
     REQUIRE_OK(zc_bundle_create(&b));
@@ -607,8 +585,6 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
     free(inner);
     free(sub);
     free(missing);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* A write that fails part-way (file size limit) removes its temporary file
@@ -678,8 +654,7 @@ TEST(safetensors_failed_overwrite_keeps_previous_file)
 
 TEST(safetensors_long_basename_and_bare_relative_path)
 {
-    char *dir = zc_test_tmpdir("st-long");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-long");
     char name[251];
     memset(name, 'n', 250);
     name[250] = '\0';
@@ -705,16 +680,13 @@ TEST(safetensors_long_basename_and_bare_relative_path)
     CHECK(zc__fsync_parent_dir("/no/such/dir/x") == ZC_E_IO);
     zc_bundle_free(b);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* ---- reader ---- */
 
 TEST(safetensors_digest_mismatch_detected_on_read)
 {
-    char *dir = zc_test_tmpdir("st-digest");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-digest");
     char *path = zc_test_join(dir, "d.latent");
     zc_bundle *b = NULL, *back = NULL;
     int64_t shape[1] = {300000};
@@ -741,14 +713,11 @@ TEST(safetensors_digest_mismatch_detected_on_read)
     zc_file_close(f);
     zc_bundle_free(b);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(safetensors_file_truncated_after_open)
 {
-    char *dir = zc_test_tmpdir("st-trunc");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-trunc");
     char *path = zc_test_join(dir, "t.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {1 << 19};
@@ -771,8 +740,6 @@ TEST(safetensors_file_truncated_after_open)
     free(buf);
     zc_bundle_free(b);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(safetensors_api_arguments)

@@ -112,8 +112,7 @@ static int present(const char *dir, const char *name)
 
 TEST(shared_two_stores_hand_out_every_generation_once)
 {
-    char *dir = zc_test_tmpdir("shared-unique");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "shared-unique");
     zc_store *a = open_at(dir, 4, 3), *b = open_at(dir, 4, 3);
     REQUIRE(a != NULL && b != NULL);
     uint64_t gens[40];
@@ -139,14 +138,11 @@ TEST(shared_two_stores_hand_out_every_generation_once)
     zc_store_close(a);
     zc_store_close(b);
     CHECK(zc_test_count(dir, ".zc-owner-", "") == 0); /* closed stores leave no owner file */
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(shared_store_sees_what_another_spilled)
 {
-    char *dir = zc_test_tmpdir("shared-see");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "shared-see");
     zc_store *a = open_at(dir, 4, 2), *b = open_at(dir, 4, 2);
     REQUIRE(a != NULL && b != NULL);
     uint64_t g1 = 0, g2 = 0, got = 0;
@@ -209,14 +205,11 @@ TEST(shared_store_sees_what_another_spilled)
     CHECK(g6 == g5 + 1); /* never reused, a drop included */
     zc_store_close(a);
     zc_store_close(b);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(shared_caller_generation_is_refused_when_taken)
 {
-    char *dir = zc_test_tmpdir("shared-chosen");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "shared-chosen");
     zc_store *a = open_at(dir, 3, 0), *b = open_at(dir, 3, 0);
     REQUIRE(a != NULL && b != NULL);
     zc_bundle *x = shot(7.0f);
@@ -256,8 +249,6 @@ TEST(shared_caller_generation_is_refused_when_taken)
     zc_store_close(m);
     zc_store_close(a);
     zc_store_close(b);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* The bytes of file path (caller frees), *len their count. */
@@ -352,8 +343,7 @@ TEST(shared_shot_bytes_export_and_import)
 
 TEST(shared_open_removes_only_dead_owners_temp_files)
 {
-    char *dir = zc_test_tmpdir("shared-owner");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "shared-owner");
     zc_store *a = open_at(dir, 4, 0);
     REQUIRE(a != NULL);
     CHECK(zc_test_count(dir, ".zc-owner-", ".lock") == 1);
@@ -377,14 +367,11 @@ TEST(shared_open_removes_only_dead_owners_temp_files)
     zc_store_close(b);
     zc_store_close(a);
     CHECK(zc_test_count(dir, ".zc-owner-", "") == 0);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(shared_files_found_at_open_are_pruned_only_when_alone)
 {
-    char *dir = zc_test_tmpdir("shared-adopt");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "shared-adopt");
     zc_store *a = open_at(dir, 4, 2);
     REQUIRE(a != NULL);
     for (int i = 1; i <= 2; i++)
@@ -408,14 +395,11 @@ TEST(shared_files_found_at_open_are_pruned_only_when_alone)
     CHECK(g == 6);
     CHECK(zc_test_count(dir, "p@", ".latent") == 2);
     zc_store_close(c);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(shared_lost_counter_never_reuses_a_generation)
 {
-    char *dir = zc_test_tmpdir("shared-rollback");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "shared-rollback");
     zc_store *a = open_at(dir, 4, 8);
     REQUIRE(a != NULL);
     for (int i = 1; i <= 3; i++)
@@ -445,14 +429,11 @@ TEST(shared_lost_counter_never_reuses_a_generation)
     free(counter);
     zc_store_close(a);
     zc_store_close(b);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(shared_spill_never_writes_over_a_file)
 {
-    char *dir = zc_test_tmpdir("shared-nooverwrite");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "shared-nooverwrite");
     zc_store *b = open_at(dir, 4, 0);
     REQUIRE(b != NULL);
     REQUIRE_OK(zc_store_put_generation(b, "w", shot(2.0f), ZC_PUT_SPILL, 1));
@@ -476,14 +457,11 @@ TEST(shared_spill_never_writes_over_a_file)
     free(p);
     zc_store_close(c);
     zc_store_close(b);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(shared_without_file_locks_removes_no_one_elses_files)
 {
-    char *dir = zc_test_tmpdir("shared-nolocks");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "shared-nolocks");
     const char *orphan_tmp = ".zc-tmp-0123456789abcdef-0-x@00000000000000000003.latent";
     REQUIRE(touch(dir, orphan_tmp));
     zc__shared_locks_disabled_for_tests = 1;
@@ -509,6 +487,4 @@ TEST(shared_without_file_locks_removes_no_one_elses_files)
     CHECK(strstr(json, "\"spill_locks\":true") != NULL);
     CHECK(!present(dir, orphan_tmp)); /* with locks, it is known dead */
     zc_store_close(c);
-    zc_test_rmtree(dir);
-    free(dir);
 }

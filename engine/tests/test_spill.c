@@ -34,8 +34,7 @@ static int put_spilled(zc_store *s, const char *tag, float scale, uint64_t *gen)
 
 TEST(spill_restores_every_generation_in_a_new_store)
 {
-    char *dir = zc_test_tmpdir("spill-restore");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "spill-restore");
     zc_store *s = open_store(dir, 3);
     REQUIRE(s != NULL);
     uint64_t gen[3];
@@ -63,14 +62,11 @@ TEST(spill_restores_every_generation_in_a_new_store)
     CHECK_OK(zc_store_stats_get(s, &st));
     CHECK(st.restores == 3 && st.files_rejected == 0);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(spill_prunes_to_disk_keep_and_drop_removes_the_files)
 {
-    char *dir = zc_test_tmpdir("spill-prune");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "spill-prune");
     zc_store *s = open_store(dir, 2);
     REQUIRE(s != NULL);
     for (int i = 0; i < 5; i++)
@@ -86,14 +82,11 @@ TEST(spill_prunes_to_disk_keep_and_drop_removes_the_files)
     CHECK(zc_test_count(dir, "shot@", "") == 0);
     CHECK(zc_test_count(dir, "other@", ".latent") == 1);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(spill_corrupt_file_is_renamed_aside_never_deleted)
 {
-    char *dir = zc_test_tmpdir("spill-corrupt");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "spill-corrupt");
     zc_store *s = open_store(dir, 0);
     REQUIRE(s != NULL);
     CHECK_OK(put_spilled(s, "bad", 1.0f, NULL));
@@ -119,14 +112,11 @@ TEST(spill_corrupt_file_is_renamed_aside_never_deleted)
     CHECK(zc_test_count(dir, "bad@", ".latent") == 0);
     CHECK(zc_store_get(s, "bad", 0, &v) == ZC_E_NOT_FOUND); /* forgotten, not retried */
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(spill_open_removes_crash_leftovers_and_keeps_foreign_files)
 {
-    char *dir = zc_test_tmpdir("spill-open");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "spill-open");
     const char *names[] = {".zc-tmp-123-0-film@00000000000000000001.latent", "notes.txt",
                            "film@1.latent" /* not 20 digits: not ours */};
     for (int i = 0; i < 3; i++) {
@@ -145,14 +135,11 @@ TEST(spill_open_removes_crash_leftovers_and_keeps_foreign_files)
     zc_view *v = NULL;
     CHECK(zc_store_get(s, "film", 0, &v) == ZC_E_NOT_FOUND);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(spill_waits_out_its_delay_unless_flushed_or_closed)
 {
-    char *dir = zc_test_tmpdir("spill-delay");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "spill-delay");
     zc_store_config c;
     zc_store_config_init(&c);
     CHECK(c.spill_delay_ms == ZC_DEFAULT_SPILL_DELAY_MS);
@@ -179,14 +166,11 @@ TEST(spill_waits_out_its_delay_unless_flushed_or_closed)
     s = NULL;
     CHECK(zc_store_open(&c, &s) == ZC_E_INVALID && s == NULL);
     CHECK(strstr(zc_last_error(), "spill_delay_ms 60001") != NULL);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(spill_dir_that_is_a_file_is_refused_with_its_name)
 {
-    char *dir = zc_test_tmpdir("spill-file");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "spill-file");
     char *p = zc_test_join(dir, "plain");
     FILE *fp = p ? fopen(p, "wb") : NULL;
     REQUIRE(fp != NULL);
@@ -203,6 +187,4 @@ TEST(spill_dir_that_is_a_file_is_refused_with_its_name)
     CHECK(strstr(zc_last_error(), "plain") != NULL);
     free(under);
     free(p);
-    zc_test_rmtree(dir);
-    free(dir);
 }

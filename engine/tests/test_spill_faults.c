@@ -183,8 +183,7 @@ TEST(a_budget_never_evicts_a_shot_that_is_not_on_disk)
 
 TEST(a_budget_waits_for_pending_spills_instead_of_failing)
 {
-    char *dir = zc_test_tmpdir("spill-fault-wait");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "spill-fault-wait");
     uint64_t shot = SHOT_VALUES * sizeof(float);
     zc_store_config c;
     zc_store_config_init(&c);
@@ -200,8 +199,6 @@ TEST(a_budget_waits_for_pending_spills_instead_of_failing)
     CHECK(zc_test_count(dir, "film@", ".latent") == 2);
     CHECK(holds(s, "film", 1, 1.0f)); /* evicted, restored from its file */
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* Remove every file of dir, then dir itself (the user's rm -rf). */

@@ -74,8 +74,7 @@ static int exists_in(const char *dir, const char *name)
 
 TEST(planted_empty_name_at_uint64_max_is_renamed_aside_and_puts_go_on)
 {
-    char *dir = zc_test_tmpdir("hostile-u64max");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "hostile-u64max");
     /* Before the fix: indexed as generation 2^64 - 1, the next number wrapped
      * to 0 (the API's "newest"), every put returned 0 and no spill survived. */
     REQUIRE(write_in(dir, "film@18446744073709551615.latent", NULL, 0));
@@ -103,14 +102,11 @@ TEST(planted_empty_name_at_uint64_max_is_renamed_aside_and_puts_go_on)
     CHECK_OK(zc_store_stats_get(s, &st));
     CHECK(st.files_rejected == 0); /* a file renamed aside is no longer looked at */
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(planted_names_out_of_range_or_too_small_never_use_up_a_tag)
 {
-    char *dir = zc_test_tmpdir("hostile-range");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "hostile-range");
     char big[4096];
     memset(big, 'x', sizeof big);
     /* Above ZC_MAX_GENERATION (2^63 - 1), with content: out of range. */
@@ -148,8 +144,6 @@ TEST(planted_names_out_of_range_or_too_small_never_use_up_a_tag)
     CHECK(h == 2);
     CHECK_OK(zc_store_flush(s));
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* The counter file of tag "film" with these two 20-digit fields. */
@@ -162,8 +156,7 @@ static int write_counter(const char *dir, const char *last, const char *changes)
 
 TEST(counter_above_the_highest_generation_is_not_trusted)
 {
-    char *dir = zc_test_tmpdir("hostile-counter");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "hostile-counter");
     /* Before the fix: last + 1 wrapped, and the put returned generation 0. */
     REQUIRE(write_counter(dir, "18446744073709551615", "00000000000000000003"));
     zc_store *s = open_budget(dir, 0);
@@ -190,14 +183,11 @@ TEST(counter_above_the_highest_generation_is_not_trusted)
     CHECK(strncmp(text, "00000000000000000003 ", 21) == 0);
     free(counter);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(a_tag_at_the_highest_generation_says_so_and_never_wraps)
 {
-    char *dir = zc_test_tmpdir("hostile-top");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "hostile-top");
     zc_store *s = open_budget(dir, 0);
     REQUIRE(s != NULL);
     zc_bundle *b = fixture_bundle(64, 1.0f);
@@ -212,8 +202,6 @@ TEST(a_tag_at_the_highest_generation_says_so_and_never_wraps)
     CHECK(g == 0);
     CHECK_OK(zc_store_flush(s));
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 /* ---- item 5: planted symbolic links ---- */
@@ -707,8 +695,7 @@ static int write_promising(const char *dir, const char *tag, uint64_t promised, 
 
 TEST(restore_refuses_a_sparse_file_over_the_host_budget_before_reading_it)
 {
-    char *dir = zc_test_tmpdir("hostile-sparse");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "hostile-sparse");
     /* A real file of 1 GiB of tensor (sparse: no disk) under a 1 MiB budget.
      * Before the fix it was read whole into host memory, then failed its
      * digest and was renamed aside. */
@@ -741,14 +728,11 @@ TEST(restore_refuses_a_sparse_file_over_the_host_budget_before_reading_it)
     CHECK(exists_in(dir, "big@00000000000000000001.latent")); /* kept: it may be fine */
     zc_store_close(s);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(restore_refuses_a_header_promising_more_than_the_file_holds)
 {
-    char *dir = zc_test_tmpdir("hostile-promise");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "hostile-promise");
     char *path = NULL;
     uint64_t whole = 0;
     REQUIRE(write_promising(dir, "liar", (uint64_t)4 << 30, &path, &whole));
@@ -767,8 +751,6 @@ TEST(restore_refuses_a_header_promising_more_than_the_file_holds)
     CHECK(exists_in(dir, "liar@00000000000000000001.latent" ZC_REJECTED_SUFFIX));
     zc_store_close(s);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(import_refuses_bytes_over_the_host_budget_and_writes_nothing)
