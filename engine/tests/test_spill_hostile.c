@@ -255,6 +255,18 @@ static void unplant(planted *p)
     free(p->link);
 }
 
+/* Declare `planted var` and plant it with how (plant or plant_hard, given the
+ * arguments after the first), or leave the test as skipped with its reason. */
+#define PLANT_OR_SKIP(var, how, ...)                                           \
+    planted var;                                                               \
+    do {                                                                       \
+        const char *skip_ = how(&var, __VA_ARGS__);                            \
+        if (skip_) {                                                           \
+            unplant(&var);                                                     \
+            SKIP(skip_);                                                       \
+        }                                                                      \
+    } while (0)
+
 static int victim_unchanged(const planted *p)
 {
     char buf[256];
@@ -264,12 +276,7 @@ static int victim_unchanged(const planted *p)
 
 TEST(platform_no_follow_opens_refuse_a_symbolic_link)
 {
-    planted p;
-    const char *skip = plant(&p, "hostile-link-plat", "link", "victim.json");
-    if (skip) {
-        unplant(&p);
-        SKIP(skip);
-    }
+    PLANT_OR_SKIP(p, plant, "hostile-link-plat", "link", "victim.json");
     zc_os_file f = ZC_OS_FILE_CLOSED;
     int err = zc_os_file_open_rw(p.link, &f);
     CHECK(err == ZC_OS_ERROR_LINK_REFUSED && zc_os_error_is(err, ZC_OS_LINK));
@@ -296,12 +303,7 @@ TEST(platform_no_follow_opens_refuse_a_symbolic_link)
 
 TEST(planted_counter_link_is_refused_and_its_target_never_touched)
 {
-    planted p;
-    const char *skip = plant(&p, "hostile-link-gen", ZC_GEN_PREFIX "film", "victim.json");
-    if (skip) {
-        unplant(&p);
-        SKIP(skip);
-    }
+    PLANT_OR_SKIP(p, plant, "hostile-link-gen", ZC_GEN_PREFIX "film", "victim.json");
     zc_store *s = open_budget(p.spill, 0);
     REQUIRE(s != NULL);
     /* The put goes on with the store's own number (as for a folder that
@@ -325,12 +327,7 @@ TEST(planted_counter_link_is_refused_and_its_target_never_touched)
 
 TEST(planted_dangling_counter_link_creates_nothing_outside_the_folder)
 {
-    planted p;
-    const char *skip = plant(&p, "hostile-link-dangling", ZC_GEN_PREFIX "film", "made-by-zc");
-    if (skip) {
-        unplant(&p);
-        SKIP(skip);
-    }
+    PLANT_OR_SKIP(p, plant, "hostile-link-dangling", ZC_GEN_PREFIX "film", "made-by-zc");
     zc_store *s = open_budget(p.spill, 0);
     REQUIRE(s != NULL);
     uint64_t g = 0;
@@ -344,12 +341,7 @@ TEST(planted_dangling_counter_link_creates_nothing_outside_the_folder)
 
 TEST(planted_folder_lock_link_fails_the_open_and_keeps_the_target)
 {
-    planted p;
-    const char *skip = plant(&p, "hostile-link-lock", ZC_FOLDER_LOCK, "victim.json");
-    if (skip) {
-        unplant(&p);
-        SKIP(skip);
-    }
+    PLANT_OR_SKIP(p, plant, "hostile-link-lock", ZC_FOLDER_LOCK, "victim.json");
     zc_store_config c;
     zc_store_config_init(&c);
     c.spill_dir = p.spill;
@@ -409,12 +401,7 @@ static uint64_t files_rejected(zc_store *s)
 
 TEST(platform_check_private_tells_hard_links_and_fifos_from_our_files)
 {
-    planted p;
-    const char *skip = plant_hard(&p, "hostile-private-plat", "second-name");
-    if (skip) {
-        unplant(&p);
-        SKIP(skip);
-    }
+    PLANT_OR_SKIP(p, plant_hard, "hostile-private-plat", "second-name");
     zc_os_file f = ZC_OS_FILE_CLOSED;
     uint64_t links = 0;
     char *second = zc_test_join(p.spill, "second-name");
@@ -455,12 +442,7 @@ TEST(platform_check_private_tells_hard_links_and_fifos_from_our_files)
 
 TEST(planted_counter_hard_link_is_renamed_aside_and_its_victim_never_written)
 {
-    planted p;
-    const char *skip = plant_hard(&p, "hostile-hard-gen", ZC_GEN_PREFIX "film");
-    if (skip) {
-        unplant(&p);
-        SKIP(skip);
-    }
+    PLANT_OR_SKIP(p, plant_hard, "hostile-hard-gen", ZC_GEN_PREFIX "film");
     zc_store *s = open_budget(p.spill, 0);
     REQUIRE(s != NULL);
     /* Before: the victim's first 42 bytes became "00000000000000000000 0000...1\n". */
@@ -540,12 +522,7 @@ TEST(planted_counter_fifo_is_refused_without_blocking)
 
 TEST(planted_folder_lock_hard_link_is_renamed_aside_and_the_store_opens)
 {
-    planted p;
-    const char *skip = plant_hard(&p, "hostile-hard-lock", ZC_FOLDER_LOCK);
-    if (skip) {
-        unplant(&p);
-        SKIP(skip);
-    }
+    PLANT_OR_SKIP(p, plant_hard, "hostile-hard-lock", ZC_FOLDER_LOCK);
     zc_store *s = open_budget(p.spill, 0);
     REQUIRE(s != NULL);
     CHECK(exists_in(p.spill, ZC_FOLDER_LOCK ZC_REJECTED_SUFFIX));
@@ -629,12 +606,7 @@ TEST(hard_linked_spill_file_from_another_folder_is_not_served)
 
 TEST(planted_choices_hard_link_is_ignored_by_the_film_and_renamed_aside_by_a_choice)
 {
-    planted p;
-    const char *skip = plant_hard(&p, "hostile-hard-choices", ".zc-film-film.json");
-    if (skip) {
-        unplant(&p);
-        SKIP(skip);
-    }
+    PLANT_OR_SKIP(p, plant_hard, "hostile-hard-choices", ".zc-film-film.json");
     zc_store *s = open_budget(p.spill, 0);
     REQUIRE(s != NULL);
     uint64_t g = 0;
