@@ -91,9 +91,9 @@ extern "C" {
 /* ======================================================================== */
 
 #define ZC_VERSION_MAJOR 0
-#define ZC_VERSION_MINOR 3
+#define ZC_VERSION_MINOR 4
 #define ZC_VERSION_PATCH 0
-#define ZC_VERSION_STRING "0.3.0"
+#define ZC_VERSION_STRING "0.4.0"
 
 /* Limits.  Inputs beyond them are refused with ZC_E_LIMIT or ZC_E_INVALID. */
 #define ZC_MAX_TENSORS 16        /* tensors in one bundle */
@@ -151,7 +151,7 @@ ZC_API const char *zc_status_name(int status);
  * pointer stays valid until the next failing zc_ call on the same thread. */
 ZC_API const char *zc_last_error(void);
 
-/* The library version string, e.g. "0.3.0" (ZC_VERSION_STRING). */
+/* The library version string, e.g. "0.4.0" (ZC_VERSION_STRING). */
 ZC_API const char *zc_version(void);
 
 /* ------------------------------------------------------------------------ */
