@@ -203,16 +203,18 @@ _PROTOTYPES = {
     "zc_film_choose": (c_int, [c_char_p, c_char_p, c_uint64]),
     "zc_film_has_choices": (c_int, [c_char_p, c_char_p]),
     "zc_free": (None, [c_void_p]),
-    # Called only by the tests (tests/python/test_digest.py) and the benchmark (bench/sections/
-    # engine.py), from zc.h's advanced section; declared here so that they share these types.
-    "zc_xxh64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
-    "zc_xxh3_kernel": (c_char_p, []),
+    # zc.h's advanced section: called only by the benchmark (bench/sections/engine.py); declared
+    # here so that it shares these types.
     "zc_bundle_create": (c_int, [POINTER(c_void_p)]),
     "zc_file_open": (c_int, [c_char_p, POINTER(c_void_p)]),
     "zc_file_close": (None, [c_void_p]),
     "zc_file_tensor_at": (c_int, [c_void_p, c_uint32, POINTER(FileTensor)]),
     "zc_file_read": (c_int, [c_void_p, c_uint32, c_void_p, c_size_t, POINTER(c_uint64)]),
-    # Only the tests call these (zc.h's advanced section): test_seam_engine.py, test_abi.py.
+    # Test support (zc.h's test-support section): functions the engine's tests use; no product
+    # code calls them. tests/python/test_digest.py, test_seam_engine.py, test_abi.py and the
+    # Windows wheel's test.
+    "zc_xxh64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
+    "zc_xxh3_kernel": (c_char_p, []),
     "zc_store_seam": (c_int, [c_void_p, c_char_p, c_uint64, c_void_p, c_char_p, POINTER(SeamStats)]),
     "zc_abi_describe": (c_int, [c_char_p, c_size_t, POINTER(c_size_t)]),
 }
