@@ -191,37 +191,30 @@ _PROTOTYPES = {
     "zc_view_save": (c_int, [c_void_p, c_char_p]),
     "zc_view_serialize": (c_int, [c_void_p, c_void_p, c_size_t, POINTER(c_size_t)]),
     "zc_view_release": (None, [c_void_p]),
-    # Called only by the tests (tests/python/test_digest.py) and the benchmark (bench/sections/
-    # engine.py), from zc.h's advanced section; declared here so that they share these types.
-    "zc_xxh64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
-    "zc_xxh3_kernel": (c_char_p, []),
+    "zc_view_record": (c_int, [c_void_p]),
+    "zc_bundle_seam_plan": (c_int, [c_void_p, c_char_p, POINTER(SeamLayout)]),
+    "zc_bundle_seam_parent": (c_int, [c_void_p, c_char_p, c_uint64]),
+    "zc_store_hop_seam_json": (c_int, [c_void_p, c_char_p, c_uint64, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "zc_store_trim": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
+    "zc_store_changes": (c_int, [c_void_p, POINTER(c_uint64)]),
+    "zc_store_flush_tag": (c_int, [c_void_p, c_char_p, POINTER(c_uint64), c_size_t, POINTER(c_size_t),
+                                   POINTER(c_uint64), c_size_t, POINTER(c_size_t)]),
+    "zc_film_describe": (c_int, [c_char_p, c_char_p, c_uint32, POINTER(c_void_p)]),
+    "zc_film_choose": (c_int, [c_char_p, c_char_p, c_uint64]),
+    "zc_film_has_choices": (c_int, [c_char_p, c_char_p]),
+    "zc_free": (None, [c_void_p]),
+    # zc.h's advanced section: called only by the benchmark (bench/sections/engine.py); declared
+    # here so that it shares these types.
     "zc_bundle_create": (c_int, [POINTER(c_void_p)]),
     "zc_file_open": (c_int, [c_char_p, POINTER(c_void_p)]),
     "zc_file_close": (None, [c_void_p]),
     "zc_file_tensor_at": (c_int, [c_void_p, c_uint32, POINTER(FileTensor)]),
     "zc_file_read": (c_int, [c_void_p, c_uint32, c_void_p, c_size_t, POINTER(c_uint64)]),
-}
-
-
-# Functions newer than the engine release the bridge pins (ENGINE_VERSION): declared when the
-# loaded library has them, so an older installed wheel still loads; their Python wrappers say
-# what to rebuild when one is missing (see film.py).
-_OPTIONAL_PROTOTYPES = {
-    "zc_film_describe": (c_int, [c_char_p, c_char_p, c_uint32, POINTER(c_void_p)]),
-    "zc_film_choose": (c_int, [c_char_p, c_char_p, c_uint64]),
-    "zc_film_has_choices": (c_int, [c_char_p, c_char_p]),
-    "zc_free": (None, [c_void_p]),
-    "zc_bundle_seam_plan": (c_int, [c_void_p, c_char_p, POINTER(SeamLayout)]),
-    "zc_bundle_seam_parent": (c_int, [c_void_p, c_char_p, c_uint64]),
-    "zc_store_hop_seam_json": (c_int, [c_void_p, c_char_p, c_uint64, c_char_p, c_size_t, POINTER(c_size_t)]),
-    "zc_store_trim": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
-    "zc_view_record": (c_int, [c_void_p]),
-    "zc_store_changes": (c_int, [c_void_p, POINTER(c_uint64)]),
-    "zc_store_flush_tag": (c_int, [c_void_p, c_char_p, POINTER(c_uint64), c_size_t, POINTER(c_size_t),
-                                   POINTER(c_uint64), c_size_t, POINTER(c_size_t)]),
-    # zc_store_trim's name in engine 0.3.0 and earlier (LatentStore.trim calls it there)
-    "zc_store_release": (c_int, [c_void_p, c_int, c_uint64, POINTER(c_uint64)]),
-    # Only the tests call these (zc.h's advanced section): test_seam_engine.py, test_abi.py.
+    # Test support (zc.h's test-support section): functions the engine's tests use; no product
+    # code calls them. tests/python/test_digest.py, test_seam_engine.py, test_abi.py and the
+    # Windows wheel's test.
+    "zc_xxh64": (c_uint64, [c_void_p, c_size_t, c_uint64]),
+    "zc_xxh3_kernel": (c_char_p, []),
     "zc_store_seam": (c_int, [c_void_p, c_char_p, c_uint64, c_void_p, c_char_p, POINTER(SeamStats)]),
     "zc_abi_describe": (c_int, [c_char_p, c_size_t, POINTER(c_size_t)]),
 }
@@ -236,20 +229,10 @@ def _load() -> tuple[ctypes.CDLL, object]:
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
-    for name, (restype, argtypes) in _OPTIONAL_PROTOTYPES.items():
-        fn = getattr(lib, name, None)
-        if fn is not None:
-            fn.restype = restype
-            fn.argtypes = argtypes
     return lib, path
 
 
 lib, LIBRARY_PATH = _load()
-
-
-def has(name: str) -> bool:
-    """Whether the loaded engine exports the function ``name`` (an optional one)."""
-    return getattr(lib, name, None) is not None
 
 
 def check(status: int) -> int:

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-ENGINE_VERSION = "0.3.0"  # the zerocopy-engine release this bridge is written against
+ENGINE_VERSION = "0.4.0"  # the zerocopy-engine release this bridge is written against
 NAMES_FILE = REPO_ROOT / "engine" / "python" / "zerocopy_engine" / "_names.py"
 
 

@@ -14,16 +14,9 @@ import json
 import os
 from pathlib import Path
 
-from ._library import check, encode, has, lib
-from .errors import EngineNotBuilt
+from ._library import check, encode, lib
 
 FILM_VERIFY = 1
-
-
-def _require(name: str) -> None:
-    if not has(name):
-        raise EngineNotBuilt(f"the loaded engine library has no {name} (it predates films); rebuild it "
-                             "with 'make' or 'python install.py --build', or update the zerocopy-engine wheel")
 
 
 def _dir(spill_dir) -> bytes:
@@ -35,7 +28,6 @@ def describe_film(spill_dir, tag: str, *, verify: bool = False) -> dict:
     ``end``, ``shots`` with their ``state`` ...). With ``verify`` every file is read against its
     digests and every hop's tail checked; then ``ok`` says whether all held. Raises NotFound when
     the tag has no files there, InvalidInput for a bad tag, EngineIOError for an unreadable folder."""
-    _require("zc_film_describe")
     out = ctypes.c_void_p()
     check(lib.zc_film_describe(_dir(spill_dir), encode(tag, "tag"), FILM_VERIFY if verify else 0,
                                ctypes.byref(out)))
@@ -55,7 +47,6 @@ def choose_take(spill_dir, tag: str, generation: int) -> None:
     any line (its lineage, or an ancestor's, cannot be followed: the message says why),
     CorruptFile when the choices file (or the folder lock) was not the engine's own file (renamed
     aside: choose again)."""
-    _require("zc_film_choose")
     generation = int(generation)
     if generation <= 0:
         from .errors import InvalidInput
@@ -87,7 +78,6 @@ def choose(spill_dir, tag: str, generation: int) -> dict:
 
 def clear_choices(spill_dir, tag: str) -> None:
     """Remove every pin of ``tag``'s film: it follows the newest takes again."""
-    _require("zc_film_choose")
     check(lib.zc_film_choose(_dir(spill_dir), encode(tag, "tag"), 0))
 
 
@@ -98,7 +88,6 @@ def choices_file(spill_dir, tag: str) -> Path:
 
 def has_choices(spill_dir, tag: str) -> bool:
     """Whether ``tag``'s film has at least one pinned take (one small file read)."""
-    _require("zc_film_has_choices")
     return lib.zc_film_has_choices(_dir(spill_dir), encode(tag, "tag")) == 1
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import functools
 import itertools
 import json
 import struct
@@ -29,10 +28,10 @@ from typing import Mapping
 import torch
 
 from . import device, dlpack
-from .errors import AccessDenied, CorruptFile, EngineIOError, NotFound, ZeroCopyError
+from .errors import AccessDenied, CorruptFile, NotFound
 from ._library import (DL_BFLOAT, DL_BOOL, DL_FLOAT, DL_FLOAT8_E4M3FN, DL_FLOAT8_E5M2, DL_INT, DL_UINT, SeamLayout,
                        SeamStats, StoreConfig, StoreStats, TensorInfo, VerifyReport, call_growing, check, encode,
-                       has, lib)
+                       lib)
 
 DEFAULT_DEPTH = 4
 PUT_SPILL = 1
@@ -224,12 +223,6 @@ class SeamRequest:
         object.__setattr__(self, "calls", (plans, parent))
 
 
-@functools.cache
-def engine_has_seams() -> bool:
-    """Whether the loaded engine measures the seam of a hop after the put (an older wheel does not)."""
-    return has("zc_bundle_seam_plan") and has("zc_bundle_seam_parent") and has("zc_store_hop_seam_json")
-
-
 @dataclass(frozen=True)
 class SkippedGeneration:
     """A generation ``get_newest_verified`` passed over, and why."""
@@ -325,8 +318,7 @@ class LatentStore:
         have one), read from the bundle: no view of the new shot needed to report it.
 
         ``seam`` (a SeamRequest) has the engine summarise both ends of the named tensors and
-        measure the cut from a parent's stored tail, after the put (``hop_seam`` reads it); an
-        engine without seams (``engine_has_seams``) measures none.
+        measure the cut from a parent's stored tail, after the put (``hop_seam`` reads it).
         """
         if (type(tensors) is not dict and not isinstance(tensors, Mapping)) or not tensors:
             raise TypeError("tensors must be a non-empty mapping of name -> torch.Tensor")
@@ -389,9 +381,7 @@ class LatentStore:
     @staticmethod
     def _plan_seam(bundle: int, request: SeamRequest) -> None:
         """Tell the engine what to summarise of the tensors just added, and the hop's
-        parent (``zc_bundle_seam_plan``, ``zc_bundle_seam_parent``); nothing on an engine without."""
-        if not engine_has_seams():
-            return
+        parent (``zc_bundle_seam_plan``, ``zc_bundle_seam_parent``)."""
         plans, parent = request.calls
         for name, layout in plans:
             if lib.zc_bundle_seam_plan(bundle, name, layout) != 0:
@@ -402,9 +392,7 @@ class LatentStore:
     def hop_seam(self, tag: str, generation: int) -> dict | None:
         """The seam record of the hop that made ``tag`` ``generation`` (zc_continuity.seam's
         record), measured by the engine after the put; None when it has none (a root, the first
-        shot, a parent gone or without summaries, an older engine or file)."""
-        if not engine_has_seams():
-            return None
+        shot, a parent gone or without summaries, an older engine's file)."""
         tag_b = encode(tag, "tag")
         try:
             buf, _ = call_growing(lambda b, size, needed: lib.zc_store_hop_seam_json(
@@ -590,7 +578,7 @@ class LatentStore:
         infos = cls._infos(view, exports)
         tensors = {name: dlpack.view_tensor(view, index, *exports[index])
                    for index, name in enumerate(infos)}
-        record = RECORD_NAMES.get(lib.zc_view_record(view), "ok") if has("zc_view_record") else "ok"
+        record = RECORD_NAMES.get(lib.zc_view_record(view), "ok")
         return StoredBundle(tag=lib.zc_view_tag(view).decode("utf-8"),
                             generation=lib.zc_view_generation(view), tensors=tensors,
                             meta=cls._meta(view), info=infos, record=record)
@@ -672,8 +660,8 @@ class LatentStore:
         recycled host buffers first, then slots whose spill file is complete and that no view
         holds, least recently used first (a later get restores them). Returns the bytes freed."""
         freed = ctypes.c_uint64(0)
-        trim = lib.zc_store_trim if has("zc_store_trim") else lib.zc_store_release  # engine 0.3.0's name
-        check(trim(self.handle, TIER_DEVICE if device else TIER_HOST, max(0, int(nbytes)), ctypes.byref(freed)))
+        check(lib.zc_store_trim(self.handle, TIER_DEVICE if device else TIER_HOST, max(0, int(nbytes)),
+                                ctypes.byref(freed)))
         return freed.value
 
     def flush(self) -> None:
@@ -686,18 +674,7 @@ class LatentStore:
         Its files this store owns are looked at (one stat each): ``rewritten`` lists the
         generations whose file vanished or changed and that were written again from memory,
         ``lost`` those whose file vanished while the shot is no longer in memory (the store
-        forgets them). An engine without the call (0.3.x) flushes everything and raises only
-        when this tag holds a shot whose spill failed; it cannot see vanished files."""
-        if not has("zc_store_flush_tag"):
-            try:
-                self.flush()
-            except ZeroCopyError as exc:
-                entry = self.describe_tag(tag) or {}
-                failed = [s["generation"] for s in entry.get("slots", []) if s.get("spill") == "failed"]
-                if failed:
-                    raise EngineIOError(f"the spill of tag \"{tag}\" generation {failed[0]} failed "
-                                        f"(the store's first spill error: {exc})") from None
-            return {"rewritten": [], "lost": [], "rewritten_count": 0, "lost_count": 0}
+        forgets them)."""
         cap = 64
         rewritten, lost = (ctypes.c_uint64 * cap)(), (ctypes.c_uint64 * cap)()
         n_rewritten, n_lost = ctypes.c_size_t(0), ctypes.c_size_t(0)
@@ -732,14 +709,10 @@ class LatentStore:
     def changes(self) -> int:
         """A count that grows whenever a tag's newest generation rises or a tag is dropped
         (``zc_store_changes``): equal counts mean every tag's ``last_generation`` is unchanged.
-        Constant time whatever the number of tags; an engine without the call (0.3.0) costs a
-        whole ``describe()`` and answers a number that changes with the same events."""
-        if has("zc_store_changes"):
-            out = ctypes.c_uint64(0)
-            check(lib.zc_store_changes(self.handle, ctypes.byref(out)))
-            return out.value
-        entries = sorted((t["tag"], t["last_generation"]) for t in self.describe()["tags"])
-        return hash(tuple(entries)) & ((1 << 64) - 1)
+        Constant time whatever the number of tags."""
+        out = ctypes.c_uint64(0)
+        check(lib.zc_store_changes(self.handle, ctypes.byref(out)))
+        return out.value
 
     @staticmethod
     def _json(call):

@@ -8,16 +8,19 @@
  * safetensors spill files, compatible with ComfyUI's .latent files), 64-bit
  * digests (XXH3-64) that certify bit-identity, and a hardened safetensors reader.
  *
- * The header has two sections.
+ * The header has three sections.
  * - The stable core, first: every function the node pack's Python bridge
  *   (zc_engine) calls, and the types and constants they take.  A binding needs
  *   nothing else.
- * - The advanced and test-support section, after it and marked as such: what
- *   only the zc tool, the C and Python tests and the benchmark call (the
- *   hardened file reader, digest text and streaming hashes, the convenience
- *   forms of core calls, the ABI description the binding's test compares).
- *   Exported all the same, and documented as carefully, but a binding should
- *   not need it.
+ * - The advanced section, after it and marked as such: what only the zc tool
+ *   and the benchmark call (the hardened file reader, dtype names, digest
+ *   text, the plain form of bundle creation).
+ * - The test-support section, last: what only the engine's C and Python tests
+ *   call (streaming hashes, the seam of a cut before the put, entry-by-entry
+ *   bundle and view calls, a file as a bundle, the ABI description the
+ *   binding's test compares).  No product code calls it.
+ * The last two are exported all the same, and documented as carefully, but a
+ * binding should not need them.
  *
  * HowTo: the sequence of calls
  * Fill a zc_store_config with zc_store_config_init, set what differs (a
@@ -86,14 +89,14 @@ extern "C" {
 /* STABLE CORE API                                                            */
 /*                                                                            */
 /* What the node pack's bridge calls; see "HowTo: the sequence of calls"      */
-/* above.  The advanced and test-support section follows it.                  */
+/* above.  The advanced section, then the test-support section, follow it.    */
 /* ======================================================================== */
 /* ======================================================================== */
 
 #define ZC_VERSION_MAJOR 0
-#define ZC_VERSION_MINOR 3
+#define ZC_VERSION_MINOR 4
 #define ZC_VERSION_PATCH 0
-#define ZC_VERSION_STRING "0.3.0"
+#define ZC_VERSION_STRING "0.4.0"
 
 /* Limits.  Inputs beyond them are refused with ZC_E_LIMIT or ZC_E_INVALID. */
 #define ZC_MAX_TENSORS 16        /* tensors in one bundle */
@@ -151,7 +154,7 @@ ZC_API const char *zc_status_name(int status);
  * pointer stays valid until the next failing zc_ call on the same thread. */
 ZC_API const char *zc_last_error(void);
 
-/* The library version string, e.g. "0.3.0" (ZC_VERSION_STRING). */
+/* The library version string, e.g. "0.4.0" (ZC_VERSION_STRING). */
 ZC_API const char *zc_version(void);
 
 /* ------------------------------------------------------------------------ */
@@ -952,11 +955,11 @@ ZC_API void zc_free(void *p);
 
 /* ======================================================================== */
 /* ======================================================================== */
-/* ADVANCED AND TEST-SUPPORT API                                              */
+/* ADVANCED API                                                               */
 /*                                                                            */
-/* Below: what only the zc tool, the C and Python tests and the benchmark     */
-/* call.  Exported from the library like the core and kept working, but the   */
-/* node pack's bridge uses none of it, and a binding should not need it.      */
+/* Below: what only the zc tool and the benchmark call.  Exported from the    */
+/* library like the core and kept working, but the node pack's bridge uses    */
+/* none of it, and a binding should not need it.                              */
 /* ======================================================================== */
 /* ======================================================================== */
 
@@ -971,7 +974,7 @@ ZC_API size_t zc_dtype_size(int dtype);
 ZC_API const char *zc_dtype_name(int dtype);
 
 /* ------------------------------------------------------------------------ */
-/* Digests: text, any algorithm, streaming, the kernel in use                 */
+/* Digests: text, any algorithm                                               */
 /* ------------------------------------------------------------------------ */
 
 /* The text prefix of an algorithm without its colon ("xxh3", "xxh64"); NULL
@@ -983,14 +986,97 @@ ZC_API const char *zc_digest_algo_name(int algo);
 #define ZC_DIGEST_TEXT_SIZE 24
 ZC_API int zc_digest_format(int algo, uint64_t digest, char *out, size_t cap);
 
+/* The digest of len bytes at data (NULL allowed when len is 0) with an
+ * algorithm and seed 0.  @return ZC_OK or ZC_E_INVALID (unknown algorithm). */
+ZC_API int zc_digest_bytes(int algo, const void *data, size_t len, uint64_t *digest);
+
+/* ------------------------------------------------------------------------ */
+/* Bundles: the plain form of zc_store_bundle_create                          */
+/* ------------------------------------------------------------------------ */
+
+/* Create an empty bundle.  @return ZC_OK or ZC_E_NOMEM. */
+ZC_API int zc_bundle_create(zc_bundle **out);
+
+/* ------------------------------------------------------------------------ */
+/* Files: a hardened safetensors reader                                       */
+/*                                                                            */
+/* Every byte is treated as hostile: the header length, the JSON, the dtype   */
+/* names, shapes against byte lengths (with overflow checks), offsets that    */
+/* overlap, leave holes or run past the end.  Nothing is trusted before it is */
+/* checked; a bad file is an error code, never a crash.                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct zc_file zc_file;
+
+typedef struct {
+    const char *name;              /* valid while the file is open */
+    int dtype;
+    int32_t ndim;
+    int64_t shape[ZC_MAX_RANK];
+    uint64_t nbytes;
+    uint64_t offset;               /* from the start of the file */
+    int has_digest;                /* the file's metadata records one */
+    int digest_algo;               /* zc_digest_algo of recorded_digest; ZC_DIGEST_NONE without */
+    uint64_t recorded_digest;
+} zc_file_tensor;
+
+/* Open and validate a file: only its header is read.  The tensors must tile
+ * the data section up to the file's real size (as the OS reports it at
+ * open), so a header promising more bytes than the file has is refused here,
+ * before anything is allocated for them.  Untrusted input: a file may still
+ * really be large (a sparse file costs no disk), so check each
+ * zc_file_tensor.nbytes against your limits before zc_file_read or
+ * zc_file_load_bundle allocate and read them.  @return ZC_OK; ZC_E_IO
+ * (cannot open/read); ZC_E_CORRUPT (the message says what is wrong and
+ * where). */
+ZC_API int zc_file_open(const char *path, zc_file **out);
+
+ZC_API void zc_file_close(zc_file *file);
+
+ZC_API uint32_t zc_file_count(const zc_file *file);
+ZC_API int zc_file_tensor_at(const zc_file *file, uint32_t index, zc_file_tensor *out);
+ZC_API int zc_file_find(const zc_file *file, const char *name, uint32_t *index);
+ZC_API uint32_t zc_file_meta_count(const zc_file *file);
+ZC_API int zc_file_meta_at(const zc_file *file, uint32_t index, const char **key, const char **value);
+ZC_API const char *zc_file_meta(const zc_file *file, const char *key);
+
+/* What the file's record digest (ZC_FILE_META_RECORD) says of its header,
+ * checked when the file was opened: a zc_record_status.  why (optional)
+ * gets a sentence owned by the file (valid while it is open): for
+ * ZC_RECORD_BAD what changed ("the record (dtype, shape or metadata) changed
+ * since it was written: metadata "lineage" changed"), for
+ * ZC_RECORD_NOT_COVERED why it is not covered, "" for ZC_RECORD_OK.
+ * zc_file_open does not refuse a file for its record (so that tools can
+ * still show it); zc_file_load_bundle, hence every restore and import, does.
+ * @return a zc_record_status; ZC_E_INVALID for NULL. */
+ZC_API int zc_file_record(const zc_file *file, const char **why);
+
+/* Read tensor index into dst (cap >= nbytes), digesting it as it is read,
+ * and return the digest in *digest (optional): computed with the algorithm
+ * of the recorded digest (zc_file_tensor.digest_algo), or XXH3-64 when the
+ * file records none.  @return ZC_OK, ZC_E_LIMIT (cap), ZC_E_IO, ZC_E_CORRUPT
+ * (short read, or a recorded digest that does not match). */
+ZC_API int zc_file_read(zc_file *file, uint32_t index, void *dst, size_t cap, uint64_t *digest);
+
+/* ======================================================================== */
+/* ======================================================================== */
+/* TEST SUPPORT                                                               */
+/*                                                                            */
+/* Functions the engine's tests use (engine/tests in C; tests/python through  */
+/* the binding); no product code calls them: not the node pack, the zc tool,  */
+/* nor the benchmark.  Exported and kept working like the rest;               */
+/* tests/python/test_abi.py holds this section to exactly those functions.    */
+/* ======================================================================== */
+/* ======================================================================== */
+
+/* ------------------------------------------------------------------------ */
+/* Digests: parsing text, streaming, XXH64, the kernel in use                 */
+/* ------------------------------------------------------------------------ */
+
 /* Parse "xxh3:<16 hex>" or "xxh64:<16 hex>" (hex digits in either case).
  * The text may be untrusted.  @return ZC_OK with *algo and *digest, or
  * ZC_E_INVALID (the message quotes the text and says what is expected). */
 ZC_API int zc_digest_parse(const char *text, int *algo, uint64_t *digest);
-
-/* The digest of len bytes at data (NULL allowed when len is 0) with an
- * algorithm and seed 0.  @return ZC_OK or ZC_E_INVALID (unknown algorithm). */
-ZC_API int zc_digest_bytes(int algo, const void *data, size_t len, uint64_t *digest);
 
 /* Streaming XXH3-64: reset, update any number of times with any lengths,
  * digest (which does not change the state, so it may be called again after
@@ -1040,11 +1126,8 @@ ZC_API void zc_xxh64_update(zc_xxh64_state *state, const void *data, size_t len)
 ZC_API uint64_t zc_xxh64_digest(const zc_xxh64_state *state);
 
 /* ------------------------------------------------------------------------ */
-/* Bundles, seams and views: the plain forms of core calls                    */
+/* Bundles, seams and views: entry by entry, and a seam before the put        */
 /* ------------------------------------------------------------------------ */
-
-/* Create an empty bundle.  @return ZC_OK or ZC_E_NOMEM. */
-ZC_API int zc_bundle_create(zc_bundle **out);
 
 /* Set (or replace) a metadata entry.  Keys: 1..ZC_MAX_META_KEY_LEN bytes of
  * printable ASCII without '"' or '\\'; keys starting "zc." are reserved for
@@ -1101,6 +1184,7 @@ typedef struct {
 ZC_API int zc_store_seam(zc_store *store, const char *parent_tag, uint64_t parent_generation,
                          const zc_bundle *bundle, const char *name, zc_seam_stats *out);
 
+/* Number of metadata entries of a view. */
 ZC_API uint32_t zc_view_meta_count(const zc_view *view);
 
 /* The index-th metadata entry.  @return ZC_OK or ZC_E_NOT_FOUND. */
@@ -1110,69 +1194,12 @@ ZC_API int zc_view_meta_at(const zc_view *view, uint32_t index, const char **key
 ZC_API int zc_view_verify(const zc_view *view);
 
 /* ------------------------------------------------------------------------ */
-/* Files: a hardened safetensors reader                                       */
-/*                                                                            */
-/* Every byte is treated as hostile: the header length, the JSON, the dtype   */
-/* names, shapes against byte lengths (with overflow checks), offsets that    */
-/* overlap, leave holes or run past the end.  Nothing is trusted before it is */
-/* checked; a bad file is an error code, never a crash.                       */
+/* Files: a memory image, a whole file as a bundle                            */
 /* ------------------------------------------------------------------------ */
-
-typedef struct zc_file zc_file;
-
-typedef struct {
-    const char *name;              /* valid while the file is open */
-    int dtype;
-    int32_t ndim;
-    int64_t shape[ZC_MAX_RANK];
-    uint64_t nbytes;
-    uint64_t offset;               /* from the start of the file */
-    int has_digest;                /* the file's metadata records one */
-    int digest_algo;               /* zc_digest_algo of recorded_digest; ZC_DIGEST_NONE without */
-    uint64_t recorded_digest;
-} zc_file_tensor;
-
-/* Open and validate a file: only its header is read.  The tensors must tile
- * the data section up to the file's real size (as the OS reports it at
- * open), so a header promising more bytes than the file has is refused here,
- * before anything is allocated for them.  Untrusted input: a file may still
- * really be large (a sparse file costs no disk), so check each
- * zc_file_tensor.nbytes against your limits before zc_file_read or
- * zc_file_load_bundle allocate and read them.  @return ZC_OK; ZC_E_IO
- * (cannot open/read); ZC_E_CORRUPT (the message says what is wrong and
- * where). */
-ZC_API int zc_file_open(const char *path, zc_file **out);
 
 /* Validate an in-memory image of a file (borrowed; keep it alive while the
  * zc_file is open).  Same checks as zc_file_open. */
 ZC_API int zc_file_open_memory(const void *data, size_t len, zc_file **out);
-
-ZC_API void zc_file_close(zc_file *file);
-
-ZC_API uint32_t zc_file_count(const zc_file *file);
-ZC_API int zc_file_tensor_at(const zc_file *file, uint32_t index, zc_file_tensor *out);
-ZC_API int zc_file_find(const zc_file *file, const char *name, uint32_t *index);
-ZC_API uint32_t zc_file_meta_count(const zc_file *file);
-ZC_API int zc_file_meta_at(const zc_file *file, uint32_t index, const char **key, const char **value);
-ZC_API const char *zc_file_meta(const zc_file *file, const char *key);
-
-/* What the file's record digest (ZC_FILE_META_RECORD) says of its header,
- * checked when the file was opened: a zc_record_status.  why (optional)
- * gets a sentence owned by the file (valid while it is open): for
- * ZC_RECORD_BAD what changed ("the record (dtype, shape or metadata) changed
- * since it was written: metadata "lineage" changed"), for
- * ZC_RECORD_NOT_COVERED why it is not covered, "" for ZC_RECORD_OK.
- * zc_file_open does not refuse a file for its record (so that tools can
- * still show it); zc_file_load_bundle, hence every restore and import, does.
- * @return a zc_record_status; ZC_E_INVALID for NULL. */
-ZC_API int zc_file_record(const zc_file *file, const char **why);
-
-/* Read tensor index into dst (cap >= nbytes), digesting it as it is read,
- * and return the digest in *digest (optional): computed with the algorithm
- * of the recorded digest (zc_file_tensor.digest_algo), or XXH3-64 when the
- * file records none.  @return ZC_OK, ZC_E_LIMIT (cap), ZC_E_IO, ZC_E_CORRUPT
- * (short read, or a recorded digest that does not match). */
-ZC_API int zc_file_read(zc_file *file, uint32_t index, void *dst, size_t cap, uint64_t *digest);
 
 /* Read a whole file into a new bundle (host tier), verifying every recorded
  * digest, the record digest first (a header that differs from it is

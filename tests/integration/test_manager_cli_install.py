@@ -50,7 +50,7 @@ from comfy_server import STARTUP_TIMEOUT_S, Server, get
 from conftest import COMFYUI_PATH
 
 REPO = Path(__file__).resolve().parents[2]
-VERSION = "0.3.0"
+VERSION = "0.4.0"
 ALL_NODES = {"ZeroCopyVRAMPin", "ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad",
              "ZeroCopyFilmAssemble", "ZeroCopyFilmRender"}
 ENGINE_NODES = ["ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoad", "ZeroCopyFilmAssemble",

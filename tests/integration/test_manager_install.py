@@ -70,7 +70,7 @@ def test_with_the_engine_all_five_nodes_register_from_the_registry_folder_name(s
     assert _zerocopy_nodes(srv) == ALL_NODES
     status, _, body = get(srv.url + "/api/zerocopy/engine")
     doc = json.loads(body)
-    assert status == 200 and doc["ok"] is True and doc["engine"] == "0.3.0" and doc["missing_nodes"] == []
+    assert status == 200 and doc["ok"] is True and doc["engine"] == "0.4.0" and doc["missing_nodes"] == []
 
 
 def test_an_engine_that_cannot_load_leaves_the_pin_and_one_exact_message_in_the_ui(server, tmp_path, monkeypatch):

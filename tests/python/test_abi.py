@@ -15,8 +15,9 @@ compiler this test would have to find, so the check holds for any build the bind
 - Every constant the Python side restates (limits, flags, tier, digest, dtype and DLPack codes,
   status codes of the exception classes and the REST API's table of them, the seam thresholds,
   the tag rule, the spill folder's bookkeeping names) equals the library's value.
-- The binding declares only functions Python calls, and zc.h's stable core is exactly what the
-  bridge calls.
+- The binding declares only functions Python calls, zc.h's stable core is exactly what the
+  bridge calls, and its test-support section exactly what no product code (the bridge, the zc
+  tool, the benchmark, the tools) calls.
 """
 
 from __future__ import annotations
@@ -89,9 +90,6 @@ CALLERS = BRIDGE + ["tests", "bench", "tools"]
 
 @pytest.fixture(scope="module")
 def abi() -> dict:
-    if not library.has("zc_abi_describe"):
-        pytest.fail(f"the loaded engine {library.LIBRARY_PATH} has no zc_abi_describe (it predates the "
-                    f"ABI check): rebuild it with 'make' and point ZC_LIBRARY at build/libzc.so")
     buffer, _ = library.call_growing(lambda buf, cap, needed: library.lib.zc_abi_describe(buf, cap, needed), 0)
     return json.loads(buffer.value)
 
@@ -267,15 +265,36 @@ def _called(places: list[str]) -> set[str]:
 
 
 def test_the_binding_declares_only_functions_python_calls():
-    declared = set(library._PROTOTYPES) | set(library._OPTIONAL_PROTOTYPES)
+    declared = set(library._PROTOTYPES)
     assert declared - _called(CALLERS) == set()
 
 
-def test_the_headers_stable_core_is_what_the_bridge_calls():
+def header_sections() -> tuple[set[str], set[str], set[str]]:
+    """The functions of zc.h's stable core, its advanced section and its test-support section."""
     text = (REPO / "engine" / "include" / "zc.h").read_text()
-    core, advanced = text.split("ADVANCED AND TEST-SUPPORT API", 1)
-    core_functions = set(re.findall(r"ZC_API [^;]*?\b(zc_\w+)\s*\(", core))
-    advanced_functions = set(re.findall(r"ZC_API [^;]*?\b(zc_\w+)\s*\(", advanced))
+    core, rest = text.split("ADVANCED API", 1)
+    advanced, test_support = rest.split("TEST SUPPORT", 1)
+    declared = r"ZC_API [^;]*?\b(zc_\w+)\s*\("
+    return tuple(set(re.findall(declared, part)) for part in (core, advanced, test_support))
+
+
+def _called_by_the_zc_tool() -> set[str]:
+    """The engine functions the zc tool's C sources (engine/cli) call."""
+    return {name for path in sorted((REPO / "engine" / "cli").glob("*.c"))
+            for name in re.findall(r"\b(zc_\w+)\s*\(", _without_comments(path.read_text()))}
+
+
+def test_the_headers_stable_core_is_what_the_bridge_calls():
+    core_functions, advanced_functions, test_functions = header_sections()
     bridge = _called(BRIDGE)
     assert core_functions - bridge == set(), "in zc.h's core but called only by tests, tools or the benchmark"
-    assert bridge & advanced_functions == set(), "called by the bridge but in zc.h's advanced section"
+    assert bridge & (advanced_functions | test_functions) == set(), "called by the bridge, not in zc.h's core"
+
+
+def test_the_headers_test_support_section_is_what_no_product_code_calls():
+    """Product code: the bridge, the benchmark, the tools and the zc tool. The test-support section
+    holds exactly the exported functions none of them calls (only engine/tests and tests/python)."""
+    _, advanced_functions, test_functions = header_sections()
+    product = _called(BRIDGE + ["bench", "tools"]) | _called_by_the_zc_tool()
+    assert test_functions & product == set(), "called by product code but in zc.h's test-support section"
+    assert advanced_functions - product == set(), "in zc.h's advanced section but called only by tests"

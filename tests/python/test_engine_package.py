@@ -69,15 +69,15 @@ def test_an_engine_of_another_version_is_refused(monkeypatch):
     with pytest.raises(_locate.EngineMissing) as caught:
         _locate.load()
     message = str(caught.value)
-    assert "is version 0.3.0, but this pack needs 9.1.0" in message and "\n" not in message
+    assert "is version 0.4.0, but this pack needs 9.1.0" in message and "\n" not in message
 
 
 def test_the_fix_names_this_python_and_the_portable_build(monkeypatch):
     from zc_engine import _locate
     monkeypatch.setattr(sys, "executable", r"C:\ComfyUI_windows_portable\python_embeded\python.exe")
-    assert _locate.pip_command() == r"python_embeded\python.exe -m pip install zerocopy-engine==0.3.0"
+    assert _locate.pip_command() == r"python_embeded\python.exe -m pip install zerocopy-engine==0.4.0"
     monkeypatch.setattr(sys, "executable", "/opt/Comfy Desktop/.venv/bin/python")
-    assert _locate.pip_command() == '"/opt/Comfy Desktop/.venv/bin/python" -m pip install zerocopy-engine==0.3.0'
+    assert _locate.pip_command() == '"/opt/Comfy Desktop/.venv/bin/python" -m pip install zerocopy-engine==0.4.0'
 
 
 def test_file_names_per_os_agree_between_pack_and_package():
@@ -89,7 +89,7 @@ def test_file_names_per_os_agree_between_pack_and_package():
 def test_zc_entry_point_runs_the_bundled_tool_with_its_exit_status(tmp_path):
     zc = Path(sys.executable).parent / "zc"
     version = subprocess.run([str(zc), "--version"], capture_output=True, text=True, timeout=60)
-    assert version.returncode == 0 and version.stdout.strip() == "zc 0.3.0"
+    assert version.returncode == 0 and version.stdout.strip() == "zc 0.4.0"
     direct = subprocess.run([str(zerocopy_engine.tool_path()), "verify", str(tmp_path / "none")],
                             capture_output=True, text=True, timeout=60)
     wrapped = subprocess.run([str(zc), "verify", str(tmp_path / "none")], capture_output=True,

@@ -31,7 +31,7 @@ def test_the_carry_list_reads_and_names_what_may_stay_out():
 def test_the_wheel_check_finds_missing_extra_doubled_and_foreign_wheels(tmp_path):
     wanted = [("av", "18.1.0", False), ("comfy-kitchen", "0.2.31", True), ("redis", "8.1.0", False)]
     for name in ("av-18.1.0-cp311-abi3-manylinux_2_28_x86_64.whl", "comfy_kitchen-0.2.31-py3-none-any.whl",
-                 "zerocopy_engine-0.3.0-py3-none-manylinux_2_34_x86_64.whl"):
+                 "zerocopy_engine-0.4.0-py3-none-manylinux_2_34_x86_64.whl"):
         (tmp_path / name).write_bytes(b"")
     assert carry.check_wheels(tmp_path, wanted) == ["redis==8.1.0: no wheel"]
     (tmp_path / "redis-8.1.0-py3-none-any.whl").write_bytes(b"")

@@ -62,7 +62,7 @@ def test_without_the_engine_it_says_in_one_line_what_to_install(tmp_path):
     assert len(lines) == 1, result.stdout
     line = lines[0]
     assert "not installed for" in line and "libzc.so" in line
-    assert f"{sys.executable} -m pip install zerocopy-engine==0.3.0" in line
+    assert f"{sys.executable} -m pip install zerocopy-engine==0.4.0" in line
     assert "5 of 6 nodes are not loaded" in line and "ZeroCopyFilmAssemble" in line
     assert "install.py --build" not in line  # no compiler on PATH: building is no fix here
     assert not (root / "build").exists()
@@ -75,7 +75,7 @@ def test_an_engine_for_another_platform_is_named_with_the_fix(tmp_path):
     result = run_install(env=without(), script=root / "install.py", cwd=root, block_package=True)
     assert result.returncode == 1
     assert f"cannot be loaded on {platform.system()} {platform.machine()}" in result.stdout
-    fix = f"{root / 'install.py'} --build --force" if HAS_COMPILER else "-m pip install zerocopy-engine==0.3.0"
+    fix = f"{root / 'install.py'} --build --force" if HAS_COMPILER else "-m pip install zerocopy-engine==0.4.0"
     assert str(root / "build" / "libzc.so") in result.stdout and fix in result.stdout
 
 
@@ -85,7 +85,7 @@ def test_build_without_a_compiler_says_what_to_install(tmp_path):
     result = run_install("--build", "--build-dir", str(tmp_path / "build"), env=without(path=str(empty)))
     assert result.returncode == 1
     assert "no C compiler found" in result.stdout and "build-essential" in result.stdout
-    assert "zerocopy-engine==0.3.0" in result.stdout
+    assert "zerocopy-engine==0.4.0" in result.stdout
     assert "install.py" in result.stdout and not (tmp_path / "build" / "libzc.so").exists()
 
 
@@ -97,7 +97,7 @@ def test_build_makes_a_loadable_engine_then_knows_it_is_up_to_date(tmp_path):
     assert "built" in result.stdout
     lib = ctypes.CDLL(str(build / "libzc.so"))
     lib.zc_version.restype = ctypes.c_char_p
-    assert lib.zc_version().decode() == "0.3.0"
+    assert lib.zc_version().decode() == "0.4.0"
     again = run_install("--build", "--build-dir", str(build), env=without())
     assert again.returncode == 0 and "up to date" in again.stdout
 

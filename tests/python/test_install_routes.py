@@ -88,8 +88,8 @@ def test_without_the_engine_or_a_compiler_the_line_is_exact_and_gives_the_pip_co
     assert len(lines) == 1, result.stdout
     expected = (f"[ZeroCopy-Continuity install] ZeroCopy-Continuity: 5 of 6 nodes are not loaded on "
                 f"{PLATFORM} ({', '.join(NODES)}): the C engine is not installed for {PLATFORM} (expected "
-                f"libzc.so from the zerocopy-engine 0.3.0 package; looked for {root / 'build' / 'libzc.so'}). "
-                f"Fix: run {sys.executable} -m pip install zerocopy-engine==0.3.0, then restart ComfyUI. "
+                f"libzc.so from the zerocopy-engine 0.4.0 package; looked for {root / 'build' / 'libzc.so'}). "
+                f"Fix: run {sys.executable} -m pip install zerocopy-engine==0.4.0, then restart ComfyUI. "
                 f"ZeroCopyVRAMPin needs no engine and works.")
     assert lines[0] == expected
 

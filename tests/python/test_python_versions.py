@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-VERSION = "0.3.0"
+VERSION = "0.4.0"
 PYTHONS = ("3.10", "3.12", "3.13")
 PYENV = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
 # Not the pack: environments, build outputs, caches and the GPU carry (all git-ignored).

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-VERSION = "0.3.0"
+VERSION = "0.4.0"
 HAS_COMPILER = bool(shutil.which("cc") or shutil.which("gcc") or shutil.which("clang"))
 NO_COMPILER_LINE = (f"zerocopy-engine {VERSION}: no C compiler found to build the engine from source (no prebuilt "
                     f"wheel for this platform); install gcc or clang")

@@ -26,11 +26,8 @@ import torch
 from test_film_assemble_memory import TAG, Decoder, film_of, mount
 
 from zc_engine import EngineIOError, LatentStore
-from zc_engine._library import has
 from zc_nodes import durability, film_view, runtime
 
-pytestmark = pytest.mark.skipif(not has("zc_store_flush_tag"),
-                                reason="skipped: the loaded engine predates zc_store_flush_tag (build it: make)")
 RO_TAG = "ro_film"
 PACK = "zc_spill_trouble_pack"
 

@@ -81,7 +81,7 @@ def fresh(work, wheel) -> dict:
 def test_the_wheel_is_py3_none_manylinux_and_small(raw_wheel, wheel):
     shown = auditwheel("show", raw_wheel).stdout
     assert 'platform tag: "manylinux_' in " ".join(shown.split()), shown
-    assert wheel.name.startswith("zerocopy_engine-0.3.0-py3-none-manylinux_"), wheel.name
+    assert wheel.name.startswith("zerocopy_engine-0.4.0-py3-none-manylinux_"), wheel.name
     assert wheel.stat().st_size <= MAX_WHEEL_BYTES, wheel.stat().st_size
     print(f"wheel {wheel.name}: {wheel.stat().st_size} bytes")
 
@@ -121,5 +121,5 @@ def test_fresh_environment_without_compiler_loads_the_wheel_and_round_trips(fres
     assert out["package"].startswith(site) and out["loaded"] == out["package"], out
     assert not (Path(out["repo_root"]) / "build").exists()  # no developer build to fall back on
     assert out["same"] and out["restored"]
-    assert out["version"].strip() == "zc 0.3.0"
+    assert out["version"].strip() == "zc 0.4.0"
     assert out["verify"][0] == 0 and "all digests match" in out["verify"][1], out["verify"]
