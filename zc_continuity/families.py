@@ -430,22 +430,47 @@ def aligned_tail_frames(requested: int, spec: FamilySpec) -> int:
 # classes of its VAE and text encoder, its insertion points and auto choice, and its caveats,
 # stated once here and repeated in certificates.
 
+def latent_space(channels: int, spatial_ratio: int, temporal_ratio: int, patch: int, *,
+                 length_rule: LengthRule | None = None) -> dict:
+    """The latent-space fields of a family's row (``FamilySpec`` keywords), stated once.
+
+    ``patch`` is the DiT's patch size in latents: the canvas step is ``spatial_ratio * patch``
+    pixels, and ``canvas_reason`` says so. A ``temporal_ratio`` above 1 makes a video family with
+    the common causal rule unless ``length_rule`` gives another; 1 makes an image family.
+    """
+    video = temporal_ratio > 1
+    if patch == 1:
+        reason = f"{spatial_ratio} pixels per latent (the DiT's patch is 1x1)"
+    else:
+        reason = f"{spatial_ratio} pixels per latent, and the DiT patchifies latents {patch}x{patch}"
+    if video and length_rule is None:
+        length_rule = causal_length_rule(temporal_ratio)
+    return dict(channels=channels, spatial_ratio=spatial_ratio, temporal_ratio=temporal_ratio,
+                latent_dims=3 if video else 2, length_rule=length_rule,
+                canvas_multiple=spatial_ratio * patch, canvas_reason=reason)
+
+
 WAN_TEXT_ENCODER = ("comfy.text_encoders.wan.WanT5Model", "comfy.text_encoders.wan.WanT5Tokenizer")
-LTX_VAE = "comfy.ldm.lightricks.vae.causal_video_autoencoder.VideoVAE"  # LTX-Video 0.9 and LTX-2
 
 CAUSAL_SLOT0 = ("causal first frame: slot 0 of a clip is encoded from one pixel frame, a tail "
                 "latent from several; placed at slot 0 it decodes only approximately")
 
+LTX_SHARED = dict(
+    latent_space(128, 32, 8, patch=1),
+    vae_classes=("comfy.ldm.lightricks.vae.causal_video_autoencoder.VideoVAE",),  # 0.9 and LTX-2
+    adapters=(ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
+    auto=AutoChoice(ADAPTER_LTX_GUIDE, "LTX latent guides"),
+)
+"""What LTX-Video 0.9 and LTX-2's video stream share: the latent space, the VAE, the insertion points."""
+
+LTX_GUIDES_STAY = ("the sampled latent still holds the appended guide latents; the Store removes them, "
+                   "but {first}crop them (LTXVCropGuides) before decoding")
+"""The LTX caveat about appended guides; LTX-2 first separates the streams."""
+
 WAN21 = register(FamilySpec(
     name="wan21",
     display_name="Wan 2.1 / 2.2 A14B",
-    channels=16,
-    spatial_ratio=8,
-    temporal_ratio=4,
-    latent_dims=3,
-    length_rule=causal_length_rule(4),
-    canvas_multiple=16,
-    canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
+    **latent_space(16, 8, 4, patch=2),
     latent_format_names=("Wan21",),
     adapters=(ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V),
     auto=AutoChoice(ADAPTER_TEMPORAL_INPAINT, "Wan text-to-video model"),
@@ -473,13 +498,7 @@ GENERIC_VIDEO = register(FamilySpec(
 WAN22_5B = register(FamilySpec(
     name="wan22_5b",
     display_name="Wan 2.2 TI2V 5B",
-    channels=48,
-    spatial_ratio=16,
-    temporal_ratio=4,
-    latent_dims=3,
-    length_rule=causal_length_rule(4),
-    canvas_multiple=32,
-    canvas_reason="16 pixels per latent, and the DiT patchifies latents 2x2",
+    **latent_space(48, 16, 4, patch=2),
     latent_format_names=("Wan22",),
     adapters=(ADAPTER_TEMPORAL_INPAINT,),
     vae_classes=("comfy.ldm.wan.vae2_2.WanVAE",),
@@ -490,13 +509,7 @@ WAN22_5B = register(FamilySpec(
 HUNYUAN_VIDEO = register(FamilySpec(
     name="hunyuan_video",
     display_name="HunyuanVideo 1.0",
-    channels=16,
-    spatial_ratio=8,
-    temporal_ratio=4,
-    latent_dims=3,
-    length_rule=causal_length_rule(4),
-    canvas_multiple=16,
-    canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
+    **latent_space(16, 8, 4, patch=2),
     latent_format_names=("HunyuanVideo",),
     # ComfyUI builds HunyuanVideo 1.0's VAE as a 3-D AutoencoderKL (16 channels, 4x8x8)
     vae_classes=("comfy.ldm.models.autoencoder.AutoencoderKL",),
@@ -517,13 +530,7 @@ HUNYUAN_VIDEO = register(FamilySpec(
 HUNYUAN_VIDEO_15 = register(FamilySpec(
     name="hunyuan_video15",
     display_name="HunyuanVideo 1.5",
-    channels=32,
-    spatial_ratio=16,
-    temporal_ratio=4,
-    latent_dims=3,
-    length_rule=causal_length_rule(4),
-    canvas_multiple=16,
-    canvas_reason="16 pixels per latent (the DiT's patch is 1x1)",
+    **latent_space(32, 16, 4, patch=1),
     latent_format_names=("HunyuanVideo15",),
     vae_classes=("comfy.ldm.hunyuan_video.vae_refiner.Encoder",),
     # 1.5 shares its Qwen2.5-VL encoder with HunyuanImage; the tokenizer is its own
@@ -539,59 +546,33 @@ HUNYUAN_VIDEO_15 = register(FamilySpec(
 LTXV = register(FamilySpec(
     name="ltxv",
     display_name="LTX-Video 0.9",
-    channels=128,
-    spatial_ratio=32,
-    temporal_ratio=8,
-    latent_dims=3,
-    length_rule=causal_length_rule(8),
-    canvas_multiple=32,
-    canvas_reason="32 pixels per latent (the DiT's patch is 1x1)",
+    **LTX_SHARED,
     latent_format_names=("LTXV",),
-    vae_classes=(LTX_VAE,),
     text_encoder_classes=("comfy.text_encoders.lt.LTXVT5Tokenizer",),
-    adapters=(ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
-    auto=AutoChoice(ADAPTER_LTX_GUIDE, "LTX latent guides"),
     shares_latent_shape_with=("LTX-2 video stream",),
-    caveats=(CAUSAL_SLOT0,
-             "the sampled latent still holds the appended guide latents; the Store removes them, "
-             "but crop them (LTXVCropGuides) before decoding"),
+    caveats=(CAUSAL_SLOT0, LTX_GUIDES_STAY.format(first="")),
 ))
 
 LTX2 = register(FamilySpec(
     name="ltx2",
     display_name="LTX-2 (audio-video)",
-    channels=128,
-    spatial_ratio=32,
-    temporal_ratio=8,
-    latent_dims=3,
-    length_rule=causal_length_rule(8),
-    canvas_multiple=32,
-    canvas_reason="32 pixels per latent (the DiT's patch is 1x1)",
+    **LTX_SHARED,
     latent_format_names=("LTXAV",),
-    vae_classes=(LTX_VAE,),
     text_encoder_classes=("comfy.text_encoders.lt.LTXAVTEModel", "comfy.text_encoders.lt.LTXAVGemmaTokenizer"),
-    adapters=(ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
-    auto=AutoChoice(ADAPTER_LTX_GUIDE, "LTX latent guides"),
     shares_latent_shape_with=("LTX-Video 0.9",),
     audio=AudioStreamSpec(layout="[B, C, T, F]", rank=4, time_axis=2),
     caveats=(CAUSAL_SLOT0,
              "audio latents per pixel frame follow the stored shot (same frame rate assumed)",
-             "the sampled latent still holds the appended guide latents; the Store removes them, "
-             "but separate the streams and crop them (LTXVCropGuides) before decoding"),
+             LTX_GUIDES_STAY.format(first="separate the streams and ")),
 ))
 
 MINIMAX_H3 = register(FamilySpec(
     name="minimax_h3",
     display_name="MiniMax H3 (audio-video)",
-    channels=24,
-    spatial_ratio=16,
-    temporal_ratio=4,
-    latent_dims=3,
     # latent k spans FRAME_PER_TOKEN[k % 5] = (1, 4, 4, 4, 4) pixel frames: F = 17k+5, T = 5k+2
-    length_rule=LengthRule(head_spans=(), cycle_spans=(1, 4, 4, 4, 4), latent_step=5,
-                           first_latents=2),
-    canvas_multiple=32,
-    canvas_reason="16 pixels per latent, and the DiT patchifies latents 2x2",
+    **latent_space(24, 16, 4, patch=2,
+                   length_rule=LengthRule(head_spans=(), cycle_spans=(1, 4, 4, 4, 4), latent_step=5,
+                                          first_latents=2)),
     latent_format_names=("MiniMaxH3AV", "MiniMaxH3Video"),
     vae_classes=("comfy.ldm.minimax.vae.MiniMaxH3VideoVAE",),
     text_encoder_classes=("comfy.text_encoders.minimax.MiniMaxH3TEModel",
@@ -611,13 +592,7 @@ MINIMAX_H3 = register(FamilySpec(
 FLUX = register(FamilySpec(
     name="flux",
     display_name="FLUX.1",
-    channels=16,
-    spatial_ratio=8,
-    temporal_ratio=1,
-    latent_dims=2,
-    length_rule=None,
-    canvas_multiple=16,
-    canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
+    **latent_space(16, 8, 1, patch=2),
     latent_format_names=("Flux",),
     # the FLUX VAE is a 2-D AutoencodingEngine (16 channels, 8x); SD3's VAE has the same shape
     vae_classes=("comfy.ldm.models.autoencoder.AutoencodingEngine",),
