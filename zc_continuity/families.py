@@ -93,6 +93,23 @@ class ModelVariant:
 
 
 @dataclass(frozen=True)
+class InpaintNotes:
+    """What the ``temporal_inpaint`` adapter tells about a family in its certificate.
+
+    ``hold`` is how the family's model holds the kept frames (its note; empty: none), unless
+    ``hold_check`` names the node layer's check that words it, where it depends on the ComfyUI
+    version (the adapter's ``HOLD_CHECKS`` holds the checks, since they read ComfyUI). ``core_node``
+    names the core node temporal inpainting reproduces for the family (empty: none does), and
+    ``core_differences`` what differs from it besides the causal first frame, one line each.
+    """
+
+    hold: str = ""
+    hold_check: str = ""
+    core_node: str = ""
+    core_differences: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AudioStreamSpec:
     """The second stream of an audio-video latent (ComfyUI NestedTensor stream 1).
 
@@ -248,6 +265,8 @@ class FamilySpec:
     recorded); it is one of ``adapters``."""
     variants: tuple[ModelVariant, ...] = ()
     """Model variants that ``adapter=auto`` sends elsewhere, tried in order on a connected model."""
+    inpaint: InpaintNotes = InpaintNotes()
+    """What ``temporal_inpaint`` notes for the family (video families)."""
 
     def auto_choice(self, variant: str | None) -> AutoChoice:
         """What ``adapter=auto`` picks for a model of ``variant`` (None: no variant known)."""
@@ -479,6 +498,7 @@ WAN21 = register(FamilySpec(
     shares_latent_shape_with=("HunyuanVideo 1.0", "Cosmos 1.0 CV8x8x8", "SeedVR2", "CogVideoX"),
     vae_classes=("comfy.ldm.wan.vae.WanVAE",),
     text_encoder_classes=WAN_TEXT_ENCODER,
+    inpaint=InpaintNotes(hold="Wan 2.1 / A14B re-noises kept frames at each step, so the hold on them is soft"),
 ))
 
 GENERIC_VIDEO = register(FamilySpec(
@@ -504,6 +524,9 @@ WAN22_5B = register(FamilySpec(
     vae_classes=("comfy.ldm.wan.vae2_2.WanVAE",),
     text_encoder_classes=WAN_TEXT_ENCODER,
     caveats=(CAUSAL_SLOT0,),
+    inpaint=InpaintNotes(hold="Wan 2.2 5B gives kept frames timestep 0 per frame (WAN22.process_timestep), "
+                              "so they stay clean while the rest is generated",
+                         core_node="Wan22ImageToVideoLatent"),
 ))
 
 HUNYUAN_VIDEO = register(FamilySpec(
@@ -525,6 +548,7 @@ HUNYUAN_VIDEO = register(FamilySpec(
     caveats=(CAUSAL_SLOT0,
              "a 16-channel video latent looks exactly like Wan 2.1's: store it with the model "
              "connected (or connect the model to the Handoff) so the family is known"),
+    inpaint=InpaintNotes(hold="HunyuanVideo keeps the kept frames clean, at the global timestep"),
 ))
 
 HUNYUAN_VIDEO_15 = register(FamilySpec(
@@ -541,6 +565,7 @@ HUNYUAN_VIDEO_15 = register(FamilySpec(
                            auto=AutoChoice(ADAPTER_TEMPORAL_INPAINT,
                                            "HunyuanVideo 1.5 model without image input channels")),),
     caveats=(CAUSAL_SLOT0,),
+    inpaint=InpaintNotes(hold="HunyuanVideo 1.5 keeps the kept frames clean, at the global timestep"),
 ))
 
 LTXV = register(FamilySpec(
@@ -551,6 +576,11 @@ LTXV = register(FamilySpec(
     text_encoder_classes=("comfy.text_encoders.lt.LTXVT5Tokenizer",),
     shares_latent_shape_with=("LTX-2 video stream",),
     caveats=(CAUSAL_SLOT0, LTX_GUIDES_STAY.format(first="")),
+    inpaint=InpaintNotes(hold="LTX gives kept frames per-token timestep 0, so they stay clean",
+                         core_node="LTXVImgToVideo (strength 1)",
+                         core_differences=("noise_mask is held per latent pixel [B, 1, T, H, W] where "
+                                           "LTXVImgToVideo's is per frame [B, 1, T, 1, 1] (same values; "
+                                           "the sampler resizes core's to the latent)",)),
 ))
 
 LTX2 = register(FamilySpec(
@@ -564,6 +594,7 @@ LTX2 = register(FamilySpec(
     caveats=(CAUSAL_SLOT0,
              "audio latents per pixel frame follow the stored shot (same frame rate assumed)",
              LTX_GUIDES_STAY.format(first="separate the streams and ")),
+    inpaint=InpaintNotes(hold="LTX-2 gives kept video and audio tokens timestep 0, so they stay clean"),
 ))
 
 MINIMAX_H3 = register(FamilySpec(
@@ -587,6 +618,7 @@ MINIMAX_H3 = register(FamilySpec(
              "frames only if it does not",
              "how firmly the kept frames hold depends on the ComfyUI version (the adapter's note "
              "says which)"),
+    inpaint=InpaintNotes(hold_check="minimax_kept_rows_hold"),
 ))
 
 FLUX = register(FamilySpec(
