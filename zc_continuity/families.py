@@ -206,13 +206,18 @@ class LengthRule:
             below = below - self.pixel_step if k > 0 else None
         return below, self.pixel_offset + self.pixel_step * (k + 1)
 
+    @property
+    def formula(self) -> str:
+        """The valid pixel lengths in short, as the Handoff's tooltip lists them: '4k+1'."""
+        return f"{self.pixel_step}k+{self.pixel_offset}"
+
     def describe(self) -> str:
         """The rule as users read it: 'pixel lengths are 4k+1'."""
         if self.pixel_offset == 0:
             return f"pixel lengths are multiples of {self.pixel_step}"
         if self.pixel_step == 1:
             return f"pixel lengths are at least {self.pixel_offset}"
-        return f"pixel lengths are {self.pixel_step}k+{self.pixel_offset}"
+        return f"pixel lengths are {self.formula}"
 
 
 def causal_length_rule(temporal_ratio: int) -> LengthRule:
@@ -267,6 +272,9 @@ class FamilySpec:
     """Model variants that ``adapter=auto`` sends elsewhere, tried in order on a connected model."""
     inpaint: InpaintNotes = InpaintNotes()
     """What ``temporal_inpaint`` notes for the family (video families)."""
+    length_example: int | None = None
+    """A valid pixel length the family's models commonly run at, which the Handoff's ``length``
+    tooltip gives as the example of the family's length rule (None: none of its own)."""
 
     def auto_choice(self, variant: str | None) -> AutoChoice:
         """What ``adapter=auto`` picks for a model of ``variant`` (None: no variant known)."""
@@ -274,6 +282,12 @@ class FamilySpec:
             if known.name == variant:
                 return known.auto
         return self.auto
+
+    @property
+    def short_name(self) -> str:
+        """The display name without its remark in parentheses ('MiniMax H3 (audio-video)' ->
+        'MiniMax H3'), for lists of families."""
+        return self.display_name.split(" (")[0]
 
     @property
     def is_audio_video(self) -> bool:
@@ -347,6 +361,57 @@ def register(spec: FamilySpec) -> FamilySpec:
 
 def known_families() -> tuple[FamilySpec, ...]:
     return tuple(_REGISTRY.values())
+
+
+def concrete_families() -> tuple[FamilySpec, ...]:
+    """Every family but the generic placeholder, whose sizes come from a stored latent."""
+    return tuple(spec for spec in _REGISTRY.values() if spec.is_resolved)
+
+
+# The catalog summed up in the words of the Handoff's tooltips: which families take which canvas
+# step, which length rule, which tail chunks. Families are grouped in catalog order.
+
+def _listed(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+def canvas_steps_text() -> str:
+    """'a multiple of 16 (Wan 2.1 / 2.2 A14B, ...) or 32 (...)': the canvas step of each family."""
+    steps: dict[int, list[str]] = {}
+    for spec in concrete_families():
+        steps.setdefault(spec.canvas_multiple, []).append(spec.short_name)
+    groups = [f"{step} ({', '.join(names)})" for step, names in sorted(steps.items())]
+    return "a multiple of " + _listed(groups)
+
+
+def length_rules_text() -> str:
+    """'4k+1 (Wan 2.1 / 2.2 A14B, ..., e.g. 81), ...; ignored for FLUX.1': each video family's
+    valid pixel lengths, with the examples the rows give, then the image families."""
+    rules: dict[str, list[FamilySpec]] = {}
+    for spec in concrete_families():
+        if spec.is_video:
+            rules.setdefault(spec.length_rule.formula, []).append(spec)
+    parts = []
+    for formula, specs in rules.items():
+        words = [s.short_name for s in specs]
+        examples = list(dict.fromkeys(str(s.length_example) for s in specs if s.length_example is not None))
+        if examples:
+            words.append(f"e.g. {', '.join(examples)}")
+        parts.append(f"{formula} ({', '.join(words)})")
+    images = [spec.short_name for spec in concrete_families() if not spec.is_video]
+    return ", ".join(parts) + (f"; ignored for {', '.join(images)}" if images else "")
+
+
+def chunked_tails_text() -> str:
+    """'MiniMax H3 rounds up to whole VAE chunks (2, 7, 12, ... latents)': the families whose tails
+    are whole VAE chunks (``aligned_tail_frames``), or '' where none is."""
+    texts = []
+    for spec in concrete_families():
+        rule = spec.length_rule
+        if spec.is_video and (rule.latent_step > 1 or rule.first_latents > 1):
+            counts = ", ".join(str(rule.first_latents + rule.latent_step * k) for k in range(3))
+            texts.append(f"{spec.short_name} rounds up to whole VAE chunks ({counts}, ... latents)")
+    return "; ".join(texts)
 
 
 def insertion_points() -> tuple[str, ...]:
@@ -464,9 +529,9 @@ def latent_space(channels: int, spatial_ratio: int, temporal_ratio: int, patch: 
         reason = f"{spatial_ratio} pixels per latent, and the DiT patchifies latents {patch}x{patch}"
     if video and length_rule is None:
         length_rule = causal_length_rule(temporal_ratio)
-    return dict(channels=channels, spatial_ratio=spatial_ratio, temporal_ratio=temporal_ratio,
-                latent_dims=3 if video else 2, length_rule=length_rule,
-                canvas_multiple=spatial_ratio * patch, canvas_reason=reason)
+    return {"channels": channels, "spatial_ratio": spatial_ratio, "temporal_ratio": temporal_ratio,
+            "latent_dims": 3 if video else 2, "length_rule": length_rule,
+            "canvas_multiple": spatial_ratio * patch, "canvas_reason": reason}
 
 
 WAN_TEXT_ENCODER = ("comfy.text_encoders.wan.WanT5Model", "comfy.text_encoders.wan.WanT5Tokenizer")
@@ -474,13 +539,15 @@ WAN_TEXT_ENCODER = ("comfy.text_encoders.wan.WanT5Model", "comfy.text_encoders.w
 CAUSAL_SLOT0 = ("causal first frame: slot 0 of a clip is encoded from one pixel frame, a tail "
                 "latent from several; placed at slot 0 it decodes only approximately")
 
-LTX_SHARED = dict(
-    latent_space(128, 32, 8, patch=1),
-    vae_classes=("comfy.ldm.lightricks.vae.causal_video_autoencoder.VideoVAE",),  # 0.9 and LTX-2
-    adapters=(ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
-    auto=AutoChoice(ADAPTER_LTX_GUIDE, "LTX latent guides"),
-)
-"""What LTX-Video 0.9 and LTX-2's video stream share: the latent space, the VAE, the insertion points."""
+LTX_SHARED = {
+    **latent_space(128, 32, 8, patch=1),
+    "vae_classes": ("comfy.ldm.lightricks.vae.causal_video_autoencoder.VideoVAE",),  # 0.9 and LTX-2
+    "adapters": (ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
+    "auto": AutoChoice(ADAPTER_LTX_GUIDE, "LTX latent guides"),
+    "length_example": 97,
+}
+"""What LTX-Video 0.9 and LTX-2's video stream share: the latent space, the VAE, the insertion
+points, the example length."""
 
 LTX_GUIDES_STAY = ("the sampled latent still holds the appended guide latents; the Store removes them, "
                    "but {first}crop them (LTXVCropGuides) before decoding")
@@ -499,6 +566,7 @@ WAN21 = register(FamilySpec(
     vae_classes=("comfy.ldm.wan.vae.WanVAE",),
     text_encoder_classes=WAN_TEXT_ENCODER,
     inpaint=InpaintNotes(hold="Wan 2.1 / A14B re-noises kept frames at each step, so the hold on them is soft"),
+    length_example=81,
 ))
 
 GENERIC_VIDEO = register(FamilySpec(
@@ -619,6 +687,7 @@ MINIMAX_H3 = register(FamilySpec(
              "how firmly the kept frames hold depends on the ComfyUI version (the adapter's note "
              "says which)"),
     inpaint=InpaintNotes(hold_check="minimax_kept_rows_hold"),
+    length_example=124,
 ))
 
 FLUX = register(FamilySpec(
