@@ -122,6 +122,13 @@ def _wan_model(wf, unet_name, y=390):
     return wf.add("ModelSamplingSD3", (0, y), size=(340, 60), model=pin.out(0), shift=8.0)
 
 
+def _wan_loaders(wf, unet_name, vae_name, y=390):
+    """The Wan examples' loader column: the model (as _wan_model) at y, the text encoder and the VAE
+    below it. Returns (model, clip, vae)."""
+    return (_wan_model(wf, unet_name, y), _clip_loader(wf, y + 100, WAN_TEXT_ENCODER, "wan"),
+            _vae_loader(wf, y + 250, vae_name))
+
+
 def _clip_loader(wf, y, name, kind):
     """A CLIPLoader of the standard size in the loader column."""
     return wf.add("CLIPLoader", (0, y), size=(340, 110), clip_name=name, type=kind, device="default")
@@ -238,26 +245,53 @@ def _shot_outputs(wf, x, y, samples, vae, tag, model, shot, saving=VIDEO):
     return [store, decode, save]
 
 
-def _continued_shot(wf, x, shot, *, clip, vae, model, negative, tag, prompt, width, height, length,
-                    previous_store, seed, sampler_args, saving=VIDEO, condition=None, ending=None,
-                    **handoff_inputs):
-    """One shot continued from the previous shot's Store: Handoff (at x) -> KSampler -> Store/decode/save
-    (at x + 420). ``condition(wf, x, handoff)`` adds nodes between the Handoff and the KSampler and
-    returns (those nodes, positive, negative); ``ending(x, samples, shot)`` replaces the
-    Store/decode/save (its first node is the Store); ``handoff_inputs`` go to the Handoff (its title:
-    "Handoff to shot N" unless given). Returns (the Store, every node of the shot)."""
-    handoff_inputs.setdefault("title", f"Handoff to {saving.noun} {shot}")
-    handoff = _handoff(wf, (x, 0), clip=clip, vae=vae, prompt=prompt, width=width, height=height,
-                       length=length, buffer_tag=tag, negative=negative, model=model,
-                       continuity=previous_store.out(1), **handoff_inputs)
-    added, positive, negative_out = (condition(wf, x, handoff) if condition
+def _store_of(nodes):
+    """The ZeroCopyLatentStore among a shot's nodes."""
+    return next(node for node in nodes if node.type == "ZeroCopyLatentStore")
+
+
+@dataclass(frozen=True)
+class Film:
+    """What every shot of an example is wired to: the workflow and tag, the model and VAE, the text
+    encoder and negative prompt its Handoffs use, the sampler settings and how shots are saved."""
+
+    wf: object
+    tag: str
+    model: object
+    vae: object
+    clip: object = None
+    negative: object = None
+    sampler_args: dict | None = None
+    saving: Saving = VIDEO
+
+    def shot(self, x, shot, seed, positive, negative, latent, *, sampler_args=None, ending=None) -> list:
+        """One shot from its conditioning and latent: KSampler at (x, 0), the shot's end below it at
+        (x, 320): Store -> VAEDecode -> save as ``saving`` places them, or ``ending(x, samples, shot)``
+        (its nodes, the Store among them). Returns every node of the shot, the KSampler first."""
+        sampled = _ksampler(self.wf, (x, 0), self.model, seed, positive, negative, latent,
+                            sampler_args or self.sampler_args)
+        if ending is None:
+            outputs = _shot_outputs(self.wf, x, 320, sampled.out(0), self.vae, self.tag, self.model, shot,
+                                    self.saving)
+        else:
+            outputs = ending(x, sampled.out(0), shot)
+        return [sampled, *outputs]
+
+    def continued(self, x, shot, previous, prompt, width, height, length, seed, *, condition=None,
+                  sampler_args=None, ending=None, **handoff_inputs) -> list:
+        """A shot continued from the ``previous`` shot's Store: the Handoff at (x, 0), then the shot
+        itself (``Film.shot``) at x + 420. ``condition(wf, x, handoff)`` adds nodes between the Handoff and the KSampler and
+        returns (those nodes, positive, negative); ``handoff_inputs`` go to the Handoff (its title:
+        "Handoff to shot N" unless given). Returns every node of the shot, the Handoff first."""
+        handoff_inputs.setdefault("title", f"Handoff to {self.saving.noun} {shot}")
+        handoff = _handoff(self.wf, (x, 0), clip=self.clip, vae=self.vae, prompt=prompt, width=width,
+                           height=height, length=length, buffer_tag=self.tag, negative=self.negative,
+                           model=self.model, continuity=previous.out(1), **handoff_inputs)
+        added, positive, negative = (condition(self.wf, x, handoff) if condition
                                      else ([], handoff.out(0), handoff.out(2)))
-    sampled = _ksampler(wf, (x + 420, 0), model, seed, positive, negative_out, handoff.out(1), sampler_args)
-    if ending is None:
-        outputs = _shot_outputs(wf, x + 420, 320, sampled.out(0), vae, tag, model, shot, saving)
-    else:
-        outputs = ending(x + 420, sampled.out(0), shot)
-    return outputs[0], [handoff, *added, sampled, *outputs]
+        sampled = self.shot(x + 420, shot, seed, positive, negative, handoff.out(1), sampler_args=sampler_args,
+                            ending=ending)
+        return [handoff, *added, *sampled]
 
 
 def _flux_guidance(guidance):
@@ -348,21 +382,18 @@ def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
         start_image=image.out(0),
         **extra,
     )
-    sampler_args = _sampling(p.steps, p.cfg, p.sampler)
-    shot1 = _ksampler(wf, (860, 0), model.out(0), 1001, i2v.out(0), i2v.out(1), i2v.out(2), sampler_args)
-    outputs = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), p.tag, model.out(0), 1)
-    wf.group("Shot 1: image to video, stored", [shot1, *outputs, i2v])
+    film = Film(wf, p.tag, model.out(0), vae.out(0), clip.out(0), negative.out(0),
+                _sampling(p.steps, p.cfg, p.sampler))
+    nodes = film.shot(860, 1, 1001, i2v.out(0), i2v.out(1), i2v.out(2))
+    wf.group("Shot 1: image to video, stored", [*nodes, i2v])
     prompts = {
         2: "Shot 2: the camera rises above the lighthouse, its beam sweeping the sea",
         3: "Shot 3: night falls, the beam cuts through rain, wide aerial shot",
     }
-    previous = outputs[0]
     for shot in (2, 3):
-        previous, members = _continued_shot(
-            wf, 860 + (shot - 1) * 1000, shot, clip=clip.out(0), vae=vae.out(0), model=model.out(0),
-            negative=negative.out(0), tag=p.tag, prompt=prompts[shot], width=p.width, height=p.height,
-            length=p.length, previous_store=previous, seed=1000 + shot, sampler_args=sampler_args)
-        wf.group(f"Shot {shot}: continued in latent space", members)
+        nodes = film.continued(860 + (shot - 1) * 1000, shot, _store_of(nodes), prompts[shot], p.width,
+                               p.height, p.length, 1000 + shot)
+        wf.group(f"Shot {shot}: continued in latent space", nodes)
     return wf
 
 
@@ -382,9 +413,7 @@ def wan22_5b_chain(schemas):
         ],
         size=(460, 260),
     )
-    model = _wan_model(wf, "wan2.2_ti2v_5B_fp16.safetensors")
-    clip = _clip_loader(wf, 490, WAN_TEXT_ENCODER, "wan")
-    vae = _vae_loader(wf, 640, "wan2.2_vae.safetensors")
+    model, clip, vae = _wan_loaders(wf, "wan2.2_ti2v_5B_fp16.safetensors", "wan2.2_vae.safetensors")
     image = _image(wf, 740)
     positive = _text(wf, (400, 0), clip.out(0), "Shot 1: a red kite over green hills, handheld, golden hour",
                      "Shot 1 prompt")
@@ -400,18 +429,13 @@ def wan22_5b_chain(schemas):
         batch_size=1,
         start_image=image.out(0),
     )
-    sampler_args = _sampling(30, 5.0, "uni_pc")
-    saving = Saving("zerocopy/wan22_shot", fps=24)
-    shot1 = _ksampler(
-        wf, (860, 0), model.out(0), 2201, positive.out(0), negative.out(0), latent.out(0), sampler_args
-    )
-    outputs = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, saving)
-    wf.group("Shot 1", [shot1, *outputs])
-    _, members = _continued_shot(
-        wf, 1860, 2, clip=clip.out(0), vae=vae.out(0), model=model.out(0), negative=negative.out(0),
-        tag=tag, prompt="Shot 2: the kite string snaps, the kite drifts toward the sea", width=1280, height=704,
-        length=121, previous_store=outputs[0], seed=2202, sampler_args=sampler_args, saving=saving)
-    wf.group("Shot 2", members)
+    film = Film(wf, tag, model.out(0), vae.out(0), clip.out(0), negative.out(0), _sampling(30, 5.0, "uni_pc"),
+                Saving("zerocopy/wan22_shot", fps=24))
+    shot1 = film.shot(860, 1, 2201, positive.out(0), negative.out(0), latent.out(0))
+    wf.group("Shot 1", shot1)
+    wf.group("Shot 2", film.continued(1860, 2, _store_of(shot1),
+                                      "Shot 2: the kite string snaps, the kite drifts toward the sea",
+                                      1280, 704, 121, 2202))
     return wf
 
 
@@ -475,8 +499,6 @@ def ltx2_av_chain(schemas):
     av = wf.add(
         "LTXVConcatAVLatent", (400, 930), size=(260, 60), video_latent=i2v.out(2), audio_latent=audio.out(0)
     )
-    sampler_args = _sampling(20, 3.0, "euler")
-    shot1 = _ksampler(wf, (860, 0), model.out(0), 3301, i2v.out(0), i2v.out(1), av.out(0), sampler_args)
 
     def outputs(x, samples, shot):
         """The AV shot's end: Store, streams separated, video and audio decoded, joined and saved."""
@@ -506,14 +528,13 @@ def ltx2_av_chain(schemas):
         )
         return [store, split, decode, sound, video, preview]
 
-    members = outputs(860, shot1.out(0), 1)
-    wf.group("Shot 1 (audio + video)", [shot1, *members])
-    _, members = _continued_shot(
-        wf, 1860, 2, clip=text.out(0), vae=checkpoint.out(2), model=model.out(0), negative=negative.out(0),
-        tag=tag, prompt="Shot 2: the musician bows, the crowd applauds, wide shot", width=768, height=512,
-        length=97, previous_store=members[0], seed=3302, sampler_args=sampler_args,
-        condition=_ltx_frame_rate, ending=outputs)
-    wf.group("Shot 2", members)
+    film = Film(wf, tag, model.out(0), checkpoint.out(2), text.out(0), negative.out(0),
+                _sampling(20, 3.0, "euler"))
+    shot1 = film.shot(860, 1, 3301, i2v.out(0), i2v.out(1), av.out(0), ending=outputs)
+    wf.group("Shot 1 (audio + video)", shot1)
+    wf.group("Shot 2", film.continued(1860, 2, _store_of(shot1),
+                                      "Shot 2: the musician bows, the crowd applauds, wide shot", 768, 512, 97,
+                                      3302, condition=_ltx_frame_rate, ending=outputs))
     return wf
 
 
@@ -554,16 +575,13 @@ def minimax_h3_chain(schemas):
         first_frame=image.out(0),
     )
     negative = _text(wf, (400, 340), clip.out(0), "blurry, low quality, muffled audio", "Negative prompt")
-    sampler_args = _sampling(30, 4.0, "euler")
-    saving = Saving("zerocopy/h3_shot", fps=24)
-    shot1 = _ksampler(wf, (860, 0), model.out(0), 4401, i2v.out(0), negative.out(0), i2v.out(1), sampler_args)
-    outputs = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, saving)
-    wf.group("Shot 1 (audio + video)", [shot1, *outputs])
-    _, members = _continued_shot(
-        wf, 1860, 2, clip=clip.out(0), vae=vae.out(0), model=model.out(0), negative=negative.out(0),
-        tag=tag, prompt="Shot 2: the chef plates the dish, the kitchen falls quiet", width=1344, height=768,
-        length=124, previous_store=outputs[0], seed=4402, sampler_args=sampler_args, saving=saving)
-    wf.group("Shot 2", members)
+    film = Film(wf, tag, model.out(0), vae.out(0), clip.out(0), negative.out(0), _sampling(30, 4.0, "euler"),
+                Saving("zerocopy/h3_shot", fps=24))
+    shot1 = film.shot(860, 1, 4401, i2v.out(0), negative.out(0), i2v.out(1))
+    wf.group("Shot 1 (audio + video)", shot1)
+    wf.group("Shot 2", film.continued(1860, 2, _store_of(shot1),
+                                      "Shot 2: the chef plates the dish, the kitchen falls quiet", 1344, 768, 124,
+                                      4402))
     return wf
 
 
@@ -604,20 +622,16 @@ def flux_kontext_stills(schemas):
         "ReferenceLatent", (400, 580), size=(240, 50), conditioning=positive.out(0), latent=encoded.out(0)
     )
     guided = wf.add("FluxGuidance", (400, 680), size=(240, 60), conditioning=reference.out(0), guidance=2.5)
-    sampler_args = _sampling(20, 1.0, "euler")
     below, beside = _stills("zerocopy/kontext_still")
-    still1 = _ksampler(
-        wf, (860, 0), model.out(0), 5501, guided.out(0), negative.out(0), encoded.out(0), sampler_args
-    )
-    outputs = _shot_outputs(wf, 860, 320, still1.out(0), vae.out(0), tag, model.out(0), 1, below)
-    wf.group("Still 1", [still1, *outputs])
-    _, members = _continued_shot(
-        wf, 1860, 2, clip=clip.out(0), vae=vae.out(0), model=model.out(0), negative=negative.out(0), tag=tag,
-        prompt="Still 2: same painting, now at night with lanterns", width=1024, height=1024, length=1,
-        previous_store=outputs[0], seed=5502, sampler_args=sampler_args, saving=beside,
+    film = Film(wf, tag, model.out(0), vae.out(0), clip.out(0), negative.out(0), _sampling(20, 1.0, "euler"),
+                below)
+    still1 = film.shot(860, 1, 5501, guided.out(0), negative.out(0), encoded.out(0))
+    wf.group("Still 1", still1)
+    still2 = replace(film, saving=beside).continued(
+        1860, 2, _store_of(still1), "Still 2: same painting, now at night with lanterns", 1024, 1024, 1, 5502,
         condition=_flux_guidance(2.5),
         adapter="flux_kontext_reference")  # Kontext loads as FLUX Dev's architecture: auto is img2img
-    wf.group("Still 2", members)
+    wf.group("Still 2", still2)
     return wf
 
 
@@ -649,18 +663,16 @@ def flux_dev_img2img_stills(schemas):
     negative = _text(wf, (400, 180), clip.out(0), "", "Negative prompt (empty)")
     empty = wf.add("EmptySD3LatentImage", (400, 360), size=(300, 110), width=1024, height=1024, batch_size=1)
     guided = wf.add("FluxGuidance", (400, 520), size=(240, 60), conditioning=positive.out(0), guidance=3.5)
-    first_args = _sampling(20, 1.0, "euler")
     below, beside = _stills("zerocopy/flux_dev_still")
-    still1 = _ksampler(wf, (860, 0), model.out(0), 7101, guided.out(0), negative.out(0), empty.out(0),
-                       first_args)
-    outputs = _shot_outputs(wf, 860, 320, still1.out(0), vae.out(0), tag, model.out(0), 1, below)
-    wf.group("Still 1", [still1, *outputs, empty, guided])
-    _, members = _continued_shot(
-        wf, 1860, 2, clip=clip.out(0), vae=vae.out(0), model=model.out(0), negative=negative.out(0), tag=tag,
-        prompt="Still 2: the same harbour at noon, bright sun, people on the quay", width=1024, height=1024,
-        length=1, previous_store=outputs[0], seed=7102, sampler_args=dict(first_args, denoise=0.6),
-        saving=beside, condition=_flux_guidance(3.5), title="Handoff to still 2 (img2img)")
-    wf.group("Still 2: img2img from the stored still 1", members)
+    film = Film(wf, tag, model.out(0), vae.out(0), clip.out(0), negative.out(0), _sampling(20, 1.0, "euler"),
+                below)
+    still1 = film.shot(860, 1, 7101, guided.out(0), negative.out(0), empty.out(0))
+    wf.group("Still 1", [*still1, empty, guided])
+    still2 = replace(film, saving=beside).continued(
+        1860, 2, _store_of(still1), "Still 2: the same harbour at noon, bright sun, people on the quay", 1024,
+        1024, 1, 7102, condition=_flux_guidance(3.5), sampler_args=dict(film.sampler_args, denoise=0.6),
+        title="Handoff to still 2 (img2img)")
+    wf.group("Still 2: img2img from the stored still 1", still2)
     return wf
 
 
@@ -684,9 +696,7 @@ def wan22_s2v_extend(schemas):
         ],
         size=(460, 280),
     )
-    model = _wan_model(wf, "wan2.2_s2v_14B_fp8_scaled.safetensors")
-    clip = _clip_loader(wf, 490, WAN_TEXT_ENCODER, "wan")
-    vae = _vae_loader(wf, 640, "wan_2.1_vae.safetensors")
+    model, clip, vae = _wan_loaders(wf, "wan2.2_s2v_14B_fp8_scaled.safetensors", "wan_2.1_vae.safetensors")
     encoder = wf.add("AudioEncoderLoader", (0, 740), size=(340, 60),
                      audio_encoder_name="wav2vec2_large_english_fp16.safetensors")
     audio = wf.add("LoadAudio", (0, 840), size=(340, 140), audio="speech.mp3")
@@ -699,19 +709,15 @@ def wan22_s2v_extend(schemas):
     s2v = wf.add("WanSoundImageToVideo", (400, 360), size=(340, 250), positive=positive.out(0),
                  negative=negative.out(0), vae=vae.out(0), width=640, height=640, length=77, batch_size=1,
                  audio_encoder_output=encoded.out(0), ref_image=image.out(0))
-    sampler_args = _sampling(20, 6.0, "uni_pc")
-    saving = Saving("zerocopy/s2v_shot")
-    shot1 = _ksampler(wf, (860, 0), model.out(0), 8101, s2v.out(0), s2v.out(1), s2v.out(2), sampler_args)
-    outputs = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, saving)
-    wf.group("Shot 1 (bypass it after the first run)", [s2v, shot1, *outputs])
+    film = Film(wf, tag, model.out(0), vae.out(0), sampler_args=_sampling(20, 6.0, "uni_pc"),
+                saving=Saving("zerocopy/s2v_shot"))
+    wf.group("Shot 1 (bypass it after the first run)",
+             [s2v, *film.shot(860, 1, 8101, s2v.out(0), s2v.out(1), s2v.out(2))])
     loaded = _load(wf, (1860, 0), tag, "newest", 0, "end", "Newest stored shot")
     extend = wf.add("WanSoundImageToVideoExtend", (1860, 260), size=(340, 200), positive=positive.out(0),
                     negative=negative.out(0), vae=vae.out(0), length=77, video_latent=loaded.out(0),
                     audio_encoder_output=encoded.out(0), ref_image=image.out(0))
-    shot2 = _ksampler(wf, (2280, 0), model.out(0), 8102, extend.out(0), extend.out(1), extend.out(2),
-                      sampler_args)
-    outputs = _shot_outputs(wf, 2280, 320, shot2.out(0), vae.out(0), tag, model.out(0), "N", saving)
-    next_shot = [loaded, extend, shot2, *outputs]
+    next_shot = [loaded, extend, *film.shot(2280, "N", 8102, extend.out(0), extend.out(1), extend.out(2))]
     wf.group("Next shot: extend the newest stored one (queue again for each)", next_shot)
     wf.mute(next_shot)  # the first run makes shot 1 only
     return wf
@@ -829,9 +835,7 @@ def wan21_loop_film(schemas):
         ],
         size=(460, 480),
     )
-    model = _wan_model(wf, RELEASE.unet, y=410)
-    clip = _clip_loader(wf, 510, RELEASE.text_encoder, "wan")
-    vae = _vae_loader(wf, 660, RELEASE.vae)
+    model, clip, vae = _wan_loaders(wf, RELEASE.unet, RELEASE.vae, y=410)
     image = _image(wf, 760, RELEASE.start_image, title="Start image")
     negative = _text(wf, (400, 0), clip.out(0), WAN_NEGATIVE, "Negative prompt")
     start = wf.add("StartLoop", (400, 220), size=(320, 170), title="Start Loop: one iteration per shot",
@@ -842,11 +846,16 @@ def wan21_loop_film(schemas):
         width=RELEASE.width, height=RELEASE.height, length=RELEASE.length, fallback_first_frame=image.out(0),
         buffer_tag=tag, negative=negative.out(0), model=model.out(0), continuity=start.out(4),
         title="Handoff: continues the carried shot")
-    sampler_args = _sampling(RELEASE.steps, RELEASE.cfg, RELEASE.sampler)
-    sampled = _ksampler(wf, (1280, 0), model.out(0), start.out(0), handoff.out(0), handoff.out(2), handoff.out(1),
-                        sampler_args)
-    store = _store(wf, (1280, 320), sampled.out(0), tag, "Store this iteration's shot", model.out(0))
-    wf.group("The loop body: one shot per iteration", [handoff, sampled, store])
+    film = Film(wf, tag, model.out(0), vae.out(0),
+                sampler_args=_sampling(RELEASE.steps, RELEASE.cfg, RELEASE.sampler))
+
+    def stored(x, samples, _):
+        """The iteration's end: its Store only (the film is rendered after the loop)."""
+        return [_store(wf, (x, 320), samples, tag, "Store this iteration's shot", model.out(0))]
+
+    body = film.shot(1280, None, start.out(0), handoff.out(0), handoff.out(2), handoff.out(1), ending=stored)
+    store = _store_of(body)
+    wf.group("The loop body: one shot per iteration", [handoff, *body])
     # the loop carries tokens only: output_value is the Store's continuity as well (accumulate off), so
     # End Loop's output after the loop is the last shot's token, and no frame is held across iterations
     end = wf.add("EndLoop", (1700, 320), size=(300, 110), output_value=store.out(1),
