@@ -49,6 +49,8 @@ TAG_NOTE = (
     "`continuity` link orders the graph (Store before Handoff) and pins the exact shot. "
     "ZeroCopy VRAM Pin keeps the diffusion model resident between shots and queue runs."
 )
+WAN_TEXT_ENCODER = "umt5_xxl_fp8_e4m3fn_scaled.safetensors"  # Wan 2.1 and 2.2 alike
+WAN_NEGATIVE = "blurry, low quality, static, distorted, watermark"
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class Profile:
     sampler: str = "uni_pc"
     unet: str = "wan2.1_i2v_480p_14B_fp16.safetensors"
     vae: str = "wan_2.1_vae.safetensors"
-    text_encoder: str | None = "umt5_xxl_fp8_e4m3fn_scaled.safetensors"  # None: ZCTestClip
+    text_encoder: str | None = WAN_TEXT_ENCODER  # None: ZCTestClip
     clip_vision: str | None = "clip_vision_h.safetensors"  # None: no CLIP vision
     start_image: str | None = "example.png"  # None: ZCTestNoiseImage
     tag: str = "wan21_i2v_film"
@@ -109,6 +111,55 @@ def _pin(wf, model_ref, pos=(0, 120)):
     )
 
 
+def _unet(wf, name, pos=(0, 0), title=None):
+    """A UNETLoader of the standard size, default weight dtype."""
+    return wf.add("UNETLoader", pos, size=(340, 90), unet_name=name, weight_dtype="default", title=title)
+
+
+def _wan_model(wf, unet_name, y=390):
+    """The Wan examples' model column: UNETLoader -> ZeroCopyVRAMPin -> ModelSamplingSD3 (shift 8) at y."""
+    pin = _pin(wf, _unet(wf, unet_name).out(0))
+    return wf.add("ModelSamplingSD3", (0, y), size=(340, 60), model=pin.out(0), shift=8.0)
+
+
+def _wan_loaders(wf, unet_name, vae_name, y=390):
+    """The Wan examples' loader column: the model (as _wan_model) at y, the text encoder and the VAE
+    below it. Returns (model, clip, vae)."""
+    return (_wan_model(wf, unet_name, y), _clip_loader(wf, y + 100, WAN_TEXT_ENCODER, "wan"),
+            _vae_loader(wf, y + 250, vae_name))
+
+
+def _clip_loader(wf, y, name, kind):
+    """A CLIPLoader of the standard size in the loader column."""
+    return wf.add("CLIPLoader", (0, y), size=(340, 110), clip_name=name, type=kind, device="default")
+
+
+def _vae_loader(wf, y, name):
+    """A VAELoader of the standard size in the loader column."""
+    return wf.add("VAELoader", (0, y), size=(340, 60), vae_name=name)
+
+
+def _image(wf, y, name="example.png", title=None):
+    """A LoadImage of the standard size in the loader column."""
+    return wf.add("LoadImage", (0, y), size=(340, 330), image=name, title=title)
+
+
+def _text(wf, pos, clip, text, title):
+    """A CLIPTextEncode (a prompt) of the standard size."""
+    return wf.add("CLIPTextEncode", pos, size=(400, 140), clip=clip, text=text, title=title)
+
+
+def _load(wf, pos, tag, shot, frames, frames_from, title):
+    """A ZeroCopyLatentLoad of the standard size (generation 0: the newest that verifies)."""
+    return wf.add("ZeroCopyLatentLoad", pos, size=(340, 200), buffer_tag=tag, shot=shot, generation=0,
+                  frames=frames, frames_from=frames_from, title=title)
+
+
+def _sampling(steps, cfg, sampler) -> dict:
+    """The KSampler settings of an example (simple scheduler, full denoise)."""
+    return {"steps": steps, "cfg": cfg, "sampler_name": sampler, "scheduler": "simple", "denoise": 1.0}
+
+
 def _ksampler(wf, pos, model, seed, positive, negative, latent, sampler_args):
     """A KSampler node of the standard size at pos."""
     return wf.add(
@@ -139,57 +190,128 @@ def _handoff(wf, pos, **inputs):
     return wf.add("ZeroCopyLatentHandoff", pos, size=(380, 800), **inputs)
 
 
-def _shot_outputs(wf, x, y, samples, vae, tag, model, shot, fps=16, prefix="zerocopy/shot"):
-    store = wf.add(
-        "ZeroCopyLatentStore",
-        (x, y),
-        size=(340, 260),
-        samples=samples,
-        buffer_tag=tag,
-        model=model,
-        title=f"Store shot {shot}",
-    )
-    decode = wf.add("VAEDecode", (x, y + 300), size=(220, 50), samples=store.out(0), vae=vae)
-    save = wf.add(
-        "SaveAnimatedWEBP",
-        (x + 250, y + 300),
-        size=(300, 330),  # the shot's group ends before the next shot's Handoff (shots are 1000 apart)
-        images=decode.out(0),
-        filename_prefix=f"{prefix}{shot}",
-        fps=float(fps),
-        lossless=False,
-        quality=90,
-        method="default",
-    )
-    return store, decode, save
+def _store(wf, pos, samples, tag, title, model=None):
+    """A ZeroCopyLatentStore of the standard size (the model, when given, names the family)."""
+    model_input = {} if model is None else {"model": model}
+    return wf.add("ZeroCopyLatentStore", pos, size=(340, 260), samples=samples, buffer_tag=tag, title=title,
+                  **model_input)
 
 
-def _continued_shot(wf, x, shot, *, clip, vae, model, negative, tag, prompt, width, height, length,
-                    previous_store, seed, sampler_args, fps=16, prefix="zerocopy/shot"):
-    """Handoff (at x) -> KSampler -> Store/decode/save (at x + 420): a shot continued from the
-    previous shot's Store. Returns (handoff, sampler, store, decode, save)."""
-    handoff = _handoff(
-        wf,
-        (x, 0),
-        clip=clip,
-        vae=vae,
-        prompt=prompt,
-        width=width,
-        height=height,
-        length=length,
-        buffer_tag=tag,
-        negative=negative,
-        model=model,
-        continuity=previous_store.out(1),
-        title=f"Handoff to shot {shot}",
-    )
-    sampled = _ksampler(
-        wf, (x + 420, 0), model, seed, handoff.out(0), handoff.out(2), handoff.out(1), sampler_args
-    )
-    store, decode, save = _shot_outputs(
-        wf, x + 420, 320, sampled.out(0), vae, tag, model, shot, fps=fps, prefix=prefix
-    )
-    return handoff, sampled, store, decode, save
+@dataclass(frozen=True)
+class Saving:
+    """How a shot's stored latent is decoded and saved, placed from its Store's position."""
+
+    prefix: str = "zerocopy/shot"  # the file name's prefix; the shot's number follows
+    fps: float | None = 16  # an animated WEBP at this frame rate; None: a still (SaveImage)
+    decode_at: tuple[int, int] = (0, 300)  # VAEDecode, from the Store
+    save_at: tuple[int, int] = (250, 300)  # the save node, from the Store
+
+    @property
+    def noun(self) -> str:
+        return "shot" if self.fps else "still"
+
+
+VIDEO = Saving()
+
+
+def _stills(prefix: str) -> tuple[Saving, Saving]:
+    """The stills' savings: still 1 decoded below its Store, a later still beside it."""
+    below = Saving(prefix, fps=None, save_at=(260, 300))
+    return below, replace(below, decode_at=(380, 0), save_at=(380, 100))
+
+
+def _shot_outputs(wf, x, y, samples, vae, tag, model, shot, saving=VIDEO):
+    """The end of a shot: ZeroCopyLatentStore at (x, y) -> VAEDecode -> save, as ``saving`` places
+    them. Returns [store, decode, save]."""
+    store = _store(wf, (x, y), samples, tag, f"Store {saving.noun} {shot}", model)
+    decode = wf.add("VAEDecode", (x + saving.decode_at[0], y + saving.decode_at[1]), size=(220, 50),
+                    samples=store.out(0), vae=vae)
+    at = (x + saving.save_at[0], y + saving.save_at[1])
+    if saving.fps is None:
+        save = wf.add("SaveImage", at, size=(330, 330), images=decode.out(0),
+                      filename_prefix=f"{saving.prefix}{shot}")
+    else:
+        save = wf.add(
+            "SaveAnimatedWEBP",
+            at,
+            size=(300, 330),  # the shot's group ends before the next shot's Handoff (shots are 1000 apart)
+            images=decode.out(0),
+            filename_prefix=f"{saving.prefix}{shot}",
+            fps=float(saving.fps),
+            lossless=False,
+            quality=90,
+            method="default",
+        )
+    return [store, decode, save]
+
+
+def _store_of(nodes):
+    """The ZeroCopyLatentStore among a shot's nodes."""
+    return next(node for node in nodes if node.type == "ZeroCopyLatentStore")
+
+
+@dataclass(frozen=True)
+class Film:
+    """What every shot of an example is wired to: the workflow and tag, the model and VAE, the text
+    encoder and negative prompt its Handoffs use, the sampler settings and how shots are saved."""
+
+    wf: object
+    tag: str
+    model: object
+    vae: object
+    clip: object = None
+    negative: object = None
+    sampler_args: dict | None = None
+    saving: Saving = VIDEO
+
+    def shot(self, x, shot, seed, positive, negative, latent, *, sampler_args=None, ending=None) -> list:
+        """One shot from its conditioning and latent: KSampler at (x, 0), the shot's end below it at
+        (x, 320): Store -> VAEDecode -> save as ``saving`` places them, or ``ending(x, samples, shot)``
+        (its nodes, the Store among them). Returns every node of the shot, the KSampler first."""
+        sampled = _ksampler(self.wf, (x, 0), self.model, seed, positive, negative, latent,
+                            sampler_args or self.sampler_args)
+        if ending is None:
+            outputs = _shot_outputs(self.wf, x, 320, sampled.out(0), self.vae, self.tag, self.model, shot,
+                                    self.saving)
+        else:
+            outputs = ending(x, sampled.out(0), shot)
+        return [sampled, *outputs]
+
+    def continued(self, x, shot, previous, prompt, width, height, length, seed, *, condition=None,
+                  sampler_args=None, ending=None, **handoff_inputs) -> list:
+        """A shot continued from the ``previous`` shot's Store: the Handoff at (x, 0), then the shot
+        itself (``Film.shot``) at x + 420. ``condition(wf, x, handoff)`` adds nodes between the Handoff and the KSampler and
+        returns (those nodes, positive, negative); ``handoff_inputs`` go to the Handoff (its title:
+        "Handoff to shot N" unless given). Returns every node of the shot, the Handoff first."""
+        handoff_inputs.setdefault("title", f"Handoff to {self.saving.noun} {shot}")
+        handoff = _handoff(self.wf, (x, 0), clip=self.clip, vae=self.vae, prompt=prompt, width=width,
+                           height=height, length=length, buffer_tag=self.tag, negative=self.negative,
+                           model=self.model, continuity=previous.out(1), **handoff_inputs)
+        added, positive, negative = (condition(self.wf, x, handoff) if condition
+                                     else ([], handoff.out(0), handoff.out(2)))
+        sampled = self.shot(x + 420, shot, seed, positive, negative, handoff.out(1), sampler_args=sampler_args,
+                            ending=ending)
+        return [handoff, *added, *sampled]
+
+
+def _flux_guidance(guidance):
+    """A ``condition`` for FLUX: FluxGuidance on the Handoff's positive, below the KSampler."""
+    def condition(wf, x, handoff):
+        guided = wf.add("FluxGuidance", (x + 420, 600), size=(240, 60), conditioning=handoff.out(0),
+                        guidance=guidance)
+        return [guided], guided.out(0), handoff.out(2)
+    return condition
+
+
+def _ltxv_conditioning(wf, pos, positive, negative):
+    """LTXVConditioning at 25 fps: LTX conditioning carries the frame rate."""
+    return wf.add("LTXVConditioning", pos, size=(300, 80), positive=positive, negative=negative, frame_rate=25.0)
+
+
+def _ltx_frame_rate(wf, x, handoff):
+    """The ``condition`` for LTX: the Handoff's conditioning goes through LTXVConditioning too."""
+    conditioned = _ltxv_conditioning(wf, (x, 600), handoff.out(0), handoff.out(2))
+    return [conditioned], conditioned.out(0), conditioned.out(1)
 
 
 def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
@@ -219,38 +341,21 @@ def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
         ),
         size=(460, 300),
     )
-    unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name=p.unet, weight_dtype="default")
-    pin = _pin(wf, unet.out(0))
-    model = wf.add("ModelSamplingSD3", (0, 390), size=(340, 60), model=pin.out(0), shift=8.0)
+    model = _wan_model(wf, p.unet)
     if p.text_encoder:
-        clip = wf.add(
-            "CLIPLoader", (0, 490), size=(340, 110), clip_name=p.text_encoder, type="wan", device="default"
-        )
+        clip = _clip_loader(wf, 490, p.text_encoder, "wan")
     else:
         clip = wf.add("ZCTestClip", (0, 490), size=(340, 60), tokens=8)
-    vae = wf.add("VAELoader", (0, 640), size=(340, 60), vae_name=p.vae)
+    vae = _vae_loader(wf, 640, p.vae)
     if p.start_image:
-        image = wf.add("LoadImage", (0, 740), size=(340, 330), image=p.start_image)
+        image = _image(wf, 740, p.start_image)
     else:
         image = wf.add(
             "ZCTestNoiseImage", (0, 740), size=(340, 130), seed=0, width=p.width, height=p.height, frames=1
         )
-    negative = wf.add(
-        "CLIPTextEncode",
-        (400, 420),
-        size=(400, 140),
-        clip=clip.out(0),
-        text="blurry, low quality, static, distorted, watermark",
-        title="Negative prompt",
-    )
-    positive = wf.add(
-        "CLIPTextEncode",
-        (400, 240),
-        size=(400, 140),
-        clip=clip.out(0),
-        text="Shot 1: a lighthouse on a cliff at dusk, waves crashing, slow push-in",
-        title="Shot 1 prompt",
-    )
+    negative = _text(wf, (400, 420), clip.out(0), WAN_NEGATIVE, "Negative prompt")
+    positive = _text(wf, (400, 240), clip.out(0),
+                     "Shot 1: a lighthouse on a cliff at dusk, waves crashing, slow push-in", "Shot 1 prompt")
     extra = {}
     if p.clip_vision:
         vision = wf.add("CLIPVisionLoader", (400, 0), size=(340, 60), clip_name=p.clip_vision)
@@ -277,22 +382,18 @@ def wan21_i2v_chain(schemas, profile: Profile = RELEASE):
         start_image=image.out(0),
         **extra,
     )
-    sampler_args = {"steps": p.steps, "cfg": p.cfg, "sampler_name": p.sampler, "scheduler": "simple", "denoise": 1.0}
-    shot1 = _ksampler(wf, (860, 0), model.out(0), 1001, i2v.out(0), i2v.out(1), i2v.out(2), sampler_args)
-    store, decode, save = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), p.tag, model.out(0), 1)
-    wf.group("Shot 1: image to video, stored", [shot1, store, decode, save, i2v])
+    film = Film(wf, p.tag, model.out(0), vae.out(0), clip.out(0), negative.out(0),
+                _sampling(p.steps, p.cfg, p.sampler))
+    nodes = film.shot(860, 1, 1001, i2v.out(0), i2v.out(1), i2v.out(2))
+    wf.group("Shot 1: image to video, stored", [*nodes, i2v])
     prompts = {
         2: "Shot 2: the camera rises above the lighthouse, its beam sweeping the sea",
         3: "Shot 3: night falls, the beam cuts through rain, wide aerial shot",
     }
-    previous = store
     for shot in (2, 3):
-        x = 860 + (shot - 1) * 1000
-        handoff, sampled, previous, decode, save = _continued_shot(
-            wf, x, shot, clip=clip.out(0), vae=vae.out(0), model=model.out(0), negative=negative.out(0),
-            tag=p.tag, prompt=prompts[shot], width=p.width, height=p.height, length=p.length,
-            previous_store=previous, seed=1000 + shot, sampler_args=sampler_args)
-        wf.group(f"Shot {shot}: continued in latent space", [handoff, sampled, previous, decode, save])
+        nodes = film.continued(860 + (shot - 1) * 1000, shot, _store_of(nodes), prompts[shot], p.width,
+                               p.height, p.length, 1000 + shot)
+        wf.group(f"Shot {shot}: continued in latent space", nodes)
     return wf
 
 
@@ -312,41 +413,11 @@ def wan22_5b_chain(schemas):
         ],
         size=(460, 260),
     )
-    unet = wf.add(
-        "UNETLoader",
-        (0, 0),
-        size=(340, 90),
-        unet_name="wan2.2_ti2v_5B_fp16.safetensors",
-        weight_dtype="default",
-    )
-    pin = _pin(wf, unet.out(0))
-    model = wf.add("ModelSamplingSD3", (0, 390), size=(340, 60), model=pin.out(0), shift=8.0)
-    clip = wf.add(
-        "CLIPLoader",
-        (0, 490),
-        size=(340, 110),
-        clip_name="umt5_xxl_fp8_e4m3fn_scaled.safetensors",
-        type="wan",
-        device="default",
-    )
-    vae = wf.add("VAELoader", (0, 640), size=(340, 60), vae_name="wan2.2_vae.safetensors")
-    image = wf.add("LoadImage", (0, 740), size=(340, 330), image="example.png")
-    positive = wf.add(
-        "CLIPTextEncode",
-        (400, 0),
-        size=(400, 140),
-        clip=clip.out(0),
-        text="Shot 1: a red kite over green hills, handheld, golden hour",
-        title="Shot 1 prompt",
-    )
-    negative = wf.add(
-        "CLIPTextEncode",
-        (400, 180),
-        size=(400, 140),
-        clip=clip.out(0),
-        text="blurry, low quality, watermark",
-        title="Negative prompt",
-    )
+    model, clip, vae = _wan_loaders(wf, "wan2.2_ti2v_5B_fp16.safetensors", "wan2.2_vae.safetensors")
+    image = _image(wf, 740)
+    positive = _text(wf, (400, 0), clip.out(0), "Shot 1: a red kite over green hills, handheld, golden hour",
+                     "Shot 1 prompt")
+    negative = _text(wf, (400, 180), clip.out(0), "blurry, low quality, watermark", "Negative prompt")
     latent = wf.add(
         "Wan22ImageToVideoLatent",
         (400, 360),
@@ -358,20 +429,13 @@ def wan22_5b_chain(schemas):
         batch_size=1,
         start_image=image.out(0),
     )
-    sampler_args = {"steps": 30, "cfg": 5.0, "sampler_name": "uni_pc", "scheduler": "simple", "denoise": 1.0}
-    shot1 = _ksampler(
-        wf, (860, 0), model.out(0), 2201, positive.out(0), negative.out(0), latent.out(0), sampler_args
-    )
-    store, decode, save = _shot_outputs(
-        wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/wan22_shot"
-    )
-    wf.group("Shot 1", [shot1, store, decode, save])
-    handoff, shot2, store2, decode2, save2 = _continued_shot(
-        wf, 1860, 2, clip=clip.out(0), vae=vae.out(0), model=model.out(0), negative=negative.out(0),
-        tag=tag, prompt="Shot 2: the kite string snaps, the kite drifts toward the sea", width=1280, height=704,
-        length=121, previous_store=store, seed=2202, sampler_args=sampler_args, fps=24,
-        prefix="zerocopy/wan22_shot")
-    wf.group("Shot 2", [handoff, shot2, store2, decode2, save2])
+    film = Film(wf, tag, model.out(0), vae.out(0), clip.out(0), negative.out(0), _sampling(30, 5.0, "uni_pc"),
+                Saving("zerocopy/wan22_shot", fps=24))
+    shot1 = film.shot(860, 1, 2201, positive.out(0), negative.out(0), latent.out(0))
+    wf.group("Shot 1", shot1)
+    wf.group("Shot 2", film.continued(1860, 2, _store_of(shot1),
+                                      "Shot 2: the kite string snaps, the kite drifts toward the sea",
+                                      1280, 704, 121, 2202))
     return wf
 
 
@@ -404,31 +468,11 @@ def ltx2_av_chain(schemas):
         device="default",
     )
     audio_vae = wf.add("LTXVAudioVAELoader", (0, 570), size=(340, 60), ckpt_name=ckpt)
-    image = wf.add("LoadImage", (0, 670), size=(340, 330), image="example.png")
-    positive = wf.add(
-        "CLIPTextEncode",
-        (400, 0),
-        size=(400, 140),
-        clip=text.out(0),
-        text="Shot 1: a street musician plays violin in the rain, close-up, city ambience",
-        title="Shot 1 prompt",
-    )
-    negative = wf.add(
-        "CLIPTextEncode",
-        (400, 180),
-        size=(400, 140),
-        clip=text.out(0),
-        text="blurry, low quality, distorted audio",
-        title="Negative prompt",
-    )
-    conditioned = wf.add(
-        "LTXVConditioning",
-        (400, 360),
-        size=(300, 80),
-        positive=positive.out(0),
-        negative=negative.out(0),
-        frame_rate=25.0,
-    )
+    image = _image(wf, 670)
+    positive = _text(wf, (400, 0), text.out(0),
+                     "Shot 1: a street musician plays violin in the rain, close-up, city ambience", "Shot 1 prompt")
+    negative = _text(wf, (400, 180), text.out(0), "blurry, low quality, distorted audio", "Negative prompt")
+    conditioned = _ltxv_conditioning(wf, (400, 360), positive.out(0), negative.out(0))
     i2v = wf.add(
         "LTXVImgToVideo",
         (400, 480),
@@ -455,19 +499,10 @@ def ltx2_av_chain(schemas):
     av = wf.add(
         "LTXVConcatAVLatent", (400, 930), size=(260, 60), video_latent=i2v.out(2), audio_latent=audio.out(0)
     )
-    sampler_args = {"steps": 20, "cfg": 3.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0}
-    shot1 = _ksampler(wf, (860, 0), model.out(0), 3301, i2v.out(0), i2v.out(1), av.out(0), sampler_args)
 
     def outputs(x, samples, shot):
-        store = wf.add(
-            "ZeroCopyLatentStore",
-            (x, 320),
-            size=(340, 260),
-            samples=samples,
-            buffer_tag=tag,
-            model=model.out(0),
-            title=f"Store shot {shot}",
-        )
+        """The AV shot's end: Store, streams separated, video and audio decoded, joined and saved."""
+        store = _store(wf, (x, 320), samples, tag, f"Store shot {shot}", model.out(0))
         split = wf.add("LTXVSeparateAVLatent", (x, 620), size=(260, 60), av_latent=store.out(0))
         decode = wf.add("VAEDecode", (x, 720), size=(220, 50), samples=split.out(0), vae=checkpoint.out(2))
         sound = wf.add(
@@ -491,46 +526,15 @@ def ltx2_av_chain(schemas):
             quality=90,
             method="default",
         )
-        return store, [store, split, decode, sound, video, preview]
+        return [store, split, decode, sound, video, preview]
 
-    store, members = outputs(860, shot1.out(0), 1)
-    wf.group("Shot 1 (audio + video)", [shot1, *members])
-    handoff = _handoff(
-        wf,
-        (1860, 0),
-        clip=text.out(0),
-        vae=checkpoint.out(2),
-        prompt="Shot 2: the musician bows, the crowd applauds, wide shot",
-        width=768,
-        height=512,
-        length=97,
-        buffer_tag=tag,
-        negative=negative.out(0),
-        model=model.out(0),
-        continuity=store.out(1),
-        title="Handoff to shot 2",
-    )
-    # LTX conditioning carries the frame rate: the Handoff's conditioning goes through it too
-    conditioned2 = wf.add(
-        "LTXVConditioning",
-        (1860, 600),
-        size=(300, 80),
-        positive=handoff.out(0),
-        negative=handoff.out(2),
-        frame_rate=25.0,
-    )
-    shot2 = _ksampler(
-        wf,
-        (2280, 0),
-        model.out(0),
-        3302,
-        conditioned2.out(0),
-        conditioned2.out(1),
-        handoff.out(1),
-        sampler_args,
-    )
-    _, members = outputs(2280, shot2.out(0), 2)
-    wf.group("Shot 2", [handoff, conditioned2, shot2, *members])
+    film = Film(wf, tag, model.out(0), checkpoint.out(2), text.out(0), negative.out(0),
+                _sampling(20, 3.0, "euler"))
+    shot1 = film.shot(860, 1, 3301, i2v.out(0), i2v.out(1), av.out(0), ending=outputs)
+    wf.group("Shot 1 (audio + video)", shot1)
+    wf.group("Shot 2", film.continued(1860, 2, _store_of(shot1),
+                                      "Shot 2: the musician bows, the crowd applauds, wide shot", 768, 512, 97,
+                                      3302, condition=_ltx_frame_rate, ending=outputs))
     return wf
 
 
@@ -551,23 +555,13 @@ def minimax_h3_chain(schemas):
         ],
         size=(460, 260),
     )
-    unet = wf.add(
-        "UNETLoader", (0, 0), size=(340, 90), unet_name="minimax_h3_bf16.safetensors", weight_dtype="default"
-    )
-    pin = _pin(wf, unet.out(0))
+    pin = _pin(wf, _unet(wf, "minimax_h3_bf16.safetensors").out(0))
     model = wf.add(
         "MiniMaxH3SigmaShift", (0, 390), size=(340, 80), model=pin.out(0), shift_video=12.0, shift_audio=3.0
     )
-    clip = wf.add(
-        "CLIPLoader",
-        (0, 510),
-        size=(340, 110),
-        clip_name="qwen3_vl_32b_fp8_scaled.safetensors",
-        type="minimax",
-        device="default",
-    )
-    vae = wf.add("VAELoader", (0, 660), size=(340, 60), vae_name="minimax_h3_av_vae.safetensors")
-    image = wf.add("LoadImage", (0, 760), size=(340, 330), image="example.png")
+    clip = _clip_loader(wf, 510, "qwen3_vl_32b_fp8_scaled.safetensors", "minimax")
+    vae = _vae_loader(wf, 660, "minimax_h3_av_vae.safetensors")
+    image = _image(wf, 760)
     i2v = wf.add(
         "MiniMaxH3ImageToVideo",
         (400, 0),
@@ -580,26 +574,14 @@ def minimax_h3_chain(schemas):
         length=124,
         first_frame=image.out(0),
     )
-    negative = wf.add(
-        "CLIPTextEncode",
-        (400, 340),
-        size=(400, 140),
-        clip=clip.out(0),
-        text="blurry, low quality, muffled audio",
-        title="Negative prompt",
-    )
-    sampler_args = {"steps": 30, "cfg": 4.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0}
-    shot1 = _ksampler(wf, (860, 0), model.out(0), 4401, i2v.out(0), negative.out(0), i2v.out(1), sampler_args)
-    store, decode, save = _shot_outputs(
-        wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1, fps=24, prefix="zerocopy/h3_shot"
-    )
-    wf.group("Shot 1 (audio + video)", [shot1, store, decode, save])
-    handoff, shot2, store2, decode2, save2 = _continued_shot(
-        wf, 1860, 2, clip=clip.out(0), vae=vae.out(0), model=model.out(0), negative=negative.out(0),
-        tag=tag, prompt="Shot 2: the chef plates the dish, the kitchen falls quiet", width=1344, height=768,
-        length=124, previous_store=store, seed=4402, sampler_args=sampler_args, fps=24,
-        prefix="zerocopy/h3_shot")
-    wf.group("Shot 2", [handoff, shot2, store2, decode2, save2])
+    negative = _text(wf, (400, 340), clip.out(0), "blurry, low quality, muffled audio", "Negative prompt")
+    film = Film(wf, tag, model.out(0), vae.out(0), clip.out(0), negative.out(0), _sampling(30, 4.0, "euler"),
+                Saving("zerocopy/h3_shot", fps=24))
+    shot1 = film.shot(860, 1, 4401, i2v.out(0), negative.out(0), i2v.out(1))
+    wf.group("Shot 1 (audio + video)", shot1)
+    wf.group("Shot 2", film.continued(1860, 2, _store_of(shot1),
+                                      "Shot 2: the chef plates the dish, the kitchen falls quiet", 1344, 768, 124,
+                                      4402))
     return wf
 
 
@@ -619,14 +601,7 @@ def flux_kontext_stills(schemas):
         ],
         size=(460, 240),
     )
-    unet = wf.add(
-        "UNETLoader",
-        (0, 0),
-        size=(340, 90),
-        unet_name="flux1-dev-kontext_fp8_scaled.safetensors",
-        weight_dtype="default",
-    )
-    model = _pin(wf, unet.out(0))
+    model = _pin(wf, _unet(wf, "flux1-dev-kontext_fp8_scaled.safetensors").out(0))
     clip = wf.add(
         "DualCLIPLoader",
         (0, 390),
@@ -636,90 +611,27 @@ def flux_kontext_stills(schemas):
         type="flux",
         device="default",
     )
-    vae = wf.add("VAELoader", (0, 560), size=(340, 60), vae_name="ae.safetensors")
-    image = wf.add("LoadImage", (0, 660), size=(340, 330), image="example.png")
+    vae = _vae_loader(wf, 560, "ae.safetensors")
+    image = _image(wf, 660)
     scaled = wf.add("FluxKontextImageScale", (400, 400), size=(260, 40), image=image.out(0))
     encoded = wf.add("VAEEncode", (400, 480), size=(220, 50), pixels=scaled.out(0), vae=vae.out(0))
-    positive = wf.add(
-        "CLIPTextEncode",
-        (400, 0),
-        size=(400, 140),
-        clip=clip.out(0),
-        text="Still 1: turn the scene into a watercolor painting",
-        title="Still 1 prompt",
-    )
-    negative = wf.add(
-        "CLIPTextEncode",
-        (400, 180),
-        size=(400, 140),
-        clip=clip.out(0),
-        text="",
-        title="Negative prompt (empty)",
-    )
+    positive = _text(wf, (400, 0), clip.out(0), "Still 1: turn the scene into a watercolor painting",
+                     "Still 1 prompt")
+    negative = _text(wf, (400, 180), clip.out(0), "", "Negative prompt (empty)")
     reference = wf.add(
         "ReferenceLatent", (400, 580), size=(240, 50), conditioning=positive.out(0), latent=encoded.out(0)
     )
     guided = wf.add("FluxGuidance", (400, 680), size=(240, 60), conditioning=reference.out(0), guidance=2.5)
-    sampler_args = {"steps": 20, "cfg": 1.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0}
-    still1 = _ksampler(
-        wf, (860, 0), model.out(0), 5501, guided.out(0), negative.out(0), encoded.out(0), sampler_args
-    )
-    store = wf.add(
-        "ZeroCopyLatentStore",
-        (860, 320),
-        size=(340, 260),
-        samples=still1.out(0),
-        buffer_tag=tag,
-        model=model.out(0),
-        title="Store still 1",
-    )
-    decode = wf.add("VAEDecode", (860, 620), size=(220, 50), samples=store.out(0), vae=vae.out(0))
-    save = wf.add(
-        "SaveImage",
-        (1120, 620),
-        size=(330, 330),
-        images=decode.out(0),
-        filename_prefix="zerocopy/kontext_still1",
-    )
-    wf.group("Still 1", [still1, store, decode, save])
-    handoff = _handoff(
-        wf,
-        (1860, 0),
-        clip=clip.out(0),
-        vae=vae.out(0),
-        prompt="Still 2: same painting, now at night with lanterns",
-        width=1024,
-        height=1024,
-        length=1,
-        buffer_tag=tag,
-        negative=negative.out(0),
-        model=model.out(0),
-        continuity=store.out(1),
-        adapter="flux_kontext_reference",  # Kontext loads as FLUX Dev's architecture: auto is img2img
-        title="Handoff to still 2",
-    )
-    guided2 = wf.add("FluxGuidance", (2280, 600), size=(240, 60), conditioning=handoff.out(0), guidance=2.5)
-    still2 = _ksampler(
-        wf, (2280, 0), model.out(0), 5502, guided2.out(0), handoff.out(2), handoff.out(1), sampler_args
-    )
-    store2 = wf.add(
-        "ZeroCopyLatentStore",
-        (2280, 320),
-        size=(340, 260),
-        samples=still2.out(0),
-        buffer_tag=tag,
-        model=model.out(0),
-        title="Store still 2",
-    )
-    decode2 = wf.add("VAEDecode", (2660, 320), size=(220, 50), samples=store2.out(0), vae=vae.out(0))
-    save2 = wf.add(
-        "SaveImage",
-        (2660, 420),
-        size=(330, 330),
-        images=decode2.out(0),
-        filename_prefix="zerocopy/kontext_still2",
-    )
-    wf.group("Still 2", [handoff, guided2, still2, store2, decode2, save2])
+    below, beside = _stills("zerocopy/kontext_still")
+    film = Film(wf, tag, model.out(0), vae.out(0), clip.out(0), negative.out(0), _sampling(20, 1.0, "euler"),
+                below)
+    still1 = film.shot(860, 1, 5501, guided.out(0), negative.out(0), encoded.out(0))
+    wf.group("Still 1", still1)
+    still2 = replace(film, saving=beside).continued(
+        1860, 2, _store_of(still1), "Still 2: same painting, now at night with lanterns", 1024, 1024, 1, 5502,
+        condition=_flux_guidance(2.5),
+        adapter="flux_kontext_reference")  # Kontext loads as FLUX Dev's architecture: auto is img2img
+    wf.group("Still 2", still2)
     return wf
 
 
@@ -742,40 +654,25 @@ def flux_dev_img2img_stills(schemas):
         ],
         size=(460, 260),
     )
-    unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name="flux1-dev.safetensors",
-                  weight_dtype="default")
-    model = _pin(wf, unet.out(0))
+    model = _pin(wf, _unet(wf, "flux1-dev.safetensors").out(0))
     clip = wf.add("DualCLIPLoader", (0, 390), size=(340, 130), clip_name1="clip_l.safetensors",
                   clip_name2="t5xxl_fp16.safetensors", type="flux", device="default")
-    vae = wf.add("VAELoader", (0, 560), size=(340, 60), vae_name="ae.safetensors")
-    positive = wf.add("CLIPTextEncode", (400, 0), size=(400, 140), clip=clip.out(0),
-                      text="Still 1: a harbour town at dawn, fishing boats, soft mist", title="Still 1 prompt")
-    negative = wf.add("CLIPTextEncode", (400, 180), size=(400, 140), clip=clip.out(0), text="",
-                      title="Negative prompt (empty)")
+    vae = _vae_loader(wf, 560, "ae.safetensors")
+    positive = _text(wf, (400, 0), clip.out(0), "Still 1: a harbour town at dawn, fishing boats, soft mist",
+                     "Still 1 prompt")
+    negative = _text(wf, (400, 180), clip.out(0), "", "Negative prompt (empty)")
     empty = wf.add("EmptySD3LatentImage", (400, 360), size=(300, 110), width=1024, height=1024, batch_size=1)
     guided = wf.add("FluxGuidance", (400, 520), size=(240, 60), conditioning=positive.out(0), guidance=3.5)
-    first_args = {"steps": 20, "cfg": 1.0, "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0}
-    still1 = _ksampler(wf, (860, 0), model.out(0), 7101, guided.out(0), negative.out(0), empty.out(0),
-                       first_args)
-    store = wf.add("ZeroCopyLatentStore", (860, 320), size=(340, 260), samples=still1.out(0), buffer_tag=tag,
-                   model=model.out(0), title="Store still 1")
-    decode = wf.add("VAEDecode", (860, 620), size=(220, 50), samples=store.out(0), vae=vae.out(0))
-    save = wf.add("SaveImage", (1120, 620), size=(330, 330), images=decode.out(0),
-                  filename_prefix="zerocopy/flux_dev_still1")
-    wf.group("Still 1", [still1, store, decode, save, empty, guided])
-    handoff = _handoff(wf, (1860, 0), clip=clip.out(0), vae=vae.out(0),
-                       prompt="Still 2: the same harbour at noon, bright sun, people on the quay", width=1024,
-                       height=1024, length=1, buffer_tag=tag, negative=negative.out(0), model=model.out(0),
-                       continuity=store.out(1), title="Handoff to still 2 (img2img)")
-    guided2 = wf.add("FluxGuidance", (2280, 600), size=(240, 60), conditioning=handoff.out(0), guidance=3.5)
-    still2 = _ksampler(wf, (2280, 0), model.out(0), 7102, guided2.out(0), handoff.out(2), handoff.out(1),
-                       dict(first_args, denoise=0.6))
-    store2 = wf.add("ZeroCopyLatentStore", (2280, 320), size=(340, 260), samples=still2.out(0), buffer_tag=tag,
-                    model=model.out(0), title="Store still 2")
-    decode2 = wf.add("VAEDecode", (2660, 320), size=(220, 50), samples=store2.out(0), vae=vae.out(0))
-    save2 = wf.add("SaveImage", (2660, 420), size=(330, 330), images=decode2.out(0),
-                   filename_prefix="zerocopy/flux_dev_still2")
-    wf.group("Still 2: img2img from the stored still 1", [handoff, guided2, still2, store2, decode2, save2])
+    below, beside = _stills("zerocopy/flux_dev_still")
+    film = Film(wf, tag, model.out(0), vae.out(0), clip.out(0), negative.out(0), _sampling(20, 1.0, "euler"),
+                below)
+    still1 = film.shot(860, 1, 7101, guided.out(0), negative.out(0), empty.out(0))
+    wf.group("Still 1", [*still1, empty, guided])
+    still2 = replace(film, saving=beside).continued(
+        1860, 2, _store_of(still1), "Still 2: the same harbour at noon, bright sun, people on the quay", 1024,
+        1024, 1, 7102, condition=_flux_guidance(3.5), sampler_args=dict(film.sampler_args, denoise=0.6),
+        title="Handoff to still 2 (img2img)")
+    wf.group("Still 2: img2img from the stored still 1", still2)
     return wf
 
 
@@ -799,43 +696,30 @@ def wan22_s2v_extend(schemas):
         ],
         size=(460, 280),
     )
-    unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name="wan2.2_s2v_14B_fp8_scaled.safetensors",
-                  weight_dtype="default")
-    pin = _pin(wf, unet.out(0))
-    model = wf.add("ModelSamplingSD3", (0, 390), size=(340, 60), model=pin.out(0), shift=8.0)
-    clip = wf.add("CLIPLoader", (0, 490), size=(340, 110), clip_name="umt5_xxl_fp8_e4m3fn_scaled.safetensors",
-                  type="wan", device="default")
-    vae = wf.add("VAELoader", (0, 640), size=(340, 60), vae_name="wan_2.1_vae.safetensors")
+    model, clip, vae = _wan_loaders(wf, "wan2.2_s2v_14B_fp8_scaled.safetensors", "wan_2.1_vae.safetensors")
     encoder = wf.add("AudioEncoderLoader", (0, 740), size=(340, 60),
                      audio_encoder_name="wav2vec2_large_english_fp16.safetensors")
     audio = wf.add("LoadAudio", (0, 840), size=(340, 140), audio="speech.mp3")
-    image = wf.add("LoadImage", (0, 1020), size=(340, 330), image="example.png")
+    image = _image(wf, 1020)
     encoded = wf.add("AudioEncoderEncode", (400, 740), size=(260, 50), audio_encoder=encoder.out(0),
                      audio=audio.out(0))
-    positive = wf.add("CLIPTextEncode", (400, 0), size=(400, 140), clip=clip.out(0),
-                      text="a woman speaks to the camera in a quiet cafe, natural light", title="Prompt")
-    negative = wf.add("CLIPTextEncode", (400, 180), size=(400, 140), clip=clip.out(0),
-                      text="blurry, low quality, static, distorted, watermark", title="Negative prompt")
+    positive = _text(wf, (400, 0), clip.out(0), "a woman speaks to the camera in a quiet cafe, natural light",
+                     "Prompt")
+    negative = _text(wf, (400, 180), clip.out(0), WAN_NEGATIVE, "Negative prompt")
     s2v = wf.add("WanSoundImageToVideo", (400, 360), size=(340, 250), positive=positive.out(0),
                  negative=negative.out(0), vae=vae.out(0), width=640, height=640, length=77, batch_size=1,
                  audio_encoder_output=encoded.out(0), ref_image=image.out(0))
-    sampler_args = {"steps": 20, "cfg": 6.0, "sampler_name": "uni_pc", "scheduler": "simple", "denoise": 1.0}
-    shot1 = _ksampler(wf, (860, 0), model.out(0), 8101, s2v.out(0), s2v.out(1), s2v.out(2), sampler_args)
-    store, decode, save = _shot_outputs(wf, 860, 320, shot1.out(0), vae.out(0), tag, model.out(0), 1,
-                                        prefix="zerocopy/s2v_shot")
-    wf.group("Shot 1 (bypass it after the first run)", [s2v, shot1, store, decode, save])
-    loaded = wf.add("ZeroCopyLatentLoad", (1860, 0), size=(340, 200), buffer_tag=tag, shot="newest",
-                    generation=0, frames=0, frames_from="end", title="Newest stored shot")
+    film = Film(wf, tag, model.out(0), vae.out(0), sampler_args=_sampling(20, 6.0, "uni_pc"),
+                saving=Saving("zerocopy/s2v_shot"))
+    wf.group("Shot 1 (bypass it after the first run)",
+             [s2v, *film.shot(860, 1, 8101, s2v.out(0), s2v.out(1), s2v.out(2))])
+    loaded = _load(wf, (1860, 0), tag, "newest", 0, "end", "Newest stored shot")
     extend = wf.add("WanSoundImageToVideoExtend", (1860, 260), size=(340, 200), positive=positive.out(0),
                     negative=negative.out(0), vae=vae.out(0), length=77, video_latent=loaded.out(0),
                     audio_encoder_output=encoded.out(0), ref_image=image.out(0))
-    shot2 = _ksampler(wf, (2280, 0), model.out(0), 8102, extend.out(0), extend.out(1), extend.out(2),
-                      sampler_args)
-    store2, decode2, save2 = _shot_outputs(wf, 2280, 320, shot2.out(0), vae.out(0), tag, model.out(0), "N",
-                                           prefix="zerocopy/s2v_shot")
-    wf.group("Next shot: extend the newest stored one (queue again for each)",
-             [loaded, extend, shot2, store2, decode2, save2])
-    wf.mute([loaded, extend, shot2, store2, decode2, save2])  # the first run makes shot 1 only
+    next_shot = [loaded, extend, *film.shot(2280, "N", 8102, extend.out(0), extend.out(1), extend.out(2))]
+    wf.group("Next shot: extend the newest stored one (queue again for each)", next_shot)
+    wf.mute(next_shot)  # the first run makes shot 1 only
     return wf
 
 
@@ -863,10 +747,8 @@ def wan22_svi_pro(schemas):
         ],
         size=(460, 300),
     )
-    high = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name="wan2.2_i2v_high_noise_14B_fp16.safetensors",
-                  weight_dtype="default", title="High-noise model")
-    low = wf.add("UNETLoader", (0, 130), size=(340, 90), unet_name="wan2.2_i2v_low_noise_14B_fp16.safetensors",
-                 weight_dtype="default", title="Low-noise model")
+    high = _unet(wf, "wan2.2_i2v_high_noise_14B_fp16.safetensors", title="High-noise model")
+    low = _unet(wf, "wan2.2_i2v_low_noise_14B_fp16.safetensors", (0, 130), title="Low-noise model")
     high_lora = wf.add("LoraLoaderModelOnly", (0, 260), size=(340, 90), model=high.out(0),
                        lora_name="SVI_v2_PRO_Wan2.2-I2V-A14B_HIGH_lora_rank_128_fp16.safetensors",
                        strength_model=1.0)
@@ -875,15 +757,12 @@ def wan22_svi_pro(schemas):
                       strength_model=1.0)
     high_model = wf.add("ModelSamplingSD3", (0, 520), size=(340, 60), model=high_lora.out(0), shift=8.0)
     low_model = wf.add("ModelSamplingSD3", (0, 620), size=(340, 60), model=low_lora.out(0), shift=8.0)
-    clip = wf.add("CLIPLoader", (0, 720), size=(340, 110), clip_name="umt5_xxl_fp8_e4m3fn_scaled.safetensors",
-                  type="wan", device="default")
-    vae = wf.add("VAELoader", (0, 870), size=(340, 60), vae_name="wan_2.1_vae.safetensors")
-    image = wf.add("LoadImage", (0, 970), size=(340, 330), image="example.png")
-    positive = wf.add("CLIPTextEncode", (400, 0), size=(400, 140), clip=clip.out(0),
-                      text="a lighthouse keeper climbs the spiral stairs, lantern in hand, warm light",
-                      title="Prompt")
-    negative = wf.add("CLIPTextEncode", (400, 180), size=(400, 140), clip=clip.out(0),
-                      text="blurry, low quality, static, distorted, watermark", title="Negative prompt")
+    clip = _clip_loader(wf, 720, WAN_TEXT_ENCODER, "wan")
+    vae = _vae_loader(wf, 870, "wan_2.1_vae.safetensors")
+    image = _image(wf, 970)
+    positive = _text(wf, (400, 0), clip.out(0),
+                     "a lighthouse keeper climbs the spiral stairs, lantern in hand, warm light", "Prompt")
+    negative = _text(wf, (400, 180), clip.out(0), WAN_NEGATIVE, "Negative prompt")
     length = 81
 
     def sample(x, seed, conditioned, shot):
@@ -898,22 +777,19 @@ def wan22_svi_pro(schemas):
                         latent_image=first.out(0), start_at_step=3, end_at_step=10000,
                         return_with_leftover_noise="disable", title="Low noise", **args)
         outputs = _shot_outputs(wf, x + 360, 380, second.out(0), vae.out(0), tag, low_model.out(0), shot,
-                                prefix="zerocopy/svi_shot")
+                                Saving("zerocopy/svi_shot"))
         return [first, second, *outputs]
 
     scaled = wf.add("ImageScale", (400, 400), size=(300, 130), image=image.out(0), upscale_method="lanczos",
                     width=832, height=480, crop="center")
     encoded = wf.add("VAEEncode", (400, 570), size=(220, 50), pixels=scaled.out(0), vae=vae.out(0))
-    anchor = wf.add("ZeroCopyLatentStore", (400, 660), size=(340, 260), samples=encoded.out(0), buffer_tag=tag,
-                    title="Store the anchor (start image)")
+    anchor = _store(wf, (400, 660), encoded.out(0), tag, "Store the anchor (start image)")
     svi1 = wf.add("WanImageToVideoSVIPro", (860, 400), size=(340, 160), positive=positive.out(0),
                   negative=negative.out(0), length=length, anchor_samples=anchor.out(0), motion_latent_count=1)
     shot1 = sample(1240, 9101, svi1, 1)
     wf.group("Shot 1 (bypass it after the first run)", [scaled, encoded, anchor, svi1, *shot1])
-    first = wf.add("ZeroCopyLatentLoad", (2400, 0), size=(340, 200), buffer_tag=tag, shot="first",
-                   generation=0, frames=1, frames_from="start", title="The film's anchor")
-    newest = wf.add("ZeroCopyLatentLoad", (2400, 240), size=(340, 200), buffer_tag=tag, shot="newest",
-                    generation=0, frames=0, frames_from="end", title="Newest stored shot")
+    first = _load(wf, (2400, 0), tag, "first", 1, "start", "The film's anchor")
+    newest = _load(wf, (2400, 240), tag, "newest", 0, "end", "Newest stored shot")
     svi = wf.add("WanImageToVideoSVIPro", (2400, 480), size=(340, 160), positive=positive.out(0),
                  negative=negative.out(0), length=length, anchor_samples=first.out(0),
                  prev_samples=newest.out(0), motion_latent_count=1)
@@ -959,15 +835,9 @@ def wan21_loop_film(schemas):
         ],
         size=(460, 480),
     )
-    unet = wf.add("UNETLoader", (0, 0), size=(340, 90), unet_name=RELEASE.unet, weight_dtype="default")
-    pin = _pin(wf, unet.out(0))
-    model = wf.add("ModelSamplingSD3", (0, 410), size=(340, 60), model=pin.out(0), shift=8.0)
-    clip = wf.add("CLIPLoader", (0, 510), size=(340, 110), clip_name=RELEASE.text_encoder, type="wan",
-                  device="default")
-    vae = wf.add("VAELoader", (0, 660), size=(340, 60), vae_name=RELEASE.vae)
-    image = wf.add("LoadImage", (0, 760), size=(340, 330), image=RELEASE.start_image, title="Start image")
-    negative = wf.add("CLIPTextEncode", (400, 0), size=(400, 140), clip=clip.out(0),
-                      text="blurry, low quality, static, distorted, watermark", title="Negative prompt")
+    model, clip, vae = _wan_loaders(wf, RELEASE.unet, RELEASE.vae, y=410)
+    image = _image(wf, 760, RELEASE.start_image, title="Start image")
+    negative = _text(wf, (400, 0), clip.out(0), WAN_NEGATIVE, "Negative prompt")
     start = wf.add("StartLoop", (400, 220), size=(320, 170), title="Start Loop: one iteration per shot",
                    **{"mode": "simple", "mode.num_iterations": 6, "cache_iterations": False})
     handoff = _handoff(
@@ -976,13 +846,16 @@ def wan21_loop_film(schemas):
         width=RELEASE.width, height=RELEASE.height, length=RELEASE.length, fallback_first_frame=image.out(0),
         buffer_tag=tag, negative=negative.out(0), model=model.out(0), continuity=start.out(4),
         title="Handoff: continues the carried shot")
-    sampler_args = {"steps": RELEASE.steps, "cfg": RELEASE.cfg, "sampler_name": RELEASE.sampler,
-                    "scheduler": "simple", "denoise": 1.0}
-    sampled = _ksampler(wf, (1280, 0), model.out(0), start.out(0), handoff.out(0), handoff.out(2), handoff.out(1),
-                        sampler_args)
-    store = wf.add("ZeroCopyLatentStore", (1280, 320), size=(340, 260), samples=sampled.out(0), buffer_tag=tag,
-                   model=model.out(0), title="Store this iteration's shot")
-    wf.group("The loop body: one shot per iteration", [handoff, sampled, store])
+    film = Film(wf, tag, model.out(0), vae.out(0),
+                sampler_args=_sampling(RELEASE.steps, RELEASE.cfg, RELEASE.sampler))
+
+    def stored(x, samples, _):
+        """The iteration's end: its Store only (the film is rendered after the loop)."""
+        return [_store(wf, (x, 320), samples, tag, "Store this iteration's shot", model.out(0))]
+
+    body = film.shot(1280, None, start.out(0), handoff.out(0), handoff.out(2), handoff.out(1), ending=stored)
+    store = _store_of(body)
+    wf.group("The loop body: one shot per iteration", [handoff, *body])
     # the loop carries tokens only: output_value is the Store's continuity as well (accumulate off), so
     # End Loop's output after the loop is the last shot's token, and no frame is held across iterations
     end = wf.add("EndLoop", (1700, 320), size=(300, 110), output_value=store.out(1),

@@ -93,6 +93,23 @@ class ModelVariant:
 
 
 @dataclass(frozen=True)
+class InpaintNotes:
+    """What the ``temporal_inpaint`` adapter tells about a family in its certificate.
+
+    ``hold`` is how the family's model holds the kept frames (its note; empty: none), unless
+    ``hold_check`` names the node layer's check that words it, where it depends on the ComfyUI
+    version (the adapter's ``HOLD_CHECKS`` holds the checks, since they read ComfyUI). ``core_node``
+    names the core node temporal inpainting reproduces for the family (empty: none does), and
+    ``core_differences`` what differs from it besides the causal first frame, one line each.
+    """
+
+    hold: str = ""
+    hold_check: str = ""
+    core_node: str = ""
+    core_differences: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class AudioStreamSpec:
     """The second stream of an audio-video latent (ComfyUI NestedTensor stream 1).
 
@@ -189,13 +206,18 @@ class LengthRule:
             below = below - self.pixel_step if k > 0 else None
         return below, self.pixel_offset + self.pixel_step * (k + 1)
 
+    @property
+    def formula(self) -> str:
+        """The valid pixel lengths in short, as the Handoff's tooltip lists them: '4k+1'."""
+        return f"{self.pixel_step}k+{self.pixel_offset}"
+
     def describe(self) -> str:
         """The rule as users read it: 'pixel lengths are 4k+1'."""
         if self.pixel_offset == 0:
             return f"pixel lengths are multiples of {self.pixel_step}"
         if self.pixel_step == 1:
             return f"pixel lengths are at least {self.pixel_offset}"
-        return f"pixel lengths are {self.pixel_step}k+{self.pixel_offset}"
+        return f"pixel lengths are {self.formula}"
 
 
 def causal_length_rule(temporal_ratio: int) -> LengthRule:
@@ -248,6 +270,11 @@ class FamilySpec:
     recorded); it is one of ``adapters``."""
     variants: tuple[ModelVariant, ...] = ()
     """Model variants that ``adapter=auto`` sends elsewhere, tried in order on a connected model."""
+    inpaint: InpaintNotes = InpaintNotes()
+    """What ``temporal_inpaint`` notes for the family (video families)."""
+    length_example: int | None = None
+    """A valid pixel length the family's models commonly run at, which the Handoff's ``length``
+    tooltip gives as the example of the family's length rule (None: none of its own)."""
 
     def auto_choice(self, variant: str | None) -> AutoChoice:
         """What ``adapter=auto`` picks for a model of ``variant`` (None: no variant known)."""
@@ -255,6 +282,12 @@ class FamilySpec:
             if known.name == variant:
                 return known.auto
         return self.auto
+
+    @property
+    def short_name(self) -> str:
+        """The display name without its remark in parentheses ('MiniMax H3 (audio-video)' ->
+        'MiniMax H3'), for lists of families."""
+        return self.display_name.split(" (")[0]
 
     @property
     def is_audio_video(self) -> bool:
@@ -328,6 +361,57 @@ def register(spec: FamilySpec) -> FamilySpec:
 
 def known_families() -> tuple[FamilySpec, ...]:
     return tuple(_REGISTRY.values())
+
+
+def concrete_families() -> tuple[FamilySpec, ...]:
+    """Every family but the generic placeholder, whose sizes come from a stored latent."""
+    return tuple(spec for spec in _REGISTRY.values() if spec.is_resolved)
+
+
+# The catalog summed up in the words of the Handoff's tooltips: which families take which canvas
+# step, which length rule, which tail chunks. Families are grouped in catalog order.
+
+def _listed(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
+
+
+def canvas_steps_text() -> str:
+    """'a multiple of 16 (Wan 2.1 / 2.2 A14B, ...) or 32 (...)': the canvas step of each family."""
+    steps: dict[int, list[str]] = {}
+    for spec in concrete_families():
+        steps.setdefault(spec.canvas_multiple, []).append(spec.short_name)
+    groups = [f"{step} ({', '.join(names)})" for step, names in sorted(steps.items())]
+    return "a multiple of " + _listed(groups)
+
+
+def length_rules_text() -> str:
+    """'4k+1 (Wan 2.1 / 2.2 A14B, ..., e.g. 81), ...; ignored for FLUX.1': each video family's
+    valid pixel lengths, with the examples the rows give, then the image families."""
+    rules: dict[str, list[FamilySpec]] = {}
+    for spec in concrete_families():
+        if spec.is_video:
+            rules.setdefault(spec.length_rule.formula, []).append(spec)
+    parts = []
+    for formula, specs in rules.items():
+        words = [s.short_name for s in specs]
+        examples = list(dict.fromkeys(str(s.length_example) for s in specs if s.length_example is not None))
+        if examples:
+            words.append(f"e.g. {', '.join(examples)}")
+        parts.append(f"{formula} ({', '.join(words)})")
+    images = [spec.short_name for spec in concrete_families() if not spec.is_video]
+    return ", ".join(parts) + (f"; ignored for {', '.join(images)}" if images else "")
+
+
+def chunked_tails_text() -> str:
+    """'MiniMax H3 rounds up to whole VAE chunks (2, 7, 12, ... latents)': the families whose tails
+    are whole VAE chunks (``aligned_tail_frames``), or '' where none is."""
+    texts = []
+    for spec in concrete_families():
+        rule = spec.length_rule
+        if spec.is_video and (rule.latent_step > 1 or rule.first_latents > 1):
+            counts = ", ".join(str(rule.first_latents + rule.latent_step * k) for k in range(3))
+            texts.append(f"{spec.short_name} rounds up to whole VAE chunks ({counts}, ... latents)")
+    return "; ".join(texts)
 
 
 def insertion_points() -> tuple[str, ...]:
@@ -430,22 +514,49 @@ def aligned_tail_frames(requested: int, spec: FamilySpec) -> int:
 # classes of its VAE and text encoder, its insertion points and auto choice, and its caveats,
 # stated once here and repeated in certificates.
 
+def latent_space(channels: int, spatial_ratio: int, temporal_ratio: int, patch: int, *,
+                 length_rule: LengthRule | None = None) -> dict:
+    """The latent-space fields of a family's row (``FamilySpec`` keywords), stated once.
+
+    ``patch`` is the DiT's patch size in latents: the canvas step is ``spatial_ratio * patch``
+    pixels, and ``canvas_reason`` says so. A ``temporal_ratio`` above 1 makes a video family with
+    the common causal rule unless ``length_rule`` gives another; 1 makes an image family.
+    """
+    video = temporal_ratio > 1
+    if patch == 1:
+        reason = f"{spatial_ratio} pixels per latent (the DiT's patch is 1x1)"
+    else:
+        reason = f"{spatial_ratio} pixels per latent, and the DiT patchifies latents {patch}x{patch}"
+    if video and length_rule is None:
+        length_rule = causal_length_rule(temporal_ratio)
+    return {"channels": channels, "spatial_ratio": spatial_ratio, "temporal_ratio": temporal_ratio,
+            "latent_dims": 3 if video else 2, "length_rule": length_rule,
+            "canvas_multiple": spatial_ratio * patch, "canvas_reason": reason}
+
+
 WAN_TEXT_ENCODER = ("comfy.text_encoders.wan.WanT5Model", "comfy.text_encoders.wan.WanT5Tokenizer")
-LTX_VAE = "comfy.ldm.lightricks.vae.causal_video_autoencoder.VideoVAE"  # LTX-Video 0.9 and LTX-2
 
 CAUSAL_SLOT0 = ("causal first frame: slot 0 of a clip is encoded from one pixel frame, a tail "
                 "latent from several; placed at slot 0 it decodes only approximately")
 
+LTX_SHARED = {
+    **latent_space(128, 32, 8, patch=1),
+    "vae_classes": ("comfy.ldm.lightricks.vae.causal_video_autoencoder.VideoVAE",),  # 0.9 and LTX-2
+    "adapters": (ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
+    "auto": AutoChoice(ADAPTER_LTX_GUIDE, "LTX latent guides"),
+    "length_example": 97,
+}
+"""What LTX-Video 0.9 and LTX-2's video stream share: the latent space, the VAE, the insertion
+points, the example length."""
+
+LTX_GUIDES_STAY = ("the sampled latent still holds the appended guide latents; the Store removes them, "
+                   "but {first}crop them (LTXVCropGuides) before decoding")
+"""The LTX caveat about appended guides; LTX-2 first separates the streams."""
+
 WAN21 = register(FamilySpec(
     name="wan21",
     display_name="Wan 2.1 / 2.2 A14B",
-    channels=16,
-    spatial_ratio=8,
-    temporal_ratio=4,
-    latent_dims=3,
-    length_rule=causal_length_rule(4),
-    canvas_multiple=16,
-    canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
+    **latent_space(16, 8, 4, patch=2),
     latent_format_names=("Wan21",),
     adapters=(ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V),
     auto=AutoChoice(ADAPTER_TEMPORAL_INPAINT, "Wan text-to-video model"),
@@ -454,6 +565,8 @@ WAN21 = register(FamilySpec(
     shares_latent_shape_with=("HunyuanVideo 1.0", "Cosmos 1.0 CV8x8x8", "SeedVR2", "CogVideoX"),
     vae_classes=("comfy.ldm.wan.vae.WanVAE",),
     text_encoder_classes=WAN_TEXT_ENCODER,
+    inpaint=InpaintNotes(hold="Wan 2.1 / A14B re-noises kept frames at each step, so the hold on them is soft"),
+    length_example=81,
 ))
 
 GENERIC_VIDEO = register(FamilySpec(
@@ -473,30 +586,21 @@ GENERIC_VIDEO = register(FamilySpec(
 WAN22_5B = register(FamilySpec(
     name="wan22_5b",
     display_name="Wan 2.2 TI2V 5B",
-    channels=48,
-    spatial_ratio=16,
-    temporal_ratio=4,
-    latent_dims=3,
-    length_rule=causal_length_rule(4),
-    canvas_multiple=32,
-    canvas_reason="16 pixels per latent, and the DiT patchifies latents 2x2",
+    **latent_space(48, 16, 4, patch=2),
     latent_format_names=("Wan22",),
     adapters=(ADAPTER_TEMPORAL_INPAINT,),
     vae_classes=("comfy.ldm.wan.vae2_2.WanVAE",),
     text_encoder_classes=WAN_TEXT_ENCODER,
     caveats=(CAUSAL_SLOT0,),
+    inpaint=InpaintNotes(hold="Wan 2.2 5B gives kept frames timestep 0 per frame (WAN22.process_timestep), "
+                              "so they stay clean while the rest is generated",
+                         core_node="Wan22ImageToVideoLatent"),
 ))
 
 HUNYUAN_VIDEO = register(FamilySpec(
     name="hunyuan_video",
     display_name="HunyuanVideo 1.0",
-    channels=16,
-    spatial_ratio=8,
-    temporal_ratio=4,
-    latent_dims=3,
-    length_rule=causal_length_rule(4),
-    canvas_multiple=16,
-    canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
+    **latent_space(16, 8, 4, patch=2),
     latent_format_names=("HunyuanVideo",),
     # ComfyUI builds HunyuanVideo 1.0's VAE as a 3-D AutoencoderKL (16 channels, 4x8x8)
     vae_classes=("comfy.ldm.models.autoencoder.AutoencoderKL",),
@@ -512,18 +616,13 @@ HUNYUAN_VIDEO = register(FamilySpec(
     caveats=(CAUSAL_SLOT0,
              "a 16-channel video latent looks exactly like Wan 2.1's: store it with the model "
              "connected (or connect the model to the Handoff) so the family is known"),
+    inpaint=InpaintNotes(hold="HunyuanVideo keeps the kept frames clean, at the global timestep"),
 ))
 
 HUNYUAN_VIDEO_15 = register(FamilySpec(
     name="hunyuan_video15",
     display_name="HunyuanVideo 1.5",
-    channels=32,
-    spatial_ratio=16,
-    temporal_ratio=4,
-    latent_dims=3,
-    length_rule=causal_length_rule(4),
-    canvas_multiple=16,
-    canvas_reason="16 pixels per latent (the DiT's patch is 1x1)",
+    **latent_space(32, 16, 4, patch=1),
     latent_format_names=("HunyuanVideo15",),
     vae_classes=("comfy.ldm.hunyuan_video.vae_refiner.Encoder",),
     # 1.5 shares its Qwen2.5-VL encoder with HunyuanImage; the tokenizer is its own
@@ -534,64 +633,45 @@ HUNYUAN_VIDEO_15 = register(FamilySpec(
                            auto=AutoChoice(ADAPTER_TEMPORAL_INPAINT,
                                            "HunyuanVideo 1.5 model without image input channels")),),
     caveats=(CAUSAL_SLOT0,),
+    inpaint=InpaintNotes(hold="HunyuanVideo 1.5 keeps the kept frames clean, at the global timestep"),
 ))
 
 LTXV = register(FamilySpec(
     name="ltxv",
     display_name="LTX-Video 0.9",
-    channels=128,
-    spatial_ratio=32,
-    temporal_ratio=8,
-    latent_dims=3,
-    length_rule=causal_length_rule(8),
-    canvas_multiple=32,
-    canvas_reason="32 pixels per latent (the DiT's patch is 1x1)",
+    **LTX_SHARED,
     latent_format_names=("LTXV",),
-    vae_classes=(LTX_VAE,),
     text_encoder_classes=("comfy.text_encoders.lt.LTXVT5Tokenizer",),
-    adapters=(ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
-    auto=AutoChoice(ADAPTER_LTX_GUIDE, "LTX latent guides"),
     shares_latent_shape_with=("LTX-2 video stream",),
-    caveats=(CAUSAL_SLOT0,
-             "the sampled latent still holds the appended guide latents; the Store removes them, "
-             "but crop them (LTXVCropGuides) before decoding"),
+    caveats=(CAUSAL_SLOT0, LTX_GUIDES_STAY.format(first="")),
+    inpaint=InpaintNotes(hold="LTX gives kept frames per-token timestep 0, so they stay clean",
+                         core_node="LTXVImgToVideo (strength 1)",
+                         core_differences=("noise_mask is held per latent pixel [B, 1, T, H, W] where "
+                                           "LTXVImgToVideo's is per frame [B, 1, T, 1, 1] (same values; "
+                                           "the sampler resizes core's to the latent)",)),
 ))
 
 LTX2 = register(FamilySpec(
     name="ltx2",
     display_name="LTX-2 (audio-video)",
-    channels=128,
-    spatial_ratio=32,
-    temporal_ratio=8,
-    latent_dims=3,
-    length_rule=causal_length_rule(8),
-    canvas_multiple=32,
-    canvas_reason="32 pixels per latent (the DiT's patch is 1x1)",
+    **LTX_SHARED,
     latent_format_names=("LTXAV",),
-    vae_classes=(LTX_VAE,),
     text_encoder_classes=("comfy.text_encoders.lt.LTXAVTEModel", "comfy.text_encoders.lt.LTXAVGemmaTokenizer"),
-    adapters=(ADAPTER_LTX_GUIDE, ADAPTER_TEMPORAL_INPAINT),
-    auto=AutoChoice(ADAPTER_LTX_GUIDE, "LTX latent guides"),
     shares_latent_shape_with=("LTX-Video 0.9",),
     audio=AudioStreamSpec(layout="[B, C, T, F]", rank=4, time_axis=2),
     caveats=(CAUSAL_SLOT0,
              "audio latents per pixel frame follow the stored shot (same frame rate assumed)",
-             "the sampled latent still holds the appended guide latents; the Store removes them, "
-             "but separate the streams and crop them (LTXVCropGuides) before decoding"),
+             LTX_GUIDES_STAY.format(first="separate the streams and ")),
+    inpaint=InpaintNotes(hold="LTX-2 gives kept video and audio tokens timestep 0, so they stay clean"),
 ))
 
 MINIMAX_H3 = register(FamilySpec(
     name="minimax_h3",
     display_name="MiniMax H3 (audio-video)",
-    channels=24,
-    spatial_ratio=16,
-    temporal_ratio=4,
-    latent_dims=3,
     # latent k spans FRAME_PER_TOKEN[k % 5] = (1, 4, 4, 4, 4) pixel frames: F = 17k+5, T = 5k+2
-    length_rule=LengthRule(head_spans=(), cycle_spans=(1, 4, 4, 4, 4), latent_step=5,
-                           first_latents=2),
-    canvas_multiple=32,
-    canvas_reason="16 pixels per latent, and the DiT patchifies latents 2x2",
+    **latent_space(24, 16, 4, patch=2,
+                   length_rule=LengthRule(head_spans=(), cycle_spans=(1, 4, 4, 4, 4), latent_step=5,
+                                          first_latents=2)),
     latent_format_names=("MiniMaxH3AV", "MiniMaxH3Video"),
     vae_classes=("comfy.ldm.minimax.vae.MiniMaxH3VideoVAE",),
     text_encoder_classes=("comfy.text_encoders.minimax.MiniMaxH3TEModel",
@@ -606,18 +686,14 @@ MINIMAX_H3 = register(FamilySpec(
              "frames only if it does not",
              "how firmly the kept frames hold depends on the ComfyUI version (the adapter's note "
              "says which)"),
+    inpaint=InpaintNotes(hold_check="minimax_kept_rows_hold"),
+    length_example=124,
 ))
 
 FLUX = register(FamilySpec(
     name="flux",
     display_name="FLUX.1",
-    channels=16,
-    spatial_ratio=8,
-    temporal_ratio=1,
-    latent_dims=2,
-    length_rule=None,
-    canvas_multiple=16,
-    canvas_reason="8 pixels per latent, and the DiT patchifies latents 2x2",
+    **latent_space(16, 8, 1, patch=2),
     latent_format_names=("Flux",),
     # the FLUX VAE is a 2-D AutoencodingEngine (16 channels, 8x); SD3's VAE has the same shape
     vae_classes=("comfy.ldm.models.autoencoder.AutoencodingEngine",),

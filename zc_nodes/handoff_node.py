@@ -73,9 +73,9 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
             description=(
                 "Builds the next shot's conditioning and latent from the end of the previous shot, "
                 "read from the resident store, in latent space: no VAE decode/encode, bit-identical "
-                "unless the canvas changes, you blend or you use the colour anchor. Families: Wan "
-                "2.1/2.2, HunyuanVideo 1.0/1.5, LTX-Video/LTX-2, MiniMax H3 (audio and video), "
-                "FLUX Kontext; each at its own legal insertion point (adapter), building what the "
+                "unless the canvas changes, you blend or you use the colour anchor. Families: "
+                f"{', '.join(spec.display_name for spec in families.concrete_families())}; "
+                "each at its own legal insertion point (adapter), building what the "
                 "family's own core node builds with the tail in place of an encoded start image. "
                 "Wan I2V pads like WanImageToVideo, with the VAE encoding of mid-gray frames: "
                 "encoded once per VAE and canvas, then cached in memory and in the spill folder "
@@ -98,14 +98,12 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                 io.String.Input("prompt", multiline=True, default="",
                                 tooltip="Prompt of the new shot."),
                 io.Int.Input("width", default=832, min=16, max=16384, step=16,
-                             tooltip="Width of the new shot in pixels: a multiple of 16 (Wan 2.1, "
-                                     "Hunyuan, FLUX) or 32 (Wan 2.2 5B, LTX, MiniMax H3)."),
+                             tooltip=f"Width of the new shot in pixels: {families.canvas_steps_text()}."),
                 io.Int.Input("height", default=480, min=16, max=16384, step=16,
                              tooltip="Height of the new shot in pixels (same multiples as width)."),
                 io.Int.Input("length", default=81, min=1, max=16384, step=1,
-                             tooltip="Pixel frames of the new shot: 4k+1 (Wan, Hunyuan, e.g. 81), "
-                                     "8k+1 (LTX, e.g. 97), 17k+5 (MiniMax H3, e.g. 124); ignored for "
-                                     "FLUX. A wrong value gets the nearest valid ones."),
+                             tooltip=f"Pixel frames of the new shot: {families.length_rules_text()}. "
+                                     "A wrong value gets the nearest valid ones."),
                 io.Image.Input("fallback_first_frame", optional=True,
                                tooltip="Image for the very first shot (no stored latent yet) and for "
                                        "blend_with_fallback."),
@@ -131,8 +129,8 @@ class ZeroCopyLatentHandoff(io.ComfyNode):
                                        "encoder tell together."),
                 io.Int.Input("tail_frames", default=1, min=1, max=64, optional=True, **FOLDED,
                              tooltip="Latent frames taken from the end of the stored shot (Wan: each "
-                                     "after the first stands for 4 pixel frames). MiniMax H3 rounds up "
-                                     "to whole VAE chunks (2, 7, 12, ... latents)."),
+                                     "after the first stands for 4 pixel frames). "
+                                     f"{families.chunked_tails_text()}."),
                 io.Combo.Input("adapter", options=ADAPTERS, default="auto", optional=True, **FOLDED,
                                tooltip="Where the tail goes. auto: the family's own insertion point. "
                                        "temporal_inpaint: first latent frames + noise_mask (any video "

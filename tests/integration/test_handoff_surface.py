@@ -38,3 +38,12 @@ def test_the_spec_inputs_come_first_and_the_expert_rest_is_folded_where_supporte
     folded = sorted(name for name, entry in handoff_inputs.items()
                     if len(entry) > 1 and isinstance(entry[1], dict) and entry[1].get("advanced"))
     assert folded == (sorted(FOLDED) if supported else [])
+
+
+def test_the_size_tooltips_name_every_family_of_the_catalog(handoff_inputs):
+    from zc_continuity import families
+
+    width, length = handoff_inputs["width"][1]["tooltip"], handoff_inputs["length"][1]["tooltip"]
+    for spec in families.concrete_families():
+        assert f"{spec.canvas_multiple} (" in width and spec.short_name in width, spec.name
+        assert spec.short_name in length, spec.name

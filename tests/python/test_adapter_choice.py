@@ -74,10 +74,14 @@ def test_every_video_family_can_be_inpainted_and_no_family_lists_the_pixel_bridg
         assert (families.ADAPTER_TEMPORAL_INPAINT in spec.adapters) == spec.is_video, spec.name
 
 
-def test_family_names_the_adapters_keep_for_themselves_are_catalog_names(pack):
-    names = {spec.name for spec in catalog(pack)}
-    for table in ("CORE_NODES", "CORE_ONLY", "HOLD"):
-        assert set(getattr(pack.inpaint, table)) <= names, table
+def test_temporal_inpaint_takes_its_per_family_notes_from_the_rows(pack):
+    source = Path(pack.inpaint.__file__).read_text()
+    for spec in catalog(pack):
+        assert f'"{spec.name}"' not in source, f"temporal_inpaint names {spec.name}; its row says it"
+        if spec.inpaint.hold_check:
+            assert spec.inpaint.hold_check in pack.inpaint.HOLD_CHECKS, spec.name
+            assert not spec.inpaint.hold, spec.name
+        assert not spec.inpaint.core_differences or spec.inpaint.core_node, spec.name
 
 
 # -- the auto choice is one of the family's own adapters ---------------------------------------

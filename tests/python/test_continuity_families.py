@@ -125,3 +125,21 @@ def test_nearest_lengths_bracket(length):
 def test_inconsistent_rules_are_refused(kwargs):
     with pytest.raises(ValueError):
         LengthRule(**kwargs)
+
+
+# -- the Handoff's tooltips are the catalog summed up ---------------------------------------------
+
+def test_the_tooltip_summaries_name_every_family_of_the_catalog():
+    concrete = families_module.concrete_families()
+    assert GENERIC_VIDEO not in concrete and set(concrete) == set(known_families()) - {GENERIC_VIDEO}
+    canvas = families_module.canvas_steps_text()
+    lengths = families_module.length_rules_text()
+    for spec in concrete:
+        assert f"{spec.canvas_multiple} (" in canvas and spec.short_name in canvas, spec.name
+        assert spec.short_name in lengths, spec.name
+        if spec.is_video:
+            assert spec.length_rule.formula in lengths, spec.name
+        if spec.length_example is not None:
+            assert spec.length_rule.is_valid_pixel_length(spec.length_example), spec.name
+            assert f"e.g. {spec.length_example}" in lengths, spec.name
+

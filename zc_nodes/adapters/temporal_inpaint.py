@@ -30,25 +30,19 @@ from ...zc_continuity import assemble, streams
 from ...zc_continuity.families import ADAPTER_TEMPORAL_INPAINT
 from .base import Adapter, BuildRequest, BuildResult
 
-CORE_NODES = {"wan22_5b": "Wan22ImageToVideoLatent", "ltxv": "LTXVImgToVideo (strength 1)"}
-"""The core node temporal inpainting reproduces, per family (none for the others)."""
-CORE_ONLY = {"ltxv": ["noise_mask is held per latent pixel [B, 1, T, H, W] where LTXVImgToVideo's is "
-                      "per frame [B, 1, T, 1, 1] (same values; the sampler resizes core's to the latent)"]}
-"""What differs from that core node besides the causal first frame, per family."""
 CAUSAL_SLOT0 = ("slot 0 holds a continuation latent (4 pixel frames) where core has the encoding of "
                 "one pixel frame")
 
-HOLD = {
-    "wan21": "Wan 2.1 / A14B re-noises kept frames at each step, so the hold on them is soft",
-    "wan22_5b": "Wan 2.2 5B gives kept frames timestep 0 per frame (WAN22.process_timestep), so "
-                "they stay clean while the rest is generated",
-    "hunyuan_video": "HunyuanVideo keeps the kept frames clean, at the global timestep",
-    "hunyuan_video15": "HunyuanVideo 1.5 keeps the kept frames clean, at the global timestep",
-    "ltxv": "LTX gives kept frames per-token timestep 0, so they stay clean",
-    "ltx2": "LTX-2 gives kept video and audio tokens timestep 0, so they stay clean",
-}
-"""How each family's model holds the kept frames; MiniMax H3's depends on the ComfyUI version
-(``comfy_calls.minimax_kept_rows_hold``)."""
+HOLD_CHECKS = {"minimax_kept_rows_hold": comfy_calls.minimax_kept_rows_hold}
+"""The checks a catalog row names (``InpaintNotes.hold_check``) where how the model holds the kept
+frames depends on the ComfyUI version, by that name; each returns the note."""
+
+
+def hold_note(spec) -> str:
+    """How the family's model holds the kept frames, as the certificate says it (may be empty)."""
+    if spec.inpaint.hold_check:
+        return HOLD_CHECKS[spec.inpaint.hold_check]()
+    return spec.inpaint.hold
 
 
 def build_streams(request: BuildRequest, video_samples, video_mask):
@@ -75,13 +69,13 @@ class TemporalInpaint(Adapter):
         latent = build_streams(request, video.samples, video.noise_mask)
         notes = []
         if not request.fresh_first_frame:
-            hold = comfy_calls.minimax_kept_rows_hold() if spec.name == "minimax_h3" else HOLD.get(spec.name)
+            hold = hold_note(spec)
             if hold:
                 notes.append(f"temporal_inpaint: {hold}")
         if spec.is_audio_video:
             notes.append(request.audio_note())
-        core = CORE_NODES.get(spec.name, "")
+        core = spec.inpaint.core_node
         differences = [CAUSAL_SLOT0] if core and not request.fresh_first_frame else []
-        differences += CORE_ONLY.get(spec.name, [])
+        differences += spec.inpaint.core_differences
         return BuildResult(request.positive, request.negative, latent, notes, differences,
                            core_node=core)
