@@ -217,12 +217,6 @@ def nested(streams):
     return comfy.nested_tensor.NestedTensor(streams)
 
 
-def model_base_name(model) -> str | None:
-    """Class name of the model's BaseModel (WAN21, HunyuanVideoI2V, ...), or None."""
-    base = getattr(model, "model", None)
-    return type(base).__name__ if base is not None else None
-
-
 def hunyuan_concat_i2v(model) -> bool:
     """HunyuanVideo 1.0 v1 I2V checkpoints (33 input channels) take the image through concat keys."""
     base = getattr(model, "model", None)
@@ -401,13 +395,6 @@ def text_encoder_evidence(clip):
     encoder, tokenizer = getattr(clip, "cond_stage_model", None), getattr(clip, "tokenizer", None)
     label = type(encoder).__name__ if encoder is not None else type(clip).__name__
     return PartEvidence(kind="CLIP", label=label, classes=_qualified_classes(encoder, tokenizer))
-
-
-def spatial_ratio_of_vae(vae) -> int | None:
-    try:
-        return int(vae.spacial_compression_encode())
-    except Exception:
-        return None
 
 
 def vae_decode_tiled(vae, samples: torch.Tensor, tile_size: int, overlap: int, temporal_size: int,
