@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from .seam import summary as seam_summary
+from .seam_plan import summary as seam_summary
 
 
 @dataclass
