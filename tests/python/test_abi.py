@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 import zc_engine._library as library
-from zc_continuity import seam
+import seam_reference as seam
 from zc_engine import errors, film, store
 from zc_nodes.api import routes, validation
 

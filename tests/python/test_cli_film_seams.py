@@ -11,7 +11,8 @@ import pytest
 from test_cli import ZC, digest, run, save_zc
 
 torch = pytest.importorskip("torch")
-from zc_continuity import lineage, seam
+from zc_continuity import lineage
+import seam_reference as seam
 
 pytestmark = pytest.mark.skipif(not ZC.is_file(), reason=f"zc binary not found at {ZC}")
 

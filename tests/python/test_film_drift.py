@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from zc_continuity import families, lineage, seam
+from zc_continuity import families, lineage
+import seam_reference as seam
 from zc_continuity.bundle_layout import VIDEO_KEY
 from zc_engine import LatentStore
 from zc_engine.film import describe_film

@@ -12,7 +12,8 @@ import pytest
 import torch
 from test_continuity_seam import walk_along
 
-from zc_continuity import families, seam
+from zc_continuity import families
+import seam_reference as seam
 from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
 from zc_engine import LatentStore
 from zc_engine._library import SeamStats, check, lib

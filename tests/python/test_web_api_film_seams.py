@@ -10,7 +10,8 @@ pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's
 
 from test_web_api_film import TAG, Harness
 
-from zc_continuity import lineage, seam
+from zc_continuity import lineage
+import seam_reference as seam
 from zc_engine import digest_tensor
 
 

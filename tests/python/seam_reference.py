@@ -44,8 +44,8 @@ import math
 
 import torch
 
-from .bundle_layout import VIDEO_KEY, stream_key
-from .seam_plan import (  # noqa: F401 - the reference uses them, and its readers read them here
+from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
+from zc_continuity.seam_plan import (  # noqa: F401 - the reference uses them, and its readers read them here
     AUDIO_WINDOW,
     GREEN_BELOW,
     MAX_VALUES,
