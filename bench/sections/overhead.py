@@ -748,7 +748,7 @@ def seam_cost_details(results: list[dict]) -> str:
             f"read on a strided grid of at most {MAX_VALUES} values (all channels; a spatially subsampled "
             "latent; audio read whole), measures the cut against the parent's tail summary (memory, or its "
             "spill file's header) and keeps the record with the shot and in its file (seam_hop.c); no "
-            "tensor pass in Python (zc_continuity.seam stays the reference definition; "
+            "tensor pass in Python (tests/python/seam_reference.py stays the reference definition; "
             "tests/python/test_seam_engine.py holds the two together). 'seam' is what the put pays: the "
             "request's engine calls, timed inside each build of the bundle (the layout check as each "
             "tensor is added is a few integer operations; the build with the request minus the build "

@@ -29,13 +29,14 @@ copied. The statistics are therefore those of a spatially subsampled latent: mea
 steps are estimates of the full frame's (a colour shift, a contrast step, a freeze and a jump read
 the same), a change confined to a few latent pixels between the grid's points can be missed.
 
-Pure: torch only. ``measure`` takes the tensors; ``video_skip`` and ``audio_skip`` say how many
-leading frames of the new shot repeat the parent.
+Pure: torch only. ``measure`` takes the tensors; ``video_skip`` and ``audio_skip``
+(zc_continuity.seam_plan) say how many leading frames of the new shot repeat the parent.
 
-This module is the reference definition. At put time the C engine computes the same numbers from
-small summaries it keeps with each shot (``hop_layouts`` says what to summarise, ``from_engine``
-makes the record of the engine's statistics; zc.h "HowTo: measure the seam of a hop"), so the
-Store reads no tensor in Python; tests/python/test_seam_engine.py holds the two together.
+This module is the reference definition, kept with the tests: the product does not run it. At put
+time the C engine computes the same numbers from small summaries it keeps with each shot
+(zc_continuity.seam_plan's ``hop_layouts`` says what to summarise; ``from_engine`` here makes the
+record of the engine's statistics; zc.h "HowTo: measure the seam of a hop"), so the Store reads no
+tensor in Python; tests/python/test_seam_engine.py holds the two together.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ import math
 import torch
 
 from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
-from zc_continuity.seam_plan import (  # noqa: F401 - the reference uses them, and its readers read them here
+from zc_continuity.seam_plan import (  # noqa: F401 - the plan's names; tests read them here
     AUDIO_WINDOW,
     GREEN_BELOW,
     MAX_VALUES,

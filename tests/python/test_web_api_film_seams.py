@@ -1,5 +1,5 @@
 """GET /zerocopy/film/{tag} carries the seam of every hop (the engine's film description, from the
-lineage the Store wrote with zc_continuity.seam), the worst seam of the line and the thresholds."""
+lineage the Store wrote with the engine's seam record), the worst seam of the line and the thresholds."""
 
 from __future__ import annotations
 
