@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zc_continuity import alloc, assemble
+from zc_continuity import assemble, fresh_latents
 from zc_nodes import memory_release, prepared_latents
 from zc_nodes.prepared_latents import PreparedLatents
 
@@ -19,9 +19,9 @@ FILL = torch.linspace(-1.0, 1.0, 16)
 @pytest.fixture
 def pool():
     source = PreparedLatents(max_bytes=64 << 20)
-    alloc.set_prepared_source(source)
+    fresh_latents.set_prepared_source(source)
     yield source
-    alloc.set_prepared_source(None)
+    fresh_latents.set_prepared_source(None)
     source.wait()
 
 
@@ -30,9 +30,9 @@ def expected(shape, value):
 
 
 def test_the_second_request_is_served_ready_and_equals_a_fresh_fill(pool):
-    first = alloc.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
+    first = fresh_latents.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
     pool.wait()
-    second = alloc.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
+    second = fresh_latents.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
     assert (pool.served, pool.missed) == (1, 1)
     want = expected(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
     assert torch.equal(first, want) and torch.equal(second, want)
@@ -42,23 +42,23 @@ def test_the_second_request_is_served_ready_and_equals_a_fresh_fill(pool):
 
 def test_a_served_tensor_belongs_to_its_caller_alone(pool):
     fill = FILL.reshape(1, 16, 1, 1, 1)
-    alloc.filled(SHAPE, fill)
+    fresh_latents.filled(SHAPE, fill)
     pool.wait()
-    mine = alloc.filled(SHAPE, fill)
+    mine = fresh_latents.filled(SHAPE, fill)
     mine.zero_()  # the caller writes it, as the Handoff writes the tail in
     pool.wait()
-    nxt = alloc.filled(SHAPE, fill)
+    nxt = fresh_latents.filled(SHAPE, fill)
     assert torch.equal(nxt, expected(SHAPE, fill)) and nxt.data_ptr() != mine.data_ptr()
     assert pool.served == 2
 
 
 def test_another_fill_or_shape_is_never_served_a_prepared_tensor_of_the_first(pool):
-    alloc.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
+    fresh_latents.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
     pool.wait()
-    other = alloc.filled(SHAPE, (FILL + 1).reshape(1, 16, 1, 1, 1))
+    other = fresh_latents.filled(SHAPE, (FILL + 1).reshape(1, 16, 1, 1, 1))
     assert torch.equal(other, expected(SHAPE, (FILL + 1).reshape(1, 16, 1, 1, 1)))
     wider = (1, 16, 5, 60, 112)
-    assert torch.equal(alloc.filled(wider, FILL.reshape(1, 16, 1, 1, 1)),
+    assert torch.equal(fresh_latents.filled(wider, FILL.reshape(1, 16, 1, 1, 1)),
                        expected(wider, FILL.reshape(1, 16, 1, 1, 1)))
     assert pool.served == 0 and pool.missed == 3
 
@@ -127,7 +127,7 @@ def test_a_constant_is_never_served_to_another_tensor_and_a_large_fill_is_left_t
 
 def test_preparation_waits_for_the_deferred_block_to_end(pool):
     with pool.deferred():
-        alloc.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
+        fresh_latents.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
         with pool.deferred():  # nested: still held back until the outer block ends
             pass
         pool.wait()
@@ -137,7 +137,7 @@ def test_preparation_waits_for_the_deferred_block_to_end(pool):
 
 
 def test_small_and_device_requests_are_left_to_alloc(pool):
-    small = alloc.filled((16, 8, 8), torch.ones(1))
+    small = fresh_latents.filled((16, 8, 8), torch.ones(1))
     assert small.eq(1).all()
     pool.wait()
     assert pool.served == pool.missed == 0 and pool.held_bytes() == 0
