@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .causes import ModelIdentity
-from .evidence import LockEvidence
+from .load_evidence import LockEvidence
 from .policy import DEFAULT_POLICY, Policy
 from .reasons import LockReasons
 

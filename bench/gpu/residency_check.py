@@ -192,7 +192,7 @@ def one_run(opts) -> dict:
 
     from zc_residency import get_service
     from zc_residency.cuda_allocator import TorchCuda, describe_figures
-    from zc_residency.evidence import recopied_bytes, signature_snapshot
+    from zc_residency.load_evidence import recopied_bytes, signature_snapshot
     from zc_residency.report import lock_state
 
     device = mm.get_torch_device()
