@@ -361,7 +361,7 @@ def vae_evidence(vae):
     without a VAE. Read by feature: the first-stage model and its encoder
     (their classes), ``latent_channels``, ``latent_dim`` and the compression ratios
     (``downscale_index_formula`` for video VAEs, ``downscale_ratio`` for image VAEs)."""
-    from ..zc_continuity.evidence import PartEvidence
+    from ..zc_continuity.family_clues import PartEvidence
 
     if vae is None:
         return None
@@ -388,7 +388,7 @@ def vae_evidence(vae):
 def text_encoder_evidence(clip):
     """What a ComfyUI CLIP object says about the model family it prompts: the classes of its
     encoder (``cond_stage_model``) and tokenizer, or None for no CLIP."""
-    from ..zc_continuity.evidence import PartEvidence
+    from ..zc_continuity.family_clues import PartEvidence
 
     if clip is None:
         return None

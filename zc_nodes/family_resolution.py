@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import comfy_calls
-from ..zc_continuity import evidence, families
+from ..zc_continuity import families, family_clues
 from ..zc_continuity.shot import ModelFacts
 from ..zc_continuity.errors import ContinuityError
 
@@ -111,12 +111,12 @@ def resolve(model, stored_meta: dict | None, *, stream_shapes=None, vae=None, cl
         return Resolution(from_model, f"the connected model ({comfy_calls.model_identity(model)})")
     vae_clue, clip_clue = comfy_calls.vae_evidence(vae), comfy_calls.text_encoder_evidence(clip)
     if allow_mismatch:  # the bridge builds for the new shot: its VAE and text encoder say which
-        target = evidence.infer_family(None, vae_clue, clip_clue)
+        target = family_clues.infer_family(None, vae_clue, clip_clue)
         if target.spec is not None:
             return Resolution(target.spec, target.source)
     if recorded is not None:
         return Resolution(recorded, "the family the Store recorded")
-    found = evidence.infer_family(shapes_, vae_clue, clip_clue)
+    found = family_clues.infer_family(shapes_, vae_clue, clip_clue)
     if found.spec is not None:
         return Resolution(found.spec, found.source)
     tried = ["the 'model' input (not connected)",
