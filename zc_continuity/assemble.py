@@ -164,9 +164,9 @@ def wan_i2v_concat(target_shape, tail: torch.Tensor, padding: torch.Tensor, *,
 
     Each tensor is new and the caller's alone, made with one fill each: the image is the padding
     copied whole (one contiguous copy; its first k frames are then overwritten by the tail), the
-    samples a zero fill (``alloc.filled``: either may come prepared ahead, see ``alloc``).
+    samples a zero fill (``fresh_latents.filled``: either may come prepared ahead, see ``fresh_latents``).
     ``padding_constant``: the caller promises nobody ever writes ``padding`` (a cache entry), so
-    its copy may be prepared ahead of the next call (``alloc.filled``'s ``constant``).
+    its copy may be prepared ahead of the next call (``fresh_latents.filled``'s ``constant``).
     """
     target = _check_target(target_shape)
     tail = _check_tail(tail, target)

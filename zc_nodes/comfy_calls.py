@@ -357,7 +357,7 @@ def _int_or_none(value) -> int | None:
 
 
 def vae_evidence(vae):
-    """What a ComfyUI VAE object says about its latent space (``zc_continuity.evidence``); None
+    """What a ComfyUI VAE object says about its latent space (``zc_continuity.family_clues``); None
     without a VAE. Read by feature: the first-stage model and its encoder
     (their classes), ``latent_channels``, ``latent_dim`` and the compression ratios
     (``downscale_index_formula`` for video VAEs, ``downscale_ratio`` for image VAEs)."""

@@ -36,7 +36,7 @@ ADAPTERS = adapters.COMBO
 
 
 def prepared_pool():
-    """The process's pool of latents filled ahead, registered as alloc's source on first use."""
+    """The process's pool of latents filled ahead, registered as fresh_latents' source on first use."""
     global _PREPARED
     if _PREPARED is None:
         _PREPARED = prepared_latents.pool(empty=fresh_latents.empty)

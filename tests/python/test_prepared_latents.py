@@ -1,7 +1,7 @@
 """The next shot's latent filled between shots (zc_nodes.prepared_latents, through
-zc_continuity.alloc's hook): what is handed out is exactly what alloc would make, once, to one
-caller; preparation waits for the Handoff's block to end; memory stays bounded and is given
-back on request."""
+zc_continuity.fresh_latents' hook): what is handed out is exactly what fresh_latents would make,
+once, to one caller; preparation waits for the Handoff's block to end; memory stays bounded and is
+given back on request."""
 
 from __future__ import annotations
 
