@@ -91,16 +91,6 @@ class LockRegistry:
             return lock
         return None
 
-    def is_protected(self, base) -> bool:
-        """True when base is locked and not stepping aside right now."""
-        lock = self.find(base)
-        return lock is not None and not lock.yielding
-
-    def of_owner(self, owner: str) -> ResidencyLock | None:
-        with self._mutex:
-            key = self._owner_key.get(owner)
-            return self._locks.get(key) if key is not None else None
-
     def acquire(self, base, owner: str, *, label: str, device, dynamic: bool, weight_bytes: int,
                 policy: Policy = DEFAULT_POLICY, headroom_bytes: int = 0,
                 moved_reason: str = "its node now holds another model") -> ResidencyLock:
