@@ -182,10 +182,6 @@ class PreparedLatents:
             self._ready.clear()
         return freed
 
-    def held_bytes(self) -> int:
-        with self._lock:
-            return self._bytes()
-
 
 def _numel(shape: tuple) -> int:
     n = 1

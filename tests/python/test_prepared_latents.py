@@ -16,6 +16,12 @@ SHAPE = (1, 16, 5, 60, 104)  # 2 MB of float32: above MIN_BYTES
 FILL = torch.linspace(-1.0, 1.0, 16)
 
 
+def held_bytes(source: PreparedLatents) -> int:
+    """The bytes of the latents the pool holds ready."""
+    with source._lock:
+        return source._bytes()
+
+
 @pytest.fixture
 def pool():
     source = PreparedLatents(max_bytes=64 << 20)
@@ -131,16 +137,16 @@ def test_preparation_waits_for_the_deferred_block_to_end(pool):
         with pool.deferred():  # nested: still held back until the outer block ends
             pass
         pool.wait()
-        assert pool.held_bytes() == 0
+        assert held_bytes(pool) == 0
     pool.wait()
-    assert pool.held_bytes() == 4 * torch.Size(SHAPE).numel()
+    assert held_bytes(pool) == 4 * torch.Size(SHAPE).numel()
 
 
 def test_small_and_device_requests_are_left_to_alloc(pool):
     small = fresh_latents.filled((16, 8, 8), torch.ones(1))
     assert small.eq(1).all()
     pool.wait()
-    assert pool.served == pool.missed == 0 and pool.held_bytes() == 0
+    assert pool.served == pool.missed == 0 and held_bytes(pool) == 0
     meta_value = torch.ones(1, device="meta")
     assert pool(SHAPE, meta_value) is None
 
@@ -150,13 +156,13 @@ def test_memory_stays_within_its_bounds_and_release_gives_it_back():
     for k in range(4):
         source(SHAPE, torch.full((1,), float(k)))
     source.wait()
-    assert source.held_bytes() <= 5 << 20 and len(source._ready) == 2
+    assert held_bytes(source) <= 5 << 20 and len(source._ready) == 2
     assert source.release() == 2 * 4 * torch.Size(SHAPE).numel()
-    assert source.held_bytes() == 0
+    assert held_bytes(source) == 0
     too_big = PreparedLatents(max_bytes=1 << 20)
     assert too_big(SHAPE, torch.ones(1)) is None  # larger than the whole budget: not prepared
     too_big.wait()
-    assert too_big.held_bytes() == 0
+    assert held_bytes(too_big) == 0
 
 
 def test_the_setting_is_read_and_a_bad_one_names_the_fix(monkeypatch):
@@ -164,7 +170,7 @@ def test_the_setting_is_read_and_a_bad_one_names_the_fix(monkeypatch):
     off = PreparedLatents()
     assert off(SHAPE, torch.ones(1)) is None
     off.wait()
-    assert off.held_bytes() == 0
+    assert held_bytes(off) == 0
     monkeypatch.setenv("ZEROCOPY_PREPARED_MB", "lots")
     with pytest.raises(ValueError, match=r"ZEROCOPY_PREPARED_MB='lots'.*0 to fill"):
         PreparedLatents()
@@ -178,7 +184,7 @@ def test_a_ram_release_gives_back_the_prepared_latents_first(monkeypatch, tmp_pa
     monkeypatch.setattr(prepared_latents, "_pool", source)
     source(SHAPE, torch.ones(1))
     source.wait()
-    held = source.held_bytes()
+    held = held_bytes(source)
     asked = []
 
     class Store:
@@ -189,7 +195,7 @@ def test_a_ram_release_gives_back_the_prepared_latents_first(monkeypatch, tmp_pa
     monkeypatch.setattr(memory_release, "_available_ram", lambda: 0)
     wrapped = memory_release.wrap_extra_ram_release(lambda: Store(), lambda target, *a, **k: 0)
     wrapped(held + 100)
-    assert source.held_bytes() == 0 and asked == [100]  # the store is asked only for the rest
+    assert held_bytes(source) == 0 and asked == [100]  # the store is asked only for the rest
     source(SHAPE, torch.ones(1))
     source.wait()
     wrapped(held)  # the prepared latents were enough: the store gives nothing
