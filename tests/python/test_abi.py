@@ -28,9 +28,9 @@ import re
 from pathlib import Path
 
 import pytest
+import seam_reference as seam
 
 import zc_engine._library as library
-import seam_reference as seam
 from zc_engine import errors, film, store
 from zc_nodes.api import routes, validation
 

@@ -8,10 +8,10 @@ import json
 import math
 
 import pytest
+import seam_reference as seam
 import torch
 
 from zc_continuity import families, lineage
-import seam_reference as seam
 
 
 def walk(frames: int, *, channels: int = 16, seed: int = 0, start=None, step: float = 0.1,

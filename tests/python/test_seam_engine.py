@@ -9,11 +9,11 @@ from __future__ import annotations
 import ctypes
 
 import pytest
+import seam_reference as seam
 import torch
 from test_continuity_seam import walk_along
 
 from zc_continuity import families
-import seam_reference as seam
 from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
 from zc_engine import LatentStore
 from zc_engine._library import SeamStats, check, lib

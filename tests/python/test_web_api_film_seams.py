@@ -8,10 +8,10 @@ import torch
 
 pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's web server)")
 
+import seam_reference as seam
 from test_web_api_film import TAG, Harness
 
 from zc_continuity import lineage
-import seam_reference as seam
 from zc_engine import digest_tensor
 
 
