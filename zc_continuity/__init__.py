@@ -10,7 +10,7 @@ re-exported here, so ``zc_continuity.blend`` stays the module (the node layer
 imports the modules by name).
 """
 
-from . import (assemble, blend, bundle_layout, certificate, color, evidence, families, hunyuan,
+from . import (assemble, blend, bundle_layout, certificate, color, families, family_clues, hunyuan,
                img2img, kontext, ltx, minimax, resample, shapes, shot, streams, tail)
 from .assemble import InpaintLatent, WanI2VConcat, temporal_inpaint, wan_i2v_concat
 from .certificate import Certificate
@@ -30,7 +30,7 @@ from .tail import take_tail
 
 __all__ = [
     # modules
-    "assemble", "blend", "bundle_layout", "certificate", "color", "evidence", "families",
+    "assemble", "blend", "bundle_layout", "certificate", "color", "families", "family_clues",
     "hunyuan", "img2img", "kontext", "ltx", "minimax", "resample", "shapes", "shot", "streams", "tail",
     # names
     "ADAPTER_FLUX_IMG2IMG", "ADAPTER_FLUX_KONTEXT", "ADAPTER_HUNYUAN15_I2V", "ADAPTER_HUNYUAN_I2V", "ADAPTER_LTX_GUIDE",

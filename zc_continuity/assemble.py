@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import torch
 
-from . import alloc
+from . import fresh_latents
 from ._checks import require_floating, require_int, require_tensor, shape_text
 from .errors import ContinuityError
 from .shapes import overlap_pixel_frames  # noqa: F401  (part of this module's API, see docstring)
@@ -98,7 +98,7 @@ def _per_channel(name: str, value, channels: int, like: torch.Tensor) -> torch.T
 
 def _frame_mask(shape, kept: int, device) -> torch.Tensor:
     """float32 mask, 0.0 on the first ``kept`` frames (keep) and 1.0 after them (generate)."""
-    mask = alloc.filled(shape, torch.ones(1, dtype=torch.float32, device=device))
+    mask = fresh_latents.filled(shape, torch.ones(1, dtype=torch.float32, device=device))
     mask[:, :, :kept] = 0.0
     return mask
 
@@ -126,7 +126,7 @@ def temporal_inpaint(target_shape, tail: torch.Tensor, fill: torch.Tensor) -> In
     batch, channels = target[:2]
     fill = _per_channel("fill", fill, channels, tail)
     k = tail.shape[2]
-    samples = alloc.filled(target, fill)
+    samples = fresh_latents.filled(target, fill)
     samples[:, :, :k] = tail
     mask = _frame_mask((batch, 1) + target[2:], k, tail.device)
     return InpaintLatent(samples=samples, noise_mask=mask)
@@ -164,9 +164,9 @@ def wan_i2v_concat(target_shape, tail: torch.Tensor, padding: torch.Tensor, *,
 
     Each tensor is new and the caller's alone, made with one fill each: the image is the padding
     copied whole (one contiguous copy; its first k frames are then overwritten by the tail), the
-    samples a zero fill (``alloc.filled``: either may come prepared ahead, see ``alloc``).
+    samples a zero fill (``fresh_latents.filled``: either may come prepared ahead, see ``fresh_latents``).
     ``padding_constant``: the caller promises nobody ever writes ``padding`` (a cache entry), so
-    its copy may be prepared ahead of the next call (``alloc.filled``'s ``constant``).
+    its copy may be prepared ahead of the next call (``fresh_latents.filled``'s ``constant``).
     """
     target = _check_target(target_shape)
     tail = _check_tail(tail, target)
@@ -175,12 +175,12 @@ def wan_i2v_concat(target_shape, tail: torch.Tensor, padding: torch.Tensor, *,
     padding = require_floating("padding", require_tensor("padding", padding))
     if padding.ndim == 5 and tuple(padding.shape[1:]) == target[1:] and padding.shape[0] in (1, batch):
         if padding.dtype == tail.dtype and padding.device == tail.device:
-            image = alloc.filled(target, padding, constant=padding_constant)
+            image = fresh_latents.filled(target, padding, constant=padding_constant)
         else:  # converted as it is copied; a converted copy is never the same tensor twice
-            image = alloc.empty(target, dtype=tail.dtype, device=tail.device)
+            image = fresh_latents.empty(target, dtype=tail.dtype, device=tail.device)
             image.copy_(padding.expand(target))
     elif padding.numel() == channels:
-        image = alloc.filled(target, _per_channel("padding", padding, channels, tail))
+        image = fresh_latents.filled(target, _per_channel("padding", padding, channels, tail))
     else:
         raise ContinuityError(
             f"padding of shape {shape_text(padding.shape)} fits neither the target "
@@ -189,5 +189,5 @@ def wan_i2v_concat(target_shape, tail: torch.Tensor, padding: torch.Tensor, *,
             f"({frames} latent frames, batch 1), or the latent format's process_out of zeros")
     image[:, :, :k] = tail
     concat_mask = _frame_mask((1, 1) + target[2:], k, tail.device)
-    samples = alloc.filled(target, torch.zeros(1, dtype=tail.dtype, device=tail.device))
+    samples = fresh_latents.filled(target, torch.zeros(1, dtype=tail.dtype, device=tail.device))
     return WanI2VConcat(concat_latent_image=image, concat_mask=concat_mask, samples=samples)

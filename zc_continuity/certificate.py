@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from .seam import summary as seam_summary
+from .seam_plan import summary as seam_summary
 
 
 @dataclass
@@ -54,7 +54,7 @@ class Certificate:
     core_differences: list[str] = field(default_factory=list)
     """Where the output differs from ``core_node``'s for the same request, one line each."""
     seam: dict | None = None
-    """The seam of the hop that made the continued shot (its lineage's, zc_continuity.seam), or None."""
+    """The seam of the hop that made the continued shot (its lineage's, the engine's seam record), or None."""
 
     @property
     def bridged(self) -> bool:

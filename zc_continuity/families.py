@@ -303,14 +303,6 @@ class FamilySpec:
         return None not in (self.channels, self.spatial_ratio, self.canvas_multiple) and (
             not self.is_video or self.length_rule is not None)
 
-    @property
-    def length_rule_description(self) -> str:
-        if not self.is_video:
-            return "image family: one latent per image, no frame axis"
-        if self.length_rule is None:
-            return "taken from the stored latent's temporal ratio"
-        return self.length_rule.describe()
-
     def require_resolved(self) -> FamilySpec:
         if not self.is_resolved:
             raise ContinuityError(

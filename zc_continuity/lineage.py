@@ -26,7 +26,8 @@ LINEAGE_KEY = "lineage"
 """Bundle metadata key of a shot's lineage (JSON, version 2; version 1 files still read)."""
 
 VERSION = 2
-"""Version 2 adds ``seam`` (zc_continuity.seam), written by the Store; nothing else changed."""
+"""Version 2 adds ``seam`` (the engine's seam record, docs/film.md), written by the Store; nothing else
+changed."""
 READABLE = (1, 2)
 SEAM = "seam"
 PROMPT_CHARS = 200
@@ -78,7 +79,7 @@ def check(value) -> dict:
 
 def record(value: dict, *, seed=None, seam: dict | None = None) -> str:
     """The JSON the Store keeps under LINEAGE_KEY: the marker, plus the sampler's seed if known and
-    the hop's ``seam`` (zc_continuity.seam.measure) when one was measured; always written as VERSION.
+    the hop's ``seam`` (the engine's seam record) when one was measured; always written as VERSION.
 
     A parent in another tag is recorded as is: the film of the shot's own tag then says it
     continues another film (``zc film`` reports it; the store loses nothing)."""

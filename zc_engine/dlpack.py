@@ -88,11 +88,6 @@ def kept_tensor(data: int) -> torch.Tensor | None:
     return _kept_by_data.get(data)
 
 
-def kept_count() -> int:
-    """How many consumed tensors the engine has not yet released (for tests and leak checks)."""
-    return len(_kept)
-
-
 VERSIONED_TENSOR_OFFSET = DLManagedTensorVersioned.dl_tensor.offset
 LEGACY_TENSOR_OFFSET = DLManagedTensor.dl_tensor.offset
 

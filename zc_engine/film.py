@@ -89,9 +89,3 @@ def choices_file(spill_dir, tag: str) -> Path:
 def has_choices(spill_dir, tag: str) -> bool:
     """Whether ``tag``'s film has at least one pinned take (one small file read)."""
     return lib.zc_film_has_choices(_dir(spill_dir), encode(tag, "tag")) == 1
-
-
-def end_of_line(spill_dir, tag: str) -> int:
-    """The generation the chosen line ends at (the newest shot when nothing is pinned); 0 when no
-    shot of the tag can be followed."""
-    return int(describe_film(spill_dir, tag)["end"])

@@ -390,8 +390,8 @@ class LatentStore:
             lib.zc_bundle_seam_parent(bundle, *parent)
 
     def hop_seam(self, tag: str, generation: int) -> dict | None:
-        """The seam record of the hop that made ``tag`` ``generation`` (zc_continuity.seam's
-        record), measured by the engine after the put; None when it has none (a root, the first
+        """The seam record of the hop that made ``tag`` ``generation`` (the record docs/film.md
+        defines), measured by the engine after the put; None when it has none (a root, the first
         shot, a parent gone or without summaries, an older engine's file)."""
         tag_b = encode(tag, "tag")
         try:

@@ -217,12 +217,6 @@ def nested(streams):
     return comfy.nested_tensor.NestedTensor(streams)
 
 
-def model_base_name(model) -> str | None:
-    """Class name of the model's BaseModel (WAN21, HunyuanVideoI2V, ...), or None."""
-    base = getattr(model, "model", None)
-    return type(base).__name__ if base is not None else None
-
-
 def hunyuan_concat_i2v(model) -> bool:
     """HunyuanVideo 1.0 v1 I2V checkpoints (33 input channels) take the image through concat keys."""
     base = getattr(model, "model", None)
@@ -363,11 +357,11 @@ def _int_or_none(value) -> int | None:
 
 
 def vae_evidence(vae):
-    """What a ComfyUI VAE object says about its latent space (``zc_continuity.evidence``); None
+    """What a ComfyUI VAE object says about its latent space (``zc_continuity.family_clues``); None
     without a VAE. Read by feature: the first-stage model and its encoder
     (their classes), ``latent_channels``, ``latent_dim`` and the compression ratios
     (``downscale_index_formula`` for video VAEs, ``downscale_ratio`` for image VAEs)."""
-    from ..zc_continuity.evidence import PartEvidence
+    from ..zc_continuity.family_clues import PartEvidence
 
     if vae is None:
         return None
@@ -394,20 +388,13 @@ def vae_evidence(vae):
 def text_encoder_evidence(clip):
     """What a ComfyUI CLIP object says about the model family it prompts: the classes of its
     encoder (``cond_stage_model``) and tokenizer, or None for no CLIP."""
-    from ..zc_continuity.evidence import PartEvidence
+    from ..zc_continuity.family_clues import PartEvidence
 
     if clip is None:
         return None
     encoder, tokenizer = getattr(clip, "cond_stage_model", None), getattr(clip, "tokenizer", None)
     label = type(encoder).__name__ if encoder is not None else type(clip).__name__
     return PartEvidence(kind="CLIP", label=label, classes=_qualified_classes(encoder, tokenizer))
-
-
-def spatial_ratio_of_vae(vae) -> int | None:
-    try:
-        return int(vae.spacial_compression_encode())
-    except Exception:
-        return None
 
 
 def vae_decode_tiled(vae, samples: torch.Tensor, tile_size: int, overlap: int, temporal_size: int,

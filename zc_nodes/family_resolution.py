@@ -1,7 +1,7 @@
 """Which model family a handoff builds for: from the connected model's latent
 format, else from what the Store recorded, else from what the latent's own
 shape, the connected VAE and the text encoder allow together
-(``zc_continuity.evidence``). Unknown latent formats fall back to the generic
+(``zc_continuity.family_clues``). Unknown latent formats fall back to the generic
 temporal-inpaint family with the format's own channel count and compression
 ratios (read by feature, where ComfyUI exposes them). When nothing decides (a
 16-channel video latent with a VAE and a CLIP that name no family), the error
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import comfy_calls
-from ..zc_continuity import evidence, families
+from ..zc_continuity import families, family_clues
 from ..zc_continuity.shot import ModelFacts
 from ..zc_continuity.errors import ContinuityError
 
@@ -87,7 +87,7 @@ def resolve(model, stored_meta: dict | None, *, stream_shapes=None, vae=None, cl
             allow_mismatch: bool = False) -> Resolution:
     """The family to build for, from every clue in order of trust: the connected model's latent
     format, the family the Store recorded, then what the stored latent's shape, the VAE and the
-    text encoder allow together (``zc_continuity.evidence``). A clear error when model and
+    text encoder allow together (``zc_continuity.family_clues``). A clear error when model and
     stored latent disagree, or when nothing decides (it says what each clue allowed).
 
     Only a family the Store *recorded* can conflict with the model's; one inferred from the
@@ -111,12 +111,12 @@ def resolve(model, stored_meta: dict | None, *, stream_shapes=None, vae=None, cl
         return Resolution(from_model, f"the connected model ({comfy_calls.model_identity(model)})")
     vae_clue, clip_clue = comfy_calls.vae_evidence(vae), comfy_calls.text_encoder_evidence(clip)
     if allow_mismatch:  # the bridge builds for the new shot: its VAE and text encoder say which
-        target = evidence.infer_family(None, vae_clue, clip_clue)
+        target = family_clues.infer_family(None, vae_clue, clip_clue)
         if target.spec is not None:
             return Resolution(target.spec, target.source)
     if recorded is not None:
         return Resolution(recorded, "the family the Store recorded")
-    found = evidence.infer_family(shapes_, vae_clue, clip_clue)
+    found = family_clues.infer_family(shapes_, vae_clue, clip_clue)
     if found.spec is not None:
         return Resolution(found.spec, found.source)
     tried = ["the 'model' input (not connected)",

@@ -27,20 +27,20 @@ from . import farm_link, film_view
 from ..zc_continuity import bundle_layout, families, lineage, shapes, shot as shot_description, streams
 from ..zc_continuity.certificate import Certificate
 from ..zc_continuity.errors import ContinuityError
-from ..zc_continuity import alloc
+from ..zc_continuity import fresh_latents
 from ..zc_engine import NotFound, digest_tensor, prefer_huge_pages
 
 MODES = ["zero_copy_latent_only", "blend_with_fallback"]
-alloc.set_first_touch_hint(prefer_huge_pages)  # the next shot's latent is filled fresh every hop
+fresh_latents.set_first_touch_hint(prefer_huge_pages)  # the next shot's latent is filled fresh every hop
 ADAPTERS = adapters.COMBO
 
 
 def prepared_pool():
-    """The process's pool of latents filled ahead, registered as alloc's source on first use."""
+    """The process's pool of latents filled ahead, registered as fresh_latents' source on first use."""
     global _PREPARED
     if _PREPARED is None:
-        _PREPARED = prepared_latents.pool(empty=alloc.empty)
-        alloc.set_prepared_source(_PREPARED)
+        _PREPARED = prepared_latents.pool(empty=fresh_latents.empty)
+        fresh_latents.set_prepared_source(_PREPARED)
     return _PREPARED
 
 

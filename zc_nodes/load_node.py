@@ -20,7 +20,7 @@ from .api_version import io
 from . import comfy_calls, family_resolution, farm_link, film_view, load_lineage, runtime
 from ._pack import log
 from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
-from ..zc_continuity import bundle_layout, load
+from ..zc_continuity import bundle_layout, latent_cut
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine import NotFound, digest_tensor
 
@@ -126,8 +126,8 @@ class ZeroCopyLatentLoad(io.ComfyNode):
         stream_list = bundle_layout.streams_of(stored)
         spec = family_resolution.stored_family(stored.meta, [s.shape for s in stream_list])
         from_start = frames_from == "start"
-        cut = load.cut_latents(stream_list, frames, spec, from_start=from_start, tag=stored.tag,
-                               generation=stored.generation)
+        cut = latent_cut.cut_latents(stream_list, frames, spec, from_start=from_start, tag=stored.tag,
+                                     generation=stored.generation)
         names = ["video", "audio"] if len(cut) == 2 else [f"stream {i}" for i in range(len(cut))]
         lines = [f"ZeroCopy load: tag {stored.tag!r}, generation {stored.generation} ({shot})",
                  "stored digests verified before use: " + ", ".join(

@@ -9,7 +9,7 @@ shape and fill while the shot renders (minutes), and the next Handoff takes it r
 preparation starts when the Handoff has finished (``deferred``), so it never competes with the
 Handoff's own work for the memory bus.
 
-What is handed out is always exactly what ``alloc.filled`` would have made: a tensor of that
+What is handed out is always exactly what ``fresh_latents.filled`` would have made: a tensor of that
 shape, dtype and fill that no one else holds (it is popped under the lock, once, and only
 ever written by the thread that made it, before it was published). A shape seen for the first
 time is filled by the Handoff itself, as before. Only CPU tensors of at least
@@ -21,7 +21,7 @@ is short of RAM.
 
 A fill is usually a few values (one per channel), compared by value. Wan I2V's concat image is
 a copy of a whole cached latent (the gray padding, 8 MiB at 480p): that fill is a *constant*
-(``alloc.filled(..., constant=True)``: its owner never writes it), known by identity, and the
+(``fresh_latents.filled(..., constant=True)``: its owner never writes it), known by identity, and the
 prepared copy's entry keeps a reference to it, so no other tensor can take its identity while
 the entry lives (the reference may keep an evicted cache entry alive until the entry goes too).
 """
@@ -74,7 +74,7 @@ class PreparedLatents:
 
     def __init__(self, max_bytes: int | None = None, empty=None):
         self.max_bytes = default_max_bytes() if max_bytes is None else max_bytes
-        # how a new tensor is allocated (the node layer passes alloc.empty, which adds the
+        # how a new tensor is allocated (the node layer passes fresh_latents.empty, which adds the
         # huge-page hint); torch.empty by default
         self._empty = empty or (lambda shape, dtype, device: torch.empty(shape, dtype=dtype, device=device))
         self._lock = threading.Lock()
@@ -88,8 +88,8 @@ class PreparedLatents:
 
     # -- the alloc hook ----------------------------------------------------
     def __call__(self, shape: tuple, value: torch.Tensor, constant: bool = False) -> torch.Tensor | None:
-        """``zc_continuity.alloc.filled``'s source: the prepared tensor for (shape, value), or None.
-        ``constant``: the caller promises nobody writes ``value`` (alloc.filled's ``constant``):
+        """``zc_continuity.fresh_latents.filled``'s source: the prepared tensor for (shape, value), or None.
+        ``constant``: the caller promises nobody writes ``value`` (fresh_latents.filled's ``constant``):
         it is known by identity and referenced, not copied."""
         if value.device.type != "cpu" or self.max_bytes <= 0:
             return None
@@ -182,10 +182,6 @@ class PreparedLatents:
             self._ready.clear()
         return freed
 
-    def held_bytes(self) -> int:
-        with self._lock:
-            return self._bytes()
-
 
 def _numel(shape: tuple) -> int:
     n = 1
@@ -200,7 +196,7 @@ _pool_lock = threading.Lock()
 
 def pool(empty=None) -> PreparedLatents:
     """The process's pool, created on first use (``empty``: its allocator, see PreparedLatents).
-    The caller registers it as ``zc_continuity.alloc``'s prepared source."""
+    The caller registers it as ``zc_continuity.fresh_latents``' prepared source."""
     global _pool
     with _pool_lock:
         if _pool is None:

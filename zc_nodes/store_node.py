@@ -21,7 +21,7 @@ from . import (color_anchor, comfy_calls, durability, farm_link, load_lineage, p
 from ._pack import log
 from .sockets import ContinuityToken
 from .tag_inputs import DEFAULT_TAG, tag_problem, validate_tag
-from ..zc_continuity import lineage, ltx, seam, shot as shot_description
+from ..zc_continuity import lineage, ltx, seam_plan, shot as shot_description
 from ..zc_continuity.bundle_layout import VIDEO_KEY
 from ..zc_continuity.errors import ContinuityError
 from ..zc_engine.store import SeamRequest
@@ -104,7 +104,7 @@ class ZeroCopyLatentStore(io.ComfyNode):
         ends of the shot's streams (kept with the shot, for its children's seams and the film's
         drift) and, for a shot with a parent, the seam of the hop from the parent's stored tail,
         measured by the engine after the put, off its path (LatentStore.hop_seam reads it)."""
-        layouts = seam.hop_layouts(shot.tensors, marker, spec=shot.spec)
+        layouts = seam_plan.hop_layouts(shot.tensors, marker, spec=shot.spec)
         if not layouts:
             return None
         if marker is None:

@@ -9,7 +9,7 @@ from .api_version import io
 from . import self_check, ui_events
 from ._pack import log
 from ..zc_residency import get_service
-from ..zc_residency.allocator import inspect_and_tune
+from ..zc_residency.cuda_allocator import inspect_and_tune
 from ..zc_residency.comfy_memory import dynamic_vram_enabled, is_dynamic_patcher
 from ..zc_residency.policy import DEFAULT_POLICY, POLICY_NAMES, parse_policy
 from ..zc_residency.report import lock_state, node_report

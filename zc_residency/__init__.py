@@ -10,8 +10,8 @@ through ComfyUI's own memory manager (classic and dynamic VRAM).
   classic.py        the wrappers on ComfyUI's eviction paths (+ load evidence)
   dynamic.py        dynamic VRAM: VBAR watermark limits behind a tiny port
   dynamic_hooks.py  the two aimdo-era wrappers (limit reset, free-memory figure)
-  evidence.py       per-run load time and bytes moved
-  allocator.py      CUDA allocator report and expandable_segments
+  load_evidence.py  per-run load time and bytes moved
+  cuda_allocator.py CUDA allocator report and expandable_segments
   comfy_memory.py   every comfy.* lookup, feature-detected
   service.py        ties them together; one per process: get_service()
   report.py         the node's report text, and report() for the web API

@@ -18,7 +18,7 @@ ComfyUI's own callers:
 - ``LoadedModel.model_unload``: returns False ("not unloaded", also true) for a
   locked model, so a direct caller can neither detach it nor pop its entry.
 
-Two more wrappers only measure (evidence.py): ``LoadedModel.model_load`` (time,
+Two more wrappers only measure (load_evidence.py): ``LoadedModel.model_load`` (time,
 and, just before ComfyUI loads, what the load will do that explains a reload:
 reasons.py) and ``ModelPatcher.load`` (bytes). Every wrapper returns straight to the
 original when no model is locked, and does nothing for a model that is not.

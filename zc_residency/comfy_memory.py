@@ -80,8 +80,7 @@ def dynamic_vram_enabled() -> bool:
             from comfy import memory_management
         except ImportError:  # ComfyUI before dynamic VRAM (2025)
             return False
-    return bool(getattr(memory_management, "aimdo_enabled", False)
-                or getattr(memory_management, "aimdo_allocator", None) is not None)
+    return bool(getattr(memory_management, "aimdo_enabled", False))
 
 
 def is_dynamic_patcher(patcher) -> bool:
@@ -102,10 +101,6 @@ def aimdo_vbar_module():
     if getattr(comfy_aimdo.control, "lib", None) is None:
         return None
     return comfy_aimdo.model_vbar
-
-
-def disable_smart_memory() -> bool:
-    return bool(getattr(model_management(), "DISABLE_SMART_MEMORY", False))
 
 
 def cache_mode():

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .causes import ModelIdentity
-from .evidence import LockEvidence
+from .load_evidence import LockEvidence
 from .policy import DEFAULT_POLICY, Policy
 from .reasons import LockReasons
 
@@ -90,16 +90,6 @@ class LockRegistry:
         if lock is not None and lock.base_ref() is base:
             return lock
         return None
-
-    def is_protected(self, base) -> bool:
-        """True when base is locked and not stepping aside right now."""
-        lock = self.find(base)
-        return lock is not None and not lock.yielding
-
-    def of_owner(self, owner: str) -> ResidencyLock | None:
-        with self._mutex:
-            key = self._owner_key.get(owner)
-            return self._locks.get(key) if key is not None else None
 
     def acquire(self, base, owner: str, *, label: str, device, dynamic: bool, weight_bytes: int,
                 policy: Policy = DEFAULT_POLICY, headroom_bytes: int = 0,

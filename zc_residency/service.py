@@ -20,8 +20,8 @@ else:  # zc_residency on sys.path beside zc_engine (the tests, the benchmark)
 from . import budget, causes, classic, comfy_memory, dynamic_hooks
 from .budget import BudgetCheck
 from .dynamic import ComfyAimdoPort, DynamicResidency
-from .evidence import OUTSIDE_RUN, RunEvidence, recopied_bytes, signature_snapshot
 from .hooks import HookSet
+from .load_evidence import OUTSIDE_RUN, RunEvidence, recopied_bytes, signature_snapshot
 from .policy import DEFAULT_POLICY, Action, Policy, UnloadReason, action_for, classify_unload
 from .reasons import OwnerHistory, Reload
 from .registry import COLLECTED, LockRegistry, ResidencyLock

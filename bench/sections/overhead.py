@@ -300,7 +300,7 @@ def seam_cost_of(store, shape: Shape, spec, reps: int) -> dict:
     path (``deferred``): the hop measured (both summaries of the new shot, the cut from the
     parent's stored tail, the record), timed as the first ``hop_seam`` of a shot put without a
     spill, so that nothing measured it before (its Python call included)."""
-    from zc_continuity import lineage, seam
+    from zc_continuity import lineage, seam_plan
     from zc_engine._library import check, lib
     from zc_engine.store import SeamRequest
 
@@ -308,14 +308,14 @@ def seam_cost_of(store, shape: Shape, spec, reps: int) -> dict:
     tag = f"seam_cost_{shape.key}"
     parent = dict(zip(names, shape.tensors(1)))
     store.put(tag, parent, {"source": "bench"}, spill=True,
-              seam=SeamRequest(seam.hop_layouts(parent, None, spec=spec)))
+              seam=SeamRequest(seam_plan.hop_layouts(parent, None, spec=spec)))
     store.flush()  # the parent's tail summary made (by the writer) and on disk
     generation = store.generations(tag)[0]
     marker = lineage.marker(parent_tag=tag, parent_generation=generation, tail_frames=1, tail_digest="",
                             used_digest="", adapter="bench", trim=1)
     text = lineage.record(marker)
     shot_tensors = dict(zip(names, shape.tensors(2)))
-    layouts = seam.hop_layouts(shot_tensors, marker, spec=spec)
+    layouts = seam_plan.hop_layouts(shot_tensors, marker, spec=spec)
     request = SeamRequest(layouts, parent=(tag, generation))
     meta = {"source": "bench", lineage.LINEAGE_KEY: text}
 
@@ -736,7 +736,7 @@ def hot_path_rows(results: list[dict], via_nodes: bool) -> list[Row]:
 
 
 def seam_cost_details(results: list[dict]) -> str:
-    from zc_continuity.seam import MAX_VALUES
+    from zc_continuity.seam_plan import MAX_VALUES
     rows = [[r["label"], fmt_bytes(r["bytes"]), fmt_time(median(r["plan"])), fmt_time(median(r["put"])),
              f"{r['ratio']:.3f}", f"{r['difference_ratio']:+.3f}", fmt_time(median(r["put_seam"])), f"{r['end_to_end_ratio']:+.3f}",
              fmt_time(median(r["warm_seam"])), fmt_time(median(r["warm_put"])),
@@ -748,7 +748,7 @@ def seam_cost_details(results: list[dict]) -> str:
             f"read on a strided grid of at most {MAX_VALUES} values (all channels; a spatially subsampled "
             "latent; audio read whole), measures the cut against the parent's tail summary (memory, or its "
             "spill file's header) and keeps the record with the shot and in its file (seam_hop.c); no "
-            "tensor pass in Python (zc_continuity.seam stays the reference definition; "
+            "tensor pass in Python (tests/python/seam_reference.py stays the reference definition; "
             "tests/python/test_seam_engine.py holds the two together). 'seam' is what the put pays: the "
             "request's engine calls, timed inside each build of the bundle (the layout check as each "
             "tensor is added is a few integer operations; the build with the request minus the build "

@@ -97,7 +97,7 @@ def request_for(pack, width, height, length, vae, spill):
 def measure(ctx: Context, pack) -> dict:
     gray = pack.module("zc_nodes.adapters.gray_padding")
     adapter = pack.module("zc_nodes.adapters.wan_i2v").WanI2V()
-    alloc = pack.module("zc_continuity.alloc")
+    fresh_latents = pack.module("zc_continuity.fresh_latents")
     cpu_threads = pack.module("zc_nodes.cpu_threads")
     pool = pack.module("zc_nodes.handoff_node").prepared_pool()  # registered as the Handoff does
     width, height, length = canvas(ctx)
@@ -129,11 +129,11 @@ def measure(ctx: Context, pack) -> dict:
         return build(request)
 
     def before(name):  # untimed: "unprepared" is a hop that finds nothing made ahead
-        alloc.set_prepared_source(None if name == "unprepared" else pool)
+        fresh_latents.set_prepared_source(None if name == "unprepared" else pool)
 
     def after(name, value):  # untimed: the background preparation never overlaps a timed call
         pool.wait()
-        alloc.set_prepared_source(pool)
+        fresh_latents.set_prepared_source(pool)
 
     with cpu_threads.single_threaded():
         for name in ("ours", "unprepared", "old"):  # warm-up: the pool holds this canvas' latents

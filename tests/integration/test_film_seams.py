@@ -114,7 +114,7 @@ def test_a_blended_third_hop_is_flagged_and_the_film_has_its_drift(comfy, captur
     for seed, blend in ((12, False), (13, False), (14, True)):
         comfy.run(hop(wan21_vae.name, tag, seed, blend=blend).prompt)
     film_view = pack_module(pack, "zc_nodes.film_view")
-    seam_module = pack_module(pack, "zc_continuity.seam")
+    seam_module = pack_module(pack, "zc_continuity.seam_plan")
     doc = film_view.describe(tag)
     assert doc["line"] == [1, 2, 3, 4], doc["line"]
     shots = {s["generation"]: s for s in doc["shots"]}

@@ -159,7 +159,7 @@ def model_of(comfy, result, ids):
 
 
 def reload_kinds(lock, result) -> list[list[str]]:
-    """The causes of each reload of the locked model in this queue run (evidence.py, reasons.py)."""
+    """The causes of each reload of the locked model in this queue run (load_evidence.py, reasons.py)."""
     return [reload.kinds for reload in lock.evidence.run(result.prompt_id).reloads]
 
 

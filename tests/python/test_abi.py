@@ -29,9 +29,9 @@ import re
 from pathlib import Path
 
 import pytest
+import seam_reference as seam
 
 import zc_engine._library as library
-from zc_continuity import seam
 from zc_engine import errors, film, store
 from zc_nodes.api import routes, validation
 

@@ -11,7 +11,9 @@ import pytest
 from test_cli import ZC, digest, run, save_zc
 
 torch = pytest.importorskip("torch")
-from zc_continuity import lineage, seam
+import seam_reference as seam
+
+from zc_continuity import lineage
 
 pytestmark = pytest.mark.skipif(not ZC.is_file(), reason=f"zc binary not found at {ZC}")
 

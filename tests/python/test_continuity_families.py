@@ -20,7 +20,6 @@ def test_wan21_facts():
     assert WAN21.canvas_multiple == 16
     assert WAN21.latent_format_names == ("Wan21",)
     assert set(WAN21.adapters) == {ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V}
-    assert WAN21.length_rule_description == "pixel lengths are 4k+1"
 
 
 def test_lookup_by_name_and_latent_format():

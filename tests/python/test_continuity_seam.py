@@ -1,6 +1,6 @@
-"""The seam measure (zc_continuity.seam): known drifts give known numbers, a scaled copy the same
-numbers, a freeze and a jump are flagged, the repeated head is dropped, audio is measured too, and
-the lineage JSON records it (version 2) while version 1 files still read."""
+"""The seam measure (the torch reference, seam_reference): known drifts give known numbers, a
+scaled copy the same numbers, a freeze and a jump are flagged, the repeated head is dropped, audio
+is measured too, and the lineage JSON records it (version 2) while version 1 files still read."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import json
 import math
 
 import pytest
+import seam_reference as seam
 import torch
 
-from zc_continuity import families, lineage, seam
+from zc_continuity import families, lineage
 
 
 def walk(frames: int, *, channels: int = 16, seed: int = 0, start=None, step: float = 0.1,

@@ -60,16 +60,16 @@ def test_metadata_for_no_family():
 
 
 def test_large_fresh_latents_get_the_first_touch_hint():
-    from zc_continuity import alloc, assemble
+    from zc_continuity import assemble, fresh_latents
 
     seen = []
-    alloc.set_first_touch_hint(lambda t: seen.append(t.numel() * t.element_size()))
+    fresh_latents.set_first_touch_hint(lambda t: seen.append(t.numel() * t.element_size()))
     try:
         tail = torch.randn(1, 16, 1, 90, 160)
         built = assemble.temporal_inpaint((1, 16, 21, 90, 160), tail, torch.zeros(16))
-        small = alloc.filled((2, 3), torch.ones(1))
+        small = fresh_latents.filled((2, 3), torch.ones(1))
     finally:
-        alloc.set_first_touch_hint(None)
+        fresh_latents.set_first_touch_hint(None)
     assert seen == [16 * 21 * 90 * 160 * 4]  # the 19 MB samples; the 1.2 MB mask and tiny tensors are left alone
     assert torch.equal(built.samples[:, :, :1], tail) and built.samples[:, :, 1:].eq(0).all()
     assert small.eq(1).all() and small.shape == (2, 3)

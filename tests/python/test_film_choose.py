@@ -67,9 +67,9 @@ def test_choosing_take_3_makes_the_line_pass_through_it_and_choosing_4_back(spil
     assert doc["line"] == [1, 4, 5] and doc["pins"] == [1, 4]
     assert states(doc)[3] == "stale" and states(doc)[2] == "alternative"
     # What a Handoff continues from: the end of the chosen line.
-    assert engine_film.end_of_line(spill_dir, TAG) == 5
+    assert engine_film.describe_film(spill_dir, TAG)["end"] == 5
     engine_film.choose(spill_dir, TAG, 3)
-    assert engine_film.end_of_line(spill_dir, TAG) == 3
+    assert engine_film.describe_film(spill_dir, TAG)["end"] == 3
     with LatentStore(spill_dir=spill_dir) as store:
         from zc_nodes import film_view
         bundle, notes = film_view.newest(store, TAG)

@@ -12,9 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import seam_reference as seam
 import torch
 
-from zc_continuity import families, lineage, seam
+from zc_continuity import families, lineage
 from zc_continuity.bundle_layout import VIDEO_KEY
 from zc_engine import LatentStore
 from zc_engine.film import describe_film

@@ -20,8 +20,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from zc_engine import InvalidInput, NotFound  # noqa: E402
-from zc_engine.film import (choose_take, clear_choices, describe_film, end_of_line,  # noqa: E402
-                            has_choices)
+from zc_engine.film import choose_take, clear_choices, describe_film, has_choices  # noqa: E402
 
 TAG = "film"
 
@@ -70,18 +69,18 @@ def test_round_trip_line_takes_pins_and_verification(tmp_path):
     assert shots[5]["seed"] == 35 and shots[5]["prompt"] == "shot 5" and shots[5]["frames"] == 3
     assert shots[5]["shape"] == [1, 2, 3, 2, 2] and shots[5]["hop"] == "ok" and shots[5]["file"] == "ok"
     assert shots[5]["digest"] == digest(latent_of(5))
-    assert not has_choices(tmp_path, TAG) and end_of_line(tmp_path, TAG) == 5
+    assert not has_choices(tmp_path, TAG) and describe_film(tmp_path, TAG)["end"] == 5
 
     choose_take(tmp_path, TAG, 3)
     assert has_choices(tmp_path, TAG)
     film = describe_film(tmp_path, TAG)
     # the chosen take and its ancestors: the line passes through it
-    assert film["pins"] == [1, 2, 3] and film["line"] == [1, 2, 3] and end_of_line(tmp_path, TAG) == 3
+    assert film["pins"] == [1, 2, 3] and film["line"] == [1, 2, 3] and film["end"] == 3
     assert shots_by_gen(film)[5]["state"] == "stale"
     stored = json.loads((tmp_path / f".zc-film-{TAG}.json").read_text())
     assert stored == {"version": 1, "tag": TAG, "chosen": [1, 2, 3]}
     clear_choices(tmp_path, TAG)
-    assert not has_choices(tmp_path, TAG) and end_of_line(tmp_path, TAG) == 5
+    assert not has_choices(tmp_path, TAG) and describe_film(tmp_path, TAG)["end"] == 5
 
 
 def test_a_parent_with_another_tail_fails_its_hop(tmp_path):

@@ -1,14 +1,14 @@
 """The next shot's latent filled between shots (zc_nodes.prepared_latents, through
-zc_continuity.alloc's hook): what is handed out is exactly what alloc would make, once, to one
-caller; preparation waits for the Handoff's block to end; memory stays bounded and is given
-back on request."""
+zc_continuity.fresh_latents' hook): what is handed out is exactly what fresh_latents would make,
+once, to one caller; preparation waits for the Handoff's block to end; memory stays bounded and is
+given back on request."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from zc_continuity import alloc, assemble
+from zc_continuity import assemble, fresh_latents
 from zc_nodes import memory_release, prepared_latents
 from zc_nodes.prepared_latents import PreparedLatents
 
@@ -16,12 +16,18 @@ SHAPE = (1, 16, 5, 60, 104)  # 2 MB of float32: above MIN_BYTES
 FILL = torch.linspace(-1.0, 1.0, 16)
 
 
+def held_bytes(source: PreparedLatents) -> int:
+    """The bytes of the latents the pool holds ready."""
+    with source._lock:
+        return source._bytes()
+
+
 @pytest.fixture
 def pool():
     source = PreparedLatents(max_bytes=64 << 20)
-    alloc.set_prepared_source(source)
+    fresh_latents.set_prepared_source(source)
     yield source
-    alloc.set_prepared_source(None)
+    fresh_latents.set_prepared_source(None)
     source.wait()
 
 
@@ -30,9 +36,9 @@ def expected(shape, value):
 
 
 def test_the_second_request_is_served_ready_and_equals_a_fresh_fill(pool):
-    first = alloc.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
+    first = fresh_latents.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
     pool.wait()
-    second = alloc.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
+    second = fresh_latents.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
     assert (pool.served, pool.missed) == (1, 1)
     want = expected(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
     assert torch.equal(first, want) and torch.equal(second, want)
@@ -42,23 +48,23 @@ def test_the_second_request_is_served_ready_and_equals_a_fresh_fill(pool):
 
 def test_a_served_tensor_belongs_to_its_caller_alone(pool):
     fill = FILL.reshape(1, 16, 1, 1, 1)
-    alloc.filled(SHAPE, fill)
+    fresh_latents.filled(SHAPE, fill)
     pool.wait()
-    mine = alloc.filled(SHAPE, fill)
+    mine = fresh_latents.filled(SHAPE, fill)
     mine.zero_()  # the caller writes it, as the Handoff writes the tail in
     pool.wait()
-    nxt = alloc.filled(SHAPE, fill)
+    nxt = fresh_latents.filled(SHAPE, fill)
     assert torch.equal(nxt, expected(SHAPE, fill)) and nxt.data_ptr() != mine.data_ptr()
     assert pool.served == 2
 
 
 def test_another_fill_or_shape_is_never_served_a_prepared_tensor_of_the_first(pool):
-    alloc.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
+    fresh_latents.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
     pool.wait()
-    other = alloc.filled(SHAPE, (FILL + 1).reshape(1, 16, 1, 1, 1))
+    other = fresh_latents.filled(SHAPE, (FILL + 1).reshape(1, 16, 1, 1, 1))
     assert torch.equal(other, expected(SHAPE, (FILL + 1).reshape(1, 16, 1, 1, 1)))
     wider = (1, 16, 5, 60, 112)
-    assert torch.equal(alloc.filled(wider, FILL.reshape(1, 16, 1, 1, 1)),
+    assert torch.equal(fresh_latents.filled(wider, FILL.reshape(1, 16, 1, 1, 1)),
                        expected(wider, FILL.reshape(1, 16, 1, 1, 1)))
     assert pool.served == 0 and pool.missed == 3
 
@@ -127,20 +133,20 @@ def test_a_constant_is_never_served_to_another_tensor_and_a_large_fill_is_left_t
 
 def test_preparation_waits_for_the_deferred_block_to_end(pool):
     with pool.deferred():
-        alloc.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
+        fresh_latents.filled(SHAPE, FILL.reshape(1, 16, 1, 1, 1))
         with pool.deferred():  # nested: still held back until the outer block ends
             pass
         pool.wait()
-        assert pool.held_bytes() == 0
+        assert held_bytes(pool) == 0
     pool.wait()
-    assert pool.held_bytes() == 4 * torch.Size(SHAPE).numel()
+    assert held_bytes(pool) == 4 * torch.Size(SHAPE).numel()
 
 
 def test_small_and_device_requests_are_left_to_alloc(pool):
-    small = alloc.filled((16, 8, 8), torch.ones(1))
+    small = fresh_latents.filled((16, 8, 8), torch.ones(1))
     assert small.eq(1).all()
     pool.wait()
-    assert pool.served == pool.missed == 0 and pool.held_bytes() == 0
+    assert pool.served == pool.missed == 0 and held_bytes(pool) == 0
     meta_value = torch.ones(1, device="meta")
     assert pool(SHAPE, meta_value) is None
 
@@ -150,13 +156,13 @@ def test_memory_stays_within_its_bounds_and_release_gives_it_back():
     for k in range(4):
         source(SHAPE, torch.full((1,), float(k)))
     source.wait()
-    assert source.held_bytes() <= 5 << 20 and len(source._ready) == 2
+    assert held_bytes(source) <= 5 << 20 and len(source._ready) == 2
     assert source.release() == 2 * 4 * torch.Size(SHAPE).numel()
-    assert source.held_bytes() == 0
+    assert held_bytes(source) == 0
     too_big = PreparedLatents(max_bytes=1 << 20)
     assert too_big(SHAPE, torch.ones(1)) is None  # larger than the whole budget: not prepared
     too_big.wait()
-    assert too_big.held_bytes() == 0
+    assert held_bytes(too_big) == 0
 
 
 def test_the_setting_is_read_and_a_bad_one_names_the_fix(monkeypatch):
@@ -164,7 +170,7 @@ def test_the_setting_is_read_and_a_bad_one_names_the_fix(monkeypatch):
     off = PreparedLatents()
     assert off(SHAPE, torch.ones(1)) is None
     off.wait()
-    assert off.held_bytes() == 0
+    assert held_bytes(off) == 0
     monkeypatch.setenv("ZEROCOPY_PREPARED_MB", "lots")
     with pytest.raises(ValueError, match=r"ZEROCOPY_PREPARED_MB='lots'.*0 to fill"):
         PreparedLatents()
@@ -178,7 +184,7 @@ def test_a_ram_release_gives_back_the_prepared_latents_first(monkeypatch, tmp_pa
     monkeypatch.setattr(prepared_latents, "_pool", source)
     source(SHAPE, torch.ones(1))
     source.wait()
-    held = source.held_bytes()
+    held = held_bytes(source)
     asked = []
 
     class Store:
@@ -189,7 +195,7 @@ def test_a_ram_release_gives_back_the_prepared_latents_first(monkeypatch, tmp_pa
     monkeypatch.setattr(memory_release, "_available_ram", lambda: 0)
     wrapped = memory_release.wrap_extra_ram_release(lambda: Store(), lambda target, *a, **k: 0)
     wrapped(held + 100)
-    assert source.held_bytes() == 0 and asked == [100]  # the store is asked only for the rest
+    assert held_bytes(source) == 0 and asked == [100]  # the store is asked only for the rest
     source(SHAPE, torch.ones(1))
     source.wait()
     wrapped(held)  # the prepared latents were enough: the store gives nothing

@@ -26,7 +26,8 @@ import torch
 
 from conftest import REPO
 from test_film_assemble_memory import Decoder, assemble_node, mount  # noqa: F401 - the fixture
-from zc_continuity import families, lineage, seam
+from zc_continuity import families, lineage
+import seam_reference as seam
 from zc_engine import CorruptFile, LatentStore, digest_tensor
 from zc_engine import film as engine_film
 from zc_engine.store import SeamRequest

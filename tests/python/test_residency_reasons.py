@@ -35,7 +35,7 @@ from zc_residency.causes import (
     model_change,
     patch_change,
 )
-from zc_residency.evidence import RELOADS_PER_RUN, RunEvidence
+from zc_residency.load_evidence import RELOADS_PER_RUN, RunEvidence
 from zc_residency.policy import Policy
 from zc_residency.reasons import OWNERS_KEPT, PENDING_KEPT, LockReasons, OwnerHistory, Reload
 from zc_residency.report import lock_state, node_report, report

@@ -1,5 +1,5 @@
 """The seam of a hop in the C engine (zc_store_seam's statistics, and the record it measures after
-the put: zc_store_hop_seam_json) against the torch reference (zc_continuity.seam): the same numbers
+the put: zc_store_hop_seam_json) against the torch reference (seam_reference): the same numbers
 within float tolerance on every family layout the seam tests cover (Wan, LTX-2 AV, MiniMax H3 AV,
 FLUX stills), from memory and from a spill file, and the record exactly seam.from_engine's; an
 older parent without a summary gives none."""
@@ -9,10 +9,11 @@ from __future__ import annotations
 import ctypes
 
 import pytest
+import seam_reference as seam
 import torch
 from test_continuity_seam import walk_along
 
-from zc_continuity import families, seam
+from zc_continuity import families
 from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
 from zc_engine import LatentStore
 from zc_engine._library import SeamStats, check, lib

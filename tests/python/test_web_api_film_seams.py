@@ -1,5 +1,5 @@
 """GET /zerocopy/film/{tag} carries the seam of every hop (the engine's film description, from the
-lineage the Store wrote with zc_continuity.seam), the worst seam of the line and the thresholds."""
+lineage the Store wrote with the engine's seam record), the worst seam of the line and the thresholds."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import torch
 
 pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's web server)")
 
+import seam_reference as seam
 from test_web_api_film import TAG, Harness
 
-from zc_continuity import lineage, seam
+from zc_continuity import lineage
 from zc_engine import digest_tensor
 
 

@@ -97,7 +97,8 @@ def test_buffer_documents_from_a_real_store(tmp_path):
         store.put("b", {"latent_tensor": torch.zeros(1, 16, 2, 4, 4)}, {"family": "wan21", "secret": "x"})
         store.put("b", {"latent_tensor": torch.ones(1, 16, 2, 4, 4)}, {"family": "wan21"})
         doc = buffers.buffers_doc(store.describe(), now=None)
-        entry = buffers.buffer_doc(buffers.find_entry(store.describe(), "b"), full_meta=True)
+        b = next(e for e in store.describe()["tags"] if e["tag"] == "b")
+        entry = buffers.buffer_doc(b, full_meta=True)
     listed = doc["buffers"][0]
     assert listed["generations"] == [2, 1] and listed["shape"] == [1, 16, 2, 4, 4]
     assert "secret" not in listed["slots"][1]["meta"]  # the list shows known keys only

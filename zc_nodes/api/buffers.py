@@ -203,7 +203,3 @@ def _redacted(message: str | None) -> str | None:
     if not message:
         return None
     return redact_paths(message)
-
-
-def find_entry(description: dict, tag: str) -> dict | None:
-    return next((e for e in description.get("tags", []) if e["tag"] == tag), None)

@@ -84,7 +84,7 @@ class Services:
 
     store: returns the shared LatentStore. projection_for(meta, channels): the
     RgbProjection for a stored latent, or None. residency_report(): the
-    residency/allocator report dict. notify(event, data): tells connected
+    residency/cuda_allocator report dict. notify(event, data): tells connected
     browsers that buffers changed (may be None). farm: the farm link (status(),
     listing(), configure(url)), or None (the farm routes answer 503). film: describe(tag,
     verify=) and choose(tag, generation), or None (the film routes answer 503)."""

@@ -29,13 +29,14 @@ copied. The statistics are therefore those of a spatially subsampled latent: mea
 steps are estimates of the full frame's (a colour shift, a contrast step, a freeze and a jump read
 the same), a change confined to a few latent pixels between the grid's points can be missed.
 
-Pure: torch only. ``measure`` takes the tensors; ``video_skip`` and ``audio_skip`` say how many
-leading frames of the new shot repeat the parent.
+Pure: torch only. ``measure`` takes the tensors; ``video_skip`` and ``audio_skip``
+(zc_continuity.seam_plan) say how many leading frames of the new shot repeat the parent.
 
-This module is the reference definition. At put time the C engine computes the same numbers from
-small summaries it keeps with each shot (``hop_layouts`` says what to summarise, ``from_engine``
-makes the record of the engine's statistics; zc.h "HowTo: measure the seam of a hop"), so the
-Store reads no tensor in Python; tests/python/test_seam_engine.py holds the two together.
+This module is the reference definition, kept with the tests: the product does not run it. At put
+time the C engine computes the same numbers from small summaries it keeps with each shot
+(zc_continuity.seam_plan's ``hop_layouts`` says what to summarise; ``from_engine`` here makes the
+record of the engine's statistics; zc.h "HowTo: measure the seam of a hop"), so the Store reads no
+tensor in Python; tests/python/test_seam_engine.py holds the two together.
 """
 
 from __future__ import annotations
@@ -44,39 +45,31 @@ import math
 
 import torch
 
-from .bundle_layout import VIDEO_KEY, stream_key
+from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
+from zc_continuity.seam_plan import (  # noqa: F401 - the plan's names; tests read them here
+    AUDIO_WINDOW,
+    GREEN_BELOW,
+    MAX_VALUES,
+    RED_FROM,
+    WINDOW,
+    _audio_axis,
+    audio_skip,
+    hop_layouts,
+    summary,
+    verdict,
+    video_skip,
+)
 
-WINDOW = 4
-"""Latent frames read each side of the cut (video)."""
-AUDIO_WINDOW = 8
-"""Audio latent steps read each side of the cut."""
 CAP = 100.0
 """Ratios are capped here (a step over a shot that does not move at all)."""
 FLOOR = 1e-3
 """Within-shot steps below this fraction of the frames' own spread count as this (a still shot)."""
 
-GREEN_BELOW = 2.0
-"""A score under this is green: the cut steps at most twice as far as the shots' own frames."""
-RED_FROM = 4.0
-"""A score from this up is red: four frames' worth of change at once, or a step under a quarter of
-one (a freeze); amber between."""
-
 DB_PER_STEP = 3.0
 """An audio level step of this many dB adds one to its score: amber from 3 dB (twice the power),
 red from 9 dB."""
 
-MAX_VALUES = 4096
-"""Values read of each video frame (all channels together, per batch entry: the batch is read whole). Audio
-steps, a few hundred values, are read whole."""
-
 VERSION = 1
-
-
-def verdict(score: float | None) -> str | None:
-    """green / amber / red for a score (None for none)."""
-    if score is None:
-        return None
-    return "green" if score < GREEN_BELOW else "amber" if score < RED_FROM else "red"
 
 
 def _frames(x: torch.Tensor, axis: int, start: int, count: int, max_values: int | None) -> torch.Tensor:
@@ -246,81 +239,6 @@ def from_engine(video: dict | None, audio: dict | None, layouts: dict) -> dict |
     return _assemble([int(video["parent_frames"]), int(video["shot_frames"])], int(layouts[VIDEO_KEY][1]),
                      {k: float(video[k]) for k in keys}, a,
                      int(layouts[stream_key(1)][1]) if a is not None else 0)
-
-
-def video_skip(trim: int, tail_frames: int, length_rule=None) -> int:
-    """Latent frames at the start of the new shot that hold any of its first ``trim`` pixel frames
-    (those repeat the parent): with the family's length rule, the latents whose pixel span starts
-    before ``trim``; without one, the ``tail_frames`` the Handoff placed (0 when nothing is trimmed).
-    An image family (no rule, 4-D) drops ``trim`` images."""
-    if trim <= 0:
-        return 0
-    if length_rule is None:
-        return max(0, int(tail_frames))
-    k = 0
-    while length_rule.pixels_for_latents(k) < trim:
-        k += 1
-    return k
-
-
-def audio_skip(trim: int, audio_count: int | None, skipped_latents: int, latents: int, audio_len: int) -> int:
-    """Audio steps at the start of the new shot that repeat the parent: the ``audio_count`` steps the
-    Handoff placed, else the share of the stream that the skipped video latents cover."""
-    if trim <= 0:
-        return 0
-    if audio_count:
-        return int(audio_count)
-    return round(audio_len * skipped_latents / latents) if latents else 0
-
-
-def summary(seam: dict | None) -> str:
-    """One line for a certificate or an info output."""
-    if not seam:
-        return "no seam measured"
-    text = (f"score {seam['score']:.3g} ({verdict(seam['score'])}): mean step {seam['mean_step']:.3g}, "
-            f"std step {seam['std_step']:.3g}, RMS step {seam['rms_step']:.3g}, correlation "
-            f"{seam['correlation']:.3g} (within the shots {_num(seam.get('within_correlation'))})")
-    audio = seam.get("audio")
-    if audio:
-        text += (f"; audio: level step {audio['level_db']:+.3g} dB, RMS step "
-                 f"{audio['rms_step']:.3g}, correlation {audio['correlation']:.3g}")
-    return text + " (latent statistics, not a perceptual score)"
-
-
-def _num(v) -> str:
-    return "-" if v is None else f"{v:.3g}"
-
-
-def hop_layouts(shot_tensors, marker: dict | None, *, spec=None) -> dict:
-    """What the engine summarises of a shot at put time (``zc_bundle_seam_summarize``): for the
-    video stream and, when its time axis is known, the audio one, ``(time_axis, head_skip, window,
-    max_values)`` by tensor name (max_values 0: read whole). ``head_skip`` is the repeated head
-    the ``marker`` (None for a root: 0) says to drop, as ``for_hop`` drops it. Empty for a shot
-    without a floating-point video stream of rank 4 or 5."""
-    video = shot_tensors.get(VIDEO_KEY)
-    if video is None or video.dim() not in (4, 5) or not video.is_floating_point():
-        return {}
-    marker = marker or {}
-    rule = getattr(spec, "length_rule", None) if video.dim() == 5 else None
-    trim = int(marker.get("trim") or 0)
-    skip = video_skip(trim, int(marker.get("tail_frames") or 0), rule)
-    out = {VIDEO_KEY: (2 if video.dim() == 5 else 0, skip, WINDOW, MAX_VALUES)}
-    audio = shot_tensors.get(stream_key(1))
-    axis = _audio_axis(marker, spec, audio)
-    if audio is not None and axis is not None and video.dim() == 5 and audio.is_floating_point() \
-            and 1 < int(axis) < audio.dim():
-        a_skip = audio_skip(trim, marker.get("audio_count"), skip, video.shape[2], audio.shape[int(axis)])
-        out[stream_key(1)] = (int(axis), a_skip, AUDIO_WINDOW, 0)
-    return out
-
-
-def _audio_axis(marker: dict, spec, audio) -> int | None:
-    axis = marker.get("audio_axis")
-    if axis is None and getattr(spec, "audio", None) is not None:
-        axis = spec.audio.time_axis
-    if axis is None and audio is not None and audio.dim() >= 3:
-        axis = 2
-    return axis
 
 
 def for_hop(parent_tensors, shot_tensors, marker: dict, *, spec=None) -> dict | None:
