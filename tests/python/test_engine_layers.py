@@ -174,8 +174,8 @@ def loops(graph: dict[str, set[str]]) -> list[list[str]]:
 KNOWN_LOOPS: dict[str, list[list[str]]] = {
     "format": [["format/bundle.c", "format/digest_tensor.c", "format/plain_tensor.c", "format/seam.c"]],
     "film": [["film/film_choose.c", "film/film_model.c", "film/film_verify.c"]],
-    "store": [["store/gen_alloc.c", "store/seam_hop.c", "store/spill.c", "store/spill_keep.c",
-               "store/spill_owner.c", "store/spill_refresh.c", "store/store.c"]],
+    "store": [["store/generation_numbers.c", "store/seam_hop.c", "store/spill.c", "store/spill_owner.c",
+               "store/spill_prune.c", "store/spill_refresh.c", "store/store.c"]],
 }
 
 

@@ -5,7 +5,7 @@
  * lazy restore with digest verification.  Files of ours that fail to restore
  * are renamed aside with ZC_REJECTED_SUFFIX, never deleted; files that are
  * not ours are left alone.  What other processes sharing the folder do is
- * seen through gen_alloc.c, spill_owner.c and spill_refresh.c.
+ * seen through generation_numbers.c, spill_owner.c and spill_refresh.c.
  */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /*
  * store.c — the tagged store: tags map to rings of slots; budgets per tier
  * with least-recently-used eviction across tags; generations that only grow
- * (allocated in the spill folder when there is one, gen_alloc.c).  One mutex
+ * (allocated in the spill folder when there is one, generation_numbers.c).  One mutex
  * guards the tag table and the rings; copies, digests and file I/O run
  * outside it.
  */

@@ -3,7 +3,7 @@
  * (tags, rings, budgets), slot.c (reference counts), view.c (views and DLPack
  * export), spill.c (the disk tier and its writer thread), describe.c, and
  * the files that let several processes share one spill folder:
- * gen_alloc.c (generation counters), spill_owner.c (owner files and the
+ * generation_numbers.c (generation counters), spill_owner.c (owner files and the
  * clean-up of dead processes' temporary files), spill_refresh.c (seeing
  * what other processes spilled), shared_process.c (process-wide state) and
  * shot_io.c (shots in and out as file bytes).
@@ -225,7 +225,7 @@ int zc__spill_name_taken(const zc_store *store, const char *tag, uint64_t genera
 
 /* ---- several processes, one spill folder ---- */
 
-/* gen_alloc.c: the per-tag counter file ZC_GEN_PREFIX<tag>, holding the
+/* generation_numbers.c: the per-tag counter file ZC_GEN_PREFIX<tag>, holding the
  * highest generation handed out for the tag in the folder and a count of
  * changes to its spill files (landed, pruned, rejected, dropped). */
 typedef struct {
@@ -264,7 +264,7 @@ void zc__owner_release(zc_store *store);
  * rejected, dropped, imported) for the other stores; best effort. */
 void zc__spill_announce(zc_store *store, const char *tag);
 
-/* spill_keep.c: which of tag's files this store prunes after a write:
+/* spill_prune.c: which of tag's files this store prunes after a write:
  * its own ("mine") beyond the newest disk_keep, except the film's that
  * must stay: ancestors within the tag of every file kept, pinned takes
  * (the choices file) and their ancestors, and the anchor of a film (its
