@@ -42,7 +42,8 @@ def sources() -> list[Path]:
     machine links; the Windows half implements the same platform.h)."""
     plat = SRC / "platform"
     layer = [p for p in plat.glob("posix_*.c") if not p.stem.endswith(("_test", "_args"))]
-    return sorted([*(p for p in SRC.glob("*/*.c") if p.parent != plat), plat / "once.c", *layer])
+    shared = [plat / "once.c", plat / "error_words.c"]
+    return sorted([*(p for p in SRC.glob("*/*.c") if p.parent != plat), *shared, *layer])
 
 
 def test_every_folder_is_a_layer():
