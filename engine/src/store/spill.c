@@ -14,63 +14,6 @@
 
 #include "store_internal.h"
 
-int zc__spill_path(const zc_store *s, const char *tag, uint64_t generation, char *out, size_t cap)
-{
-    return zc__spill_path_in(s->spill_dir, tag, generation, out, cap);
-}
-
-int zc__disk_add(zc_tag_entry *e, uint64_t generation, int mine)
-{
-    for (uint32_t i = 0; i < e->disk_count; i++) {
-        if (e->disk[i].generation == generation) {
-            e->disk[i].mine |= mine;
-            return 0;
-        }
-    }
-    if (e->disk_count == e->disk_cap) {
-        uint32_t cap = e->disk_cap ? e->disk_cap * 2 : 4;
-        zc_disk_file *d = realloc(e->disk, sizeof *d * cap);
-        if (d == NULL)
-            return -1;
-        e->disk = d;
-        e->disk_cap = cap;
-    }
-    uint32_t i = e->disk_count;
-    while (i > 0 && e->disk[i - 1].generation > generation) {
-        e->disk[i] = e->disk[i - 1];
-        i--;
-    }
-    e->disk[i] = (zc_disk_file){.generation = generation, .mine = mine};
-    e->disk_count++;
-    if (generation > e->last_generation)
-        e->last_generation = generation;
-    return 0;
-}
-
-void zc__disk_remove_at(zc_tag_entry *e, uint32_t index)
-{
-    memmove(&e->disk[index], &e->disk[index + 1], sizeof *e->disk * (e->disk_count - index - 1));
-    e->disk_count--;
-}
-
-void zc__disk_remove(zc_tag_entry *e, uint64_t generation)
-{
-    for (uint32_t i = 0; i < e->disk_count; i++) {
-        if (e->disk[i].generation == generation) {
-            zc__disk_remove_at(e, i);
-            return;
-        }
-    }
-}
-
-int zc__disk_has(const zc_tag_entry *e, uint64_t generation)
-{
-    for (uint32_t i = 0; i < e->disk_count; i++)
-        if (e->disk[i].generation == generation)
-            return 1;
-    return 0;
-}
-
 /* 1 if path names an existing directory. */
 static int is_dir(const char *path)
 {
@@ -614,19 +557,6 @@ int zc_store_flush(zc_store *s)
     if (rc != ZC_OK)
         return zc__fail(rc, "%s", msg);
     return ZC_OK;
-}
-
-void zc__spill_note_rejected(zc_store *s, const char *fmt, ...)
-{
-    char note[ZC__NOTE_BYTES];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(note, sizeof note, fmt, ap);
-    va_end(ap);
-    zc_os_mutex_lock(&s->lock);
-    s->stats.files_rejected++;
-    memcpy(s->reject_note, note, sizeof note);
-    zc_os_mutex_unlock(&s->lock);
 }
 
 void zc__spill_reject(zc_store *s, const char *tag, const char *path, const char *why)

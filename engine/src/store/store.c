@@ -22,68 +22,6 @@ void zc_store_config_init(zc_store_config *c)
     c->spill_delay_ms = ZC_DEFAULT_SPILL_DELAY_MS;
 }
 
-static size_t hash_tag(const char *tag)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)tag; *p; p++)
-        h = (h ^ *p) * 1099511628211ULL;
-    return (size_t)h;
-}
-
-zc_tag_entry *zc__tag_find(zc_store *s, const char *tag)
-{
-    for (zc_tag_entry *e = s->buckets[hash_tag(tag) & (s->bucket_count - 1)]; e; e = e->next)
-        if (strcmp(e->tag, tag) == 0)
-            return e;
-    return NULL;
-}
-
-static int grow_buckets(zc_store *s)
-{
-    size_t n = s->bucket_count * 2;
-    zc_tag_entry **b = calloc(n, sizeof *b);
-    if (b == NULL)
-        return -1;
-    for (size_t i = 0; i < s->bucket_count; i++) {
-        zc_tag_entry *e = s->buckets[i];
-        while (e) {
-            zc_tag_entry *next = e->next;
-            size_t k = hash_tag(e->tag) & (n - 1);
-            e->next = b[k];
-            b[k] = e;
-            e = next;
-        }
-    }
-    free(s->buckets);
-    s->buckets = b;
-    s->bucket_count = n;
-    return 0;
-}
-
-zc_tag_entry *zc__tag_get_or_create(zc_store *s, const char *tag)
-{
-    zc_tag_entry *e = zc__tag_find(s, tag);
-    if (e)
-        return e;
-    if (s->tag_count + 1 > s->bucket_count && grow_buckets(s) != 0)
-        return NULL;
-    e = calloc(1, sizeof *e);
-    if (e == NULL)
-        return NULL;
-    e->depth = e->cap = s->config.default_depth;
-    e->ring = calloc(e->cap, sizeof *e->ring);
-    if (e->ring == NULL) {
-        free(e);
-        return NULL;
-    }
-    snprintf(e->tag, sizeof e->tag, "%s", tag);
-    size_t k = hash_tag(tag) & (s->bucket_count - 1);
-    e->next = s->buckets[k];
-    s->buckets[k] = e;
-    s->tag_count++;
-    return e;
-}
-
 int zc_store_open(const zc_store_config *config, zc_store **out)
 {
     if (out == NULL)
@@ -206,32 +144,6 @@ int zc_store_bundle_create(zc_store *s, zc_bundle **out)
         (*out)->pool = s->pool;
     }
     return rc;
-}
-
-/* Remove ring[index] from e, keeping order.  Returns the slot (the ring's
- * reference now belongs to the caller). */
-uint32_t zc__ring_trim(zc_store *s, zc_tag_entry *e, zc_slot **out, uint32_t cap)
-{
-    uint32_t n = 0, i = 0;
-    while (e->count > e->depth && n < cap && i + 1 < e->count) { /* never the newest */
-        if (zc__slot_durable(e->ring[i]))
-            out[n++] = zc__ring_take(s, e, i);
-        else
-            i++;
-    }
-    return n;
-}
-
-zc_slot *zc__ring_take(zc_store *s, zc_tag_entry *e, uint32_t index)
-{
-    zc_slot *slot = e->ring[index];
-    memmove(&e->ring[index], &e->ring[index + 1], sizeof *e->ring * (e->count - index - 1));
-    e->count--;
-    s->stats.slots--;
-    s->stats.host_bytes -= slot->host_bytes;
-    s->stats.device_bytes -= slot->device_bytes;
-    zc__slot_retire(slot);
-    return slot;
 }
 
 int zc_store_set_depth(zc_store *s, const char *tag, uint32_t depth)
