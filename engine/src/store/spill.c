@@ -195,30 +195,6 @@ static void adopt_found_files(zc_store *s)
                 e->disk[i].mine = 1;
 }
 
-static int holds_references(const zc_slot *slot)
-{
-    for (uint32_t i = 0; slot->bundle && i < slot->bundle->count; i++)
-        if (slot->bundle->tensors[i].ref != NULL)
-            return 1;
-    return 0;
-}
-
-/* The writer's reference on a spilled slot.  If it is the last one and the slot holds tensors
- * by reference, freeing it would run their producers' deleters (torch's, which may need the
- * interpreter) on this thread: the release waits for a caller's thread instead.  refs == 1
- * means no one else can take a reference any more (the slot left its ring, no view holds it). */
-void zc__spill_release_from_writer(zc_store *s, zc_slot *slot)
-{
-    if (atomic_load(&slot->refs) == 1 && holds_references(slot)) {
-        zc_os_mutex_lock(&s->lock);
-        slot->next_deferred = s->deferred;
-        s->deferred = slot;
-        zc_os_mutex_unlock(&s->lock);
-        return;
-    }
-    zc__slot_unref(slot);
-}
-
 void zc__release_deferred(zc_store *s)
 {
     zc_os_mutex_lock(&s->lock);
@@ -600,20 +576,6 @@ static int check_restore_budget(const zc_store *s, const zc_file *f, const char 
                     "%llu to restore it, or move the file out of the spill folder", path,
                     (unsigned long long)need, (unsigned long long)end,
                     (unsigned long long)budget, (unsigned long long)need);
-}
-
-zc_file *zc__spill_open_shot(const zc_store *s, const char *tag, uint64_t generation)
-{
-    char path[4096];
-    zc_file *f = NULL;
-    if (s->spill_dir == NULL || zc__spill_path(s, tag, generation, path, sizeof path) != ZC_OK ||
-        zc__spill_file_open(path, &f) != ZC_OK)
-        return NULL;
-    if (zc__spill_check_identity(f, path, tag, generation) != ZC_OK) {
-        zc_file_close(f);
-        return NULL;
-    }
-    return f;
 }
 
 int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot **out)

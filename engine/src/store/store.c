@@ -569,29 +569,6 @@ int zc_store_put_generation(zc_store *s, const char *tag, zc_bundle *b, uint32_t
 }
 
 /* Find generation in the ring (0 = newest); lock held. */
-static zc_slot *ring_find(zc_tag_entry *e, uint64_t generation)
-{
-    if (e->count == 0)
-        return NULL;
-    if (generation == 0)
-        return e->ring[e->count - 1];
-    for (uint32_t i = 0; i < e->count; i++)
-        if (e->ring[i]->generation == generation)
-            return e->ring[i];
-    return NULL;
-}
-
-zc_slot *zc__store_slot_ref(zc_store *s, const char *tag, uint64_t generation)
-{
-    zc_os_mutex_lock(&s->lock);
-    zc_tag_entry *e = generation != 0 ? zc__tag_find(s, tag) : NULL;
-    zc_slot *slot = e ? ring_find(e, generation) : NULL;
-    if (slot != NULL)
-        zc__slot_ref(slot);
-    zc_os_mutex_unlock(&s->lock);
-    return slot;
-}
-
 /* Put a restored slot into the ring if it is newer than everything there and
  * fits the budget without evicting anything; lock held.  Returns 1 if kept. */
 static int adopt_restored(zc_store *s, zc_tag_entry *e, zc_slot *slot)
@@ -634,7 +611,7 @@ static int get_once(zc_store *s, const char *tag, uint64_t generation, zc_view *
     *gone = 0;
     zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
-    zc_slot *slot = e ? ring_find(e, generation) : NULL;
+    zc_slot *slot = e ? zc__ring_find(e, generation) : NULL;
     uint64_t want = generation;
     if (e && generation == 0 && e->disk_count > 0) {
         uint64_t newest_disk = e->disk[e->disk_count - 1].generation;
@@ -682,7 +659,7 @@ static int get_once(zc_store *s, const char *tag, uint64_t generation, zc_view *
     }
     zc_os_mutex_lock(&s->lock);
     e = zc__tag_get_or_create(s, tag);
-    zc_slot *raced = e ? ring_find(e, want) : NULL;
+    zc_slot *raced = e ? zc__ring_find(e, want) : NULL;
     zc_slot *use = restored;
     if (raced && raced->generation == want) {
         use = raced; /* another thread restored it first */

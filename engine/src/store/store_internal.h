@@ -198,6 +198,8 @@ int zc__disk_has(const zc_tag_entry *entry, uint64_t generation);
 /* Remove ring[index] from entry, keeping order (lock held); the ring's reference on the
  * slot now belongs to the caller, who unrefs it outside the lock. */
 zc_slot *zc__ring_take(zc_store *store, zc_tag_entry *entry, uint32_t index);
+/* entry's slot of generation in its ring (0: the newest), or NULL (lock held). */
+zc_slot *zc__ring_find(zc_tag_entry *entry, uint64_t generation);
 /* Let the oldest durable slots of entry leave while its ring holds more than
  * its depth (pinned slots made it grow; lock held).  Their ring references
  * go into out (at most cap); returns how many. */

@@ -168,3 +168,40 @@ void zc__spill_note_rejected(zc_store *s, const char *fmt, ...)
     memcpy(s->reject_note, note, sizeof note);
     zc_os_mutex_unlock(&s->lock);
 }
+
+zc_slot *zc__ring_find(zc_tag_entry *e, uint64_t generation)
+{
+    if (e->count == 0)
+        return NULL;
+    if (generation == 0)
+        return e->ring[e->count - 1];
+    for (uint32_t i = 0; i < e->count; i++)
+        if (e->ring[i]->generation == generation)
+            return e->ring[i];
+    return NULL;
+}
+
+zc_slot *zc__store_slot_ref(zc_store *s, const char *tag, uint64_t generation)
+{
+    zc_os_mutex_lock(&s->lock);
+    zc_tag_entry *e = generation != 0 ? zc__tag_find(s, tag) : NULL;
+    zc_slot *slot = e ? zc__ring_find(e, generation) : NULL;
+    if (slot != NULL)
+        zc__slot_ref(slot);
+    zc_os_mutex_unlock(&s->lock);
+    return slot;
+}
+
+zc_file *zc__spill_open_shot(const zc_store *s, const char *tag, uint64_t generation)
+{
+    char path[4096];
+    zc_file *f = NULL;
+    if (s->spill_dir == NULL || zc__spill_path(s, tag, generation, path, sizeof path) != ZC_OK ||
+        zc__spill_file_open(path, &f) != ZC_OK)
+        return NULL;
+    if (zc__spill_check_identity(f, path, tag, generation) != ZC_OK) {
+        zc_file_close(f);
+        return NULL;
+    }
+    return f;
+}
