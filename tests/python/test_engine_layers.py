@@ -1,6 +1,7 @@
 """The engine's subsystems are layers: each folder of engine/src/ calls and includes only the
 folders below it in LAYERS (the order engine/README.md gives), so the subsystem graph has no
-cycle, and no file outside platform/ includes an operating-system header.
+cycle; inside a folder the files call one another one way too (no loop); and no file outside
+platform/ includes an operating-system header.
 
 Calls are read from the objects: each engine file is compiled on its own (`cc -c`) and `nm`
 lists what it defines and what it leaves undefined; an undefined symbol another file defines is
@@ -169,18 +170,10 @@ def loops(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-# Call loops between the files of one folder that are still there, lowest-first per folder: a
-# loop not listed here, or a listed one that grows, fails the test; one that is gone must be taken
-# off this list.
-KNOWN_LOOPS: dict[str, list[list[str]]] = {
-}
-
-
 def test_no_call_loop_between_the_files_of_a_folder(calls):
     """Inside a folder the calls between files run one way too: a file calls only files that do
     not call it back, directly or round a loop, so each file can be read (and replaced) knowing
     only those below it."""
-    found: dict[str, list[list[str]]] = {}
     report = []
     for folder in LAYERS:
         graph: dict[str, set[str]] = {}
@@ -188,7 +181,6 @@ def test_no_call_loop_between_the_files_of_a_folder(calls):
             if subsystem(SRC / a) == folder == subsystem(SRC / b):
                 graph.setdefault(a, set()).add(b)
         for group in loops(graph):
-            found.setdefault(folder, []).append(group)
             inside = {a: {b for b in graph.get(a, ()) if b in group} for a in group}
             cycle = find_cycle(inside)
             assert cycle, group
@@ -196,18 +188,9 @@ def test_no_call_loop_between_the_files_of_a_folder(calls):
                     for x in group for y in sorted(inside[x])]
             report.append(f"{folder}/: {len(group)} files call one another ({', '.join(group)}), e.g. "
                           + " -> ".join(cycle) + "; the calls between them:\n" + "\n".join(hops))
-    known = {folder: [sorted(g) for g in groups] for folder, groups in KNOWN_LOOPS.items()}
-    new = {f: [g for g in groups if not any(set(g) <= set(k) for k in known.get(f, []))]
-           for f, groups in found.items()}
-    new = {f: g for f, g in new.items() if g}
-    assert not new, ("files of one engine folder call each other in a loop; move the helper the lower "
-                     "file needs down (into it or a small file of its own) so calls run one way:\n"
-                     + "\n".join(report))
-    gone = {f: [g for g in groups if not any(set(g) == set(x) for x in found.get(f, []))]
-            for f, groups in known.items()}
-    gone = {f: g for f, g in gone.items() if g}
-    assert not gone, (f"KNOWN_LOOPS lists loops that changed or are gone; list what is left: {gone}\n"
-                      + "\n".join(report))
+    assert not report, ("files of one engine folder call each other in a loop; move the helper the "
+                        "lower file needs down (into it or a small file of its own) so calls run one "
+                        "way:\n" + "\n".join(report))
 
 
 def test_each_subsystem_calls_only_those_below_it(calls):
