@@ -131,7 +131,7 @@ def sources(system: str) -> list[Path]:
     prefix = "win32" if system == "Windows" else "posix"
     layer = [p for p in platform_dir.glob(f"{prefix}_*.c") if not p.stem.endswith(("_test", "_args"))]
     engine = [p for p in (REPO / "engine" / "src").glob("*/*.c") if p.parent != platform_dir]
-    return sorted([*engine, platform_dir / "once.c", *layer])
+    return sorted([*engine, platform_dir / "once.c", platform_dir / "error_words.c", *layer])
 
 
 def up_to_date(library: Path, system: str) -> bool:

@@ -1,6 +1,7 @@
 """The engine's subsystems are layers: each folder of engine/src/ calls and includes only the
 folders below it in LAYERS (the order engine/README.md gives), so the subsystem graph has no
-cycle, and no file outside platform/ includes an operating-system header.
+cycle; inside a folder the files call one another one way too (no loop); and no file outside
+platform/ includes an operating-system header.
 
 Calls are read from the objects: each engine file is compiled on its own (`cc -c`) and `nm`
 lists what it defines and what it leaves undefined; an undefined symbol another file defines is
@@ -42,7 +43,8 @@ def sources() -> list[Path]:
     machine links; the Windows half implements the same platform.h)."""
     plat = SRC / "platform"
     layer = [p for p in plat.glob("posix_*.c") if not p.stem.endswith(("_test", "_args"))]
-    return sorted([*(p for p in SRC.glob("*/*.c") if p.parent != plat), plat / "once.c", *layer])
+    shared = [plat / "once.c", plat / "error_words.c"]
+    return sorted([*(p for p in SRC.glob("*/*.c") if p.parent != plat), *shared, *layer])
 
 
 def test_every_folder_is_a_layer():
@@ -141,6 +143,54 @@ def test_the_subsystems_have_no_dependency_cycle(calls):
                      if subsystem(SRC / a) == x and subsystem(SRC / b) == y]
         pytest.fail("the engine's subsystems call each other in a cycle " + " -> ".join(cycle) + ":\n"
                     + "\n".join(hops))
+
+
+def loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The call loops of graph: each largest set of two or more nodes that all reach one another
+    (a strongly connected component), each sorted."""
+    nodes = sorted(set(graph) | {b for targets in graph.values() for b in targets})
+
+    def reach(start: str) -> set[str]:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in graph.get(todo.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return seen
+
+    reaches = {n: reach(n) for n in nodes}
+    found: list[list[str]] = []
+    done: set[str] = set()
+    for n in nodes:
+        group = sorted(m for m in reaches[n] if n in reaches[m])
+        if n not in done and len(group) > 1:
+            found.append(group)
+        done.update(group)
+    return found
+
+
+def test_no_call_loop_between_the_files_of_a_folder(calls):
+    """Inside a folder the calls between files run one way too: a file calls only files that do
+    not call it back, directly or round a loop, so each file can be read (and replaced) knowing
+    only those below it."""
+    report = []
+    for folder in LAYERS:
+        graph: dict[str, set[str]] = {}
+        for (a, b) in calls:
+            if subsystem(SRC / a) == folder == subsystem(SRC / b):
+                graph.setdefault(a, set()).add(b)
+        for group in loops(graph):
+            inside = {a: {b for b in graph.get(a, ()) if b in group} for a in group}
+            cycle = find_cycle(inside)
+            assert cycle, group
+            hops = [f"  {x} -> {y}: {', '.join(sorted(calls[(x, y)]))}"
+                    for x in group for y in sorted(inside[x])]
+            report.append(f"{folder}/: {len(group)} files call one another ({', '.join(group)}), e.g. "
+                          + " -> ".join(cycle) + "; the calls between them:\n" + "\n".join(hops))
+    assert not report, ("files of one engine folder call each other in a loop; move the helper the "
+                        "lower file needs down (into it or a small file of its own) so calls run one "
+                        "way:\n" + "\n".join(report))
 
 
 def test_each_subsystem_calls_only_those_below_it(calls):

@@ -1,4 +1,6 @@
-/* dtype.c — the engine's element types and their DLPack / safetensors names. */
+/* dtype.c — the engine's element types, their DLPack / safetensors names, and
+ * one element of a float type as a double. */
+#include <math.h>
 #include <string.h>
 
 #include "internal.h"
@@ -90,4 +92,116 @@ int zc__shape_nbytes(int32_t ndim, const int64_t *shape, size_t elem_size, uint6
     }
     *out = n;
     return 0;
+}
+
+/* ---- one element of a float dtype as a double ----
+ *
+ * The formats, each decoded from its definition (F8 by decode_minifloat, F16
+ * and BF16 by their bits):
+ *   F16       IEEE 754 binary16: 1 sign, 5 exponent (bias 15), 10 mantissa
+ *             bits; exponent 31 is infinity (mantissa 0) or NaN.
+ *   BF16      the upper half of an IEEE 754 binary32: 1 sign, 8 exponent
+ *             (bias 127), 7 mantissa bits; exponent 255 is infinity or NaN.
+ *   F8_E4M3   OCP 8-bit floating point E4M3 ("fn": finite): 1 sign,
+ *             4 exponent (bias 7), 3 mantissa bits; no infinities; only
+ *             S.1111.111 is NaN, so exponent 15 still holds normal numbers
+ *             (largest 448).
+ *   F8_E5M2   OCP E5M2, IEEE-like: 1 sign, 5 exponent (bias 15), 2 mantissa
+ *             bits; exponent 31 is infinity (mantissa 0) or NaN.
+ * In all of them exponent 0 holds the subnormals m * 2^(1 - bias - mbits).
+ * Every value of these formats is exactly representable as a double.
+ * Multi-byte elements are little-endian, as in safetensors files (the
+ * engine only builds on little-endian hosts).
+ */
+
+typedef struct {
+    int exp_bits;
+    int man_bits;
+    int bias;
+    int finite_only; /* OCP "fn": no infinities, NaN only with every bit set */
+} minifloat_format;
+
+static const minifloat_format fmt_e4m3fn = {4, 3, 7, 1};
+static const minifloat_format fmt_e5m2 = {5, 2, 15, 0};
+
+static double decode_minifloat(uint32_t bits, const minifloat_format *f)
+{
+    uint32_t man_mask = (1u << f->man_bits) - 1u;
+    uint32_t exp_max = (1u << f->exp_bits) - 1u;
+    uint32_t man = bits & man_mask;
+    uint32_t exp = (bits >> f->man_bits) & exp_max;
+    int negative = (bits >> (f->man_bits + f->exp_bits)) & 1u;
+    double v;
+    if (f->finite_only && exp == exp_max && man == man_mask) {
+        v = NAN;
+    } else if (!f->finite_only && exp == exp_max) {
+        v = man != 0 ? NAN : INFINITY;
+    } else if (exp == 0) {
+        v = ldexp((double)man, 1 - f->bias - f->man_bits);
+    } else {
+        v = ldexp((double)(man | (1u << f->man_bits)), (int)exp - f->bias - f->man_bits);
+    }
+    return negative ? -v : v;
+}
+
+static uint16_t load_u16(const uint8_t *p)
+{
+    uint16_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* F16 and BF16 by their bits: the same values as decode_minifloat gives (NaN keeping its
+ * payload), and fast on the seam summaries' walk over whole frames. */
+static float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+    if (exp == 0) {
+        if (mant == 0) {
+            bits = sign;
+        } else { /* subnormal: normalise */
+            exp = 127 - 15 + 1;
+            while ((mant & 0x400) == 0) {
+                mant <<= 1;
+                exp--;
+            }
+            bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (mant << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static float bf16_to_float(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+double zc__dtype_decode_float(int dtype, const uint8_t *p)
+{
+    switch (dtype) {
+    case ZC_F32: {
+        float f;
+        memcpy(&f, p, sizeof f);
+        return (double)f;
+    }
+    case ZC_F64: {
+        double d;
+        memcpy(&d, p, sizeof d);
+        return d;
+    }
+    case ZC_F16: return half_to_float(load_u16(p));
+    case ZC_BF16: return bf16_to_float(load_u16(p));
+    case ZC_F8_E4M3FN: return decode_minifloat(p[0], &fmt_e4m3fn);
+    case ZC_F8_E5M2: return decode_minifloat(p[0], &fmt_e5m2);
+    default: return NAN;
+    }
 }

@@ -130,6 +130,9 @@ int zc__dtype_from_name(const char *name, int *dtype);
 /* Map a DLPack data type to a zc_dtype.  @return ZC_OK, or ZC_E_INVALID for
  * a type the engine does not store (complex, vector lanes, sub-byte). */
 int zc__dtype_from_dlpack(zc_dl_dtype dl, int *dtype);
+/* The element at p (little-endian) of a float dtype (F32, F64, F16, BF16, F8_E4M3FN, F8_E5M2)
+ * as a double, exactly; NaN for any other dtype. */
+double zc__dtype_decode_float(int dtype, const uint8_t *p);
 /* out describes the CPU tensor given by plain values (plain_tensor.c; dims:
  * ndim sizes then ndim strides in elements); what names it in errors. */
 int zc__plain_dl_tensor(zc_dl_tensor *out, const char *what, const void *data, int dtype,

@@ -194,16 +194,6 @@ static uint64_t merge(const uint64_t acc[8], const uint8_t *sec, uint64_t start)
     return avalanche(r);
 }
 
-void zc__xxh3_scramble_scalar(uint64_t *acc, const uint8_t *secret)
-{
-    for (size_t i = 0; i < 8; i++) {
-        uint64_t a = acc[i];
-        a ^= a >> 47;
-        a ^= zc__read64le(secret + 8 * i);
-        acc[i] = a * ZC_XXH_PRIME32_1;
-    }
-}
-
 /* The finish of a long input: the accumulators after every stripe but the
  * last, which is the input's last 64 bytes (possibly overlapping stripes
  * already hashed). */

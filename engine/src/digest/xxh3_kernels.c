@@ -47,6 +47,16 @@ static void stripes_copy_scalar(uint64_t *acc, uint8_t *dst, const uint8_t *in, 
     memcpy(acc, a, sizeof a);
 }
 
+void zc__xxh3_scramble_scalar(uint64_t *acc, const uint8_t *secret)
+{
+    for (size_t i = 0; i < 8; i++) {
+        uint64_t a = acc[i];
+        a ^= a >> 47;
+        a ^= zc__read64le(secret + 8 * i);
+        acc[i] = a * ZC_XXH_PRIME32_1;
+    }
+}
+
 static void blocks_scalar(uint64_t *acc, const uint8_t *in, size_t nblocks, const uint8_t *secret)
 {
     for (size_t b = 0; b < nblocks; b++) {

@@ -142,10 +142,15 @@ void zc__film_drift_json(zc_jsonbuf *jb, const zc_film *film);
 /* film_verify.c: check every file's digests and every hop's tail. */
 int zc__film_verify(zc_film *film);
 
-/* film_choose.c: the pins of the tag's choices file (none when it is
+/* film_pins.c: the pins of the tag's choices file (none when it is
  * missing); *unreadable is 1 when it exists but cannot be used. */
 int zc__film_read_pins(const char *dir, const char *tag, uint64_t **pins, size_t *count,
                        int *unreadable);
+
+/* zc__film_read_pins; aside: rename a file that is not private aside
+ * (*refused says so). */
+int zc__film_pins_read(const char *dir, const char *tag, int aside, uint64_t **pins, size_t *count,
+                       int *unreadable, zc_refusal *refused);
 
 /* The path of the choices file (caller frees), or NULL. */
 char *zc__film_choices_path(const char *dir, const char *tag);

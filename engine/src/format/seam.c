@@ -34,59 +34,6 @@
 
 /* ---- samples ---- */
 
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
-    if (exp == 0) {
-        if (mant == 0) {
-            bits = sign;
-        } else { /* subnormal: normalise */
-            exp = 127 - 15 + 1;
-            while ((mant & 0x400) == 0) {
-                mant <<= 1;
-                exp--;
-            }
-            bits = sign | (exp << 23) | ((mant & 0x3ff) << 13);
-        }
-    } else if (exp == 31) {
-        bits = sign | 0x7f800000u | (mant << 13);
-    } else {
-        bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
-}
-
-static float load_value(const uint8_t *p, int dtype)
-{
-    switch (dtype) {
-    case ZC_F32: {
-        float f;
-        memcpy(&f, p, sizeof f);
-        return f;
-    }
-    case ZC_F64: {
-        double d;
-        memcpy(&d, p, sizeof d);
-        return (float)d;
-    }
-    case ZC_F16: {
-        uint16_t h;
-        memcpy(&h, p, sizeof h);
-        return half_to_float(h);
-    }
-    default: { /* ZC_BF16 */
-        uint16_t h;
-        memcpy(&h, p, sizeof h);
-        uint32_t bits = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &bits, sizeof f);
-        return f;
-    }
-    }
-}
-
 /* The grid of one frame: the axes other than time and channels, each read with step (1 for a
  * batch on axis 0 when time is another axis), as zc_continuity/seam.py _frames does. */
 typedef struct {
@@ -209,7 +156,8 @@ static void gather(float *out, const uint8_t *bytes, int dtype, int32_t ndim, co
         int64_t base = (first + (int64_t)(plane / channels)) * estride[axis] +
                        (int64_t)(plane % channels) * estride[1];
         for (uint64_t p = 0; p < n; p++)
-            out[plane * n + p] = load_value(bytes + (size_t)(base + off[p]) * elem, dtype);
+            out[plane * n + p] =
+                (float)zc__dtype_decode_float(dtype, bytes + (size_t)(base + off[p]) * elem);
     }
 }
 

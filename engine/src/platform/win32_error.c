@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "error_words.h"
 #include "win32_internal.h"
 
 int zc_os_error_is(int err, zc_os_error_class cls)
@@ -20,10 +21,8 @@ int zc_os_error_is(int err, zc_os_error_class cls)
     case ZC_OS_UNSUPPORTED:
         return e == ERROR_NOT_SUPPORTED || e == ERROR_INVALID_FUNCTION ||
                e == ERROR_CALL_NOT_IMPLEMENTED;
-    case ZC_OS_LINK: return err == ZC_OS_ERROR_LINK_REFUSED;
-    case ZC_OS_NOT_PRIVATE:
-        return err == ZC_OS_ERROR_LINK_REFUSED || err == ZC_OS_ERROR_NOT_REGULAR ||
-               err == ZC_OS_ERROR_HARD_LINKED;
+    case ZC_OS_LINK:
+    case ZC_OS_NOT_PRIVATE: return zc__os_error_is_engine(err, cls);
     }
     return 0;
 }
@@ -39,24 +38,9 @@ const char *zc_os_error_text(int err, char *buf, size_t cap)
                  "on NTFS can); close it and try again");
         return buf;
     }
-    if (err == ZC_OS_ERROR_LINK_REFUSED) {
-        snprintf(buf, cap, "it is a symbolic link or junction, and the engine never follows a "
-                 "link to a file it writes or locks (a planted link could make it overwrite a "
-                 "file elsewhere); remove the link, and the engine creates the file anew");
+    if (zc__os_error_words(err, buf, cap, "symbolic link or junction",
+                           "a device, pipe, directory or reparse point"))
         return buf;
-    }
-    if (err == ZC_OS_ERROR_NOT_REGULAR) {
-        snprintf(buf, cap, "it is not a regular file (a device, pipe, directory or reparse "
-                 "point), and the engine reads, writes and locks only regular files of its own "
-                 "in a spill folder");
-        return buf;
-    }
-    if (err == ZC_OS_ERROR_HARD_LINKED) {
-        snprintf(buf, cap, "it has more than one name (a hard link), so another name, perhaps "
-                 "outside the spill folder, shares its bytes, and the engine never writes, locks "
-                 "or serves such a file");
-        return buf;
-    }
     wchar_t wide[512];
     DWORD n = FormatMessageW(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL,
                              (DWORD)err, 0, wide, sizeof wide / sizeof wide[0], NULL);

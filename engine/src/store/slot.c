@@ -72,3 +72,27 @@ void zc__slot_reader_release(zc_slot *s)
     atomic_fetch_sub(&s->readers, 1);
     zc__slot_unref(s);
 }
+
+static int holds_references(const zc_slot *slot)
+{
+    for (uint32_t i = 0; slot->bundle && i < slot->bundle->count; i++)
+        if (slot->bundle->tensors[i].ref != NULL)
+            return 1;
+    return 0;
+}
+
+/* The writer's reference on a spilled slot.  If it is the last one and the slot holds tensors
+ * by reference, freeing it would run their producers' deleters (torch's, which may need the
+ * interpreter) on this thread: the release waits for a caller's thread instead.  refs == 1
+ * means no one else can take a reference any more (the slot left its ring, no view holds it). */
+void zc__spill_release_from_writer(zc_store *s, zc_slot *slot)
+{
+    if (atomic_load(&slot->refs) == 1 && holds_references(slot)) {
+        zc_os_mutex_lock(&s->lock);
+        slot->next_deferred = s->deferred;
+        s->deferred = slot;
+        zc_os_mutex_unlock(&s->lock);
+        return;
+    }
+    zc__slot_unref(slot);
+}

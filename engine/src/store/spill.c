@@ -5,7 +5,7 @@
  * lazy restore with digest verification.  Files of ours that fail to restore
  * are renamed aside with ZC_REJECTED_SUFFIX, never deleted; files that are
  * not ours are left alone.  What other processes sharing the folder do is
- * seen through gen_alloc.c, spill_owner.c and spill_refresh.c.
+ * seen through generation_numbers.c, spill_owner.c and spill_refresh.c.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,63 +13,6 @@
 #include <string.h>
 
 #include "store_internal.h"
-
-int zc__spill_path(const zc_store *s, const char *tag, uint64_t generation, char *out, size_t cap)
-{
-    return zc__spill_path_in(s->spill_dir, tag, generation, out, cap);
-}
-
-int zc__disk_add(zc_tag_entry *e, uint64_t generation, int mine)
-{
-    for (uint32_t i = 0; i < e->disk_count; i++) {
-        if (e->disk[i].generation == generation) {
-            e->disk[i].mine |= mine;
-            return 0;
-        }
-    }
-    if (e->disk_count == e->disk_cap) {
-        uint32_t cap = e->disk_cap ? e->disk_cap * 2 : 4;
-        zc_disk_file *d = realloc(e->disk, sizeof *d * cap);
-        if (d == NULL)
-            return -1;
-        e->disk = d;
-        e->disk_cap = cap;
-    }
-    uint32_t i = e->disk_count;
-    while (i > 0 && e->disk[i - 1].generation > generation) {
-        e->disk[i] = e->disk[i - 1];
-        i--;
-    }
-    e->disk[i] = (zc_disk_file){.generation = generation, .mine = mine};
-    e->disk_count++;
-    if (generation > e->last_generation)
-        e->last_generation = generation;
-    return 0;
-}
-
-void zc__disk_remove_at(zc_tag_entry *e, uint32_t index)
-{
-    memmove(&e->disk[index], &e->disk[index + 1], sizeof *e->disk * (e->disk_count - index - 1));
-    e->disk_count--;
-}
-
-void zc__disk_remove(zc_tag_entry *e, uint64_t generation)
-{
-    for (uint32_t i = 0; i < e->disk_count; i++) {
-        if (e->disk[i].generation == generation) {
-            zc__disk_remove_at(e, i);
-            return;
-        }
-    }
-}
-
-int zc__disk_has(const zc_tag_entry *e, uint64_t generation)
-{
-    for (uint32_t i = 0; i < e->disk_count; i++)
-        if (e->disk[i].generation == generation)
-            return 1;
-    return 0;
-}
 
 /* 1 if path names an existing directory. */
 static int is_dir(const char *path)
@@ -250,30 +193,6 @@ static void adopt_found_files(zc_store *s)
         for (zc_tag_entry *e = s->buckets[b]; e; e = e->next)
             for (uint32_t i = 0; i < e->disk_count; i++)
                 e->disk[i].mine = 1;
-}
-
-static int holds_references(const zc_slot *slot)
-{
-    for (uint32_t i = 0; slot->bundle && i < slot->bundle->count; i++)
-        if (slot->bundle->tensors[i].ref != NULL)
-            return 1;
-    return 0;
-}
-
-/* The writer's reference on a spilled slot.  If it is the last one and the slot holds tensors
- * by reference, freeing it would run their producers' deleters (torch's, which may need the
- * interpreter) on this thread: the release waits for a caller's thread instead.  refs == 1
- * means no one else can take a reference any more (the slot left its ring, no view holds it). */
-void zc__spill_release_from_writer(zc_store *s, zc_slot *slot)
-{
-    if (atomic_load(&slot->refs) == 1 && holds_references(slot)) {
-        zc_os_mutex_lock(&s->lock);
-        slot->next_deferred = s->deferred;
-        s->deferred = slot;
-        zc_os_mutex_unlock(&s->lock);
-        return;
-    }
-    zc__slot_unref(slot);
 }
 
 void zc__release_deferred(zc_store *s)
@@ -616,19 +535,6 @@ int zc_store_flush(zc_store *s)
     return ZC_OK;
 }
 
-void zc__spill_note_rejected(zc_store *s, const char *fmt, ...)
-{
-    char note[ZC__NOTE_BYTES];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(note, sizeof note, fmt, ap);
-    va_end(ap);
-    zc_os_mutex_lock(&s->lock);
-    s->stats.files_rejected++;
-    memcpy(s->reject_note, note, sizeof note);
-    zc_os_mutex_unlock(&s->lock);
-}
-
 void zc__spill_reject(zc_store *s, const char *tag, const char *path, const char *why)
 {
     char aside[4200];
@@ -670,20 +576,6 @@ static int check_restore_budget(const zc_store *s, const zc_file *f, const char 
                     "%llu to restore it, or move the file out of the spill folder", path,
                     (unsigned long long)need, (unsigned long long)end,
                     (unsigned long long)budget, (unsigned long long)need);
-}
-
-zc_file *zc__spill_open_shot(const zc_store *s, const char *tag, uint64_t generation)
-{
-    char path[4096];
-    zc_file *f = NULL;
-    if (s->spill_dir == NULL || zc__spill_path(s, tag, generation, path, sizeof path) != ZC_OK ||
-        zc__spill_file_open(path, &f) != ZC_OK)
-        return NULL;
-    if (zc__spill_check_identity(f, path, tag, generation) != ZC_OK) {
-        zc_file_close(f);
-        return NULL;
-    }
-    return f;
 }
 
 int zc__spill_restore(zc_store *s, const char *tag, uint64_t generation, zc_slot **out)

@@ -2,7 +2,7 @@
  * spill_refresh.c — seeing the spill files other processes (and other
  * stores of this process) add to or remove from a shared folder, without a
  * directory scan.  Every change to a tag's files bumps the change count in
- * its counter file (gen_alloc.c).  A store remembers the count it last saw
+ * its counter file (generation_numbers.c).  A store remembers the count it last saw
  * per tag: while it stays the same, a look costs one small read.  When it
  * moved, the store probes by name the newest PROBE_WINDOW generations handed
  * out in the folder that it does not know on disk, and checks that the

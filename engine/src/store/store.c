@@ -1,7 +1,7 @@
 /*
  * store.c — the tagged store: tags map to rings of slots; budgets per tier
  * with least-recently-used eviction across tags; generations that only grow
- * (allocated in the spill folder when there is one, gen_alloc.c).  One mutex
+ * (allocated in the spill folder when there is one, generation_numbers.c).  One mutex
  * guards the tag table and the rings; copies, digests and file I/O run
  * outside it.
  */
@@ -20,68 +20,6 @@ void zc_store_config_init(zc_store_config *c)
     memset(c, 0, sizeof *c);
     c->default_depth = ZC_DEFAULT_DEPTH;
     c->spill_delay_ms = ZC_DEFAULT_SPILL_DELAY_MS;
-}
-
-static size_t hash_tag(const char *tag)
-{
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)tag; *p; p++)
-        h = (h ^ *p) * 1099511628211ULL;
-    return (size_t)h;
-}
-
-zc_tag_entry *zc__tag_find(zc_store *s, const char *tag)
-{
-    for (zc_tag_entry *e = s->buckets[hash_tag(tag) & (s->bucket_count - 1)]; e; e = e->next)
-        if (strcmp(e->tag, tag) == 0)
-            return e;
-    return NULL;
-}
-
-static int grow_buckets(zc_store *s)
-{
-    size_t n = s->bucket_count * 2;
-    zc_tag_entry **b = calloc(n, sizeof *b);
-    if (b == NULL)
-        return -1;
-    for (size_t i = 0; i < s->bucket_count; i++) {
-        zc_tag_entry *e = s->buckets[i];
-        while (e) {
-            zc_tag_entry *next = e->next;
-            size_t k = hash_tag(e->tag) & (n - 1);
-            e->next = b[k];
-            b[k] = e;
-            e = next;
-        }
-    }
-    free(s->buckets);
-    s->buckets = b;
-    s->bucket_count = n;
-    return 0;
-}
-
-zc_tag_entry *zc__tag_get_or_create(zc_store *s, const char *tag)
-{
-    zc_tag_entry *e = zc__tag_find(s, tag);
-    if (e)
-        return e;
-    if (s->tag_count + 1 > s->bucket_count && grow_buckets(s) != 0)
-        return NULL;
-    e = calloc(1, sizeof *e);
-    if (e == NULL)
-        return NULL;
-    e->depth = e->cap = s->config.default_depth;
-    e->ring = calloc(e->cap, sizeof *e->ring);
-    if (e->ring == NULL) {
-        free(e);
-        return NULL;
-    }
-    snprintf(e->tag, sizeof e->tag, "%s", tag);
-    size_t k = hash_tag(tag) & (s->bucket_count - 1);
-    e->next = s->buckets[k];
-    s->buckets[k] = e;
-    s->tag_count++;
-    return e;
 }
 
 int zc_store_open(const zc_store_config *config, zc_store **out)
@@ -206,32 +144,6 @@ int zc_store_bundle_create(zc_store *s, zc_bundle **out)
         (*out)->pool = s->pool;
     }
     return rc;
-}
-
-/* Remove ring[index] from e, keeping order.  Returns the slot (the ring's
- * reference now belongs to the caller). */
-uint32_t zc__ring_trim(zc_store *s, zc_tag_entry *e, zc_slot **out, uint32_t cap)
-{
-    uint32_t n = 0, i = 0;
-    while (e->count > e->depth && n < cap && i + 1 < e->count) { /* never the newest */
-        if (zc__slot_durable(e->ring[i]))
-            out[n++] = zc__ring_take(s, e, i);
-        else
-            i++;
-    }
-    return n;
-}
-
-zc_slot *zc__ring_take(zc_store *s, zc_tag_entry *e, uint32_t index)
-{
-    zc_slot *slot = e->ring[index];
-    memmove(&e->ring[index], &e->ring[index + 1], sizeof *e->ring * (e->count - index - 1));
-    e->count--;
-    s->stats.slots--;
-    s->stats.host_bytes -= slot->host_bytes;
-    s->stats.device_bytes -= slot->device_bytes;
-    zc__slot_retire(slot);
-    return slot;
 }
 
 int zc_store_set_depth(zc_store *s, const char *tag, uint32_t depth)
@@ -657,29 +569,6 @@ int zc_store_put_generation(zc_store *s, const char *tag, zc_bundle *b, uint32_t
 }
 
 /* Find generation in the ring (0 = newest); lock held. */
-static zc_slot *ring_find(zc_tag_entry *e, uint64_t generation)
-{
-    if (e->count == 0)
-        return NULL;
-    if (generation == 0)
-        return e->ring[e->count - 1];
-    for (uint32_t i = 0; i < e->count; i++)
-        if (e->ring[i]->generation == generation)
-            return e->ring[i];
-    return NULL;
-}
-
-zc_slot *zc__store_slot_ref(zc_store *s, const char *tag, uint64_t generation)
-{
-    zc_os_mutex_lock(&s->lock);
-    zc_tag_entry *e = generation != 0 ? zc__tag_find(s, tag) : NULL;
-    zc_slot *slot = e ? ring_find(e, generation) : NULL;
-    if (slot != NULL)
-        zc__slot_ref(slot);
-    zc_os_mutex_unlock(&s->lock);
-    return slot;
-}
-
 /* Put a restored slot into the ring if it is newer than everything there and
  * fits the budget without evicting anything; lock held.  Returns 1 if kept. */
 static int adopt_restored(zc_store *s, zc_tag_entry *e, zc_slot *slot)
@@ -722,7 +611,7 @@ static int get_once(zc_store *s, const char *tag, uint64_t generation, zc_view *
     *gone = 0;
     zc_os_mutex_lock(&s->lock);
     zc_tag_entry *e = zc__tag_find(s, tag);
-    zc_slot *slot = e ? ring_find(e, generation) : NULL;
+    zc_slot *slot = e ? zc__ring_find(e, generation) : NULL;
     uint64_t want = generation;
     if (e && generation == 0 && e->disk_count > 0) {
         uint64_t newest_disk = e->disk[e->disk_count - 1].generation;
@@ -770,7 +659,7 @@ static int get_once(zc_store *s, const char *tag, uint64_t generation, zc_view *
     }
     zc_os_mutex_lock(&s->lock);
     e = zc__tag_get_or_create(s, tag);
-    zc_slot *raced = e ? ring_find(e, want) : NULL;
+    zc_slot *raced = e ? zc__ring_find(e, want) : NULL;
     zc_slot *use = restored;
     if (raced && raced->generation == want) {
         use = raced; /* another thread restored it first */

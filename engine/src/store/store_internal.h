@@ -1,9 +1,10 @@
 /*
  * store_internal.h — the store's private structures, shared by store.c
  * (tags, rings, budgets), slot.c (reference counts), view.c (views and DLPack
- * export), spill.c (the disk tier and its writer thread), describe.c, and
+ * export), tag_index.c (each tag's entry, ring and files on disk), spill.c
+ * (the disk tier and its writer thread), describe.c, and
  * the files that let several processes share one spill folder:
- * gen_alloc.c (generation counters), spill_owner.c (owner files and the
+ * generation_numbers.c (generation counters), spill_owner.c (owner files and the
  * clean-up of dead processes' temporary files), spill_refresh.c (seeing
  * what other processes spilled), shared_process.c (process-wide state) and
  * shot_io.c (shots in and out as file bytes).
@@ -182,22 +183,12 @@ void zc__slot_reader_release(zc_slot *slot);
 void zc__slot_retire(zc_slot *slot);
 void zc__core_unref(zc_core *core);
 
-/* store.c (call with the lock held) */
+/* tag_index.c (call with the lock held, unless said) */
 zc_tag_entry *zc__tag_find(zc_store *store, const char *tag);
 zc_tag_entry *zc__tag_get_or_create(zc_store *store, const char *tag);
 
-/* spill.c */
-int zc__spill_open(zc_store *store);      /* index the directory, start the writer */
-/* Create the spill directory again if it was removed (lock NOT held): 1 when
- * it was missing and now exists, else 0 (the message says why, if it failed). */
-int zc__spill_dir_recreate(zc_store *store);
-void zc__spill_close(zc_store *store);    /* drain and stop the writer */
-void zc__worker_wait(zc_store *store);    /* wait until the queue is drained (lock not held) */
-void zc__spill_enqueue(zc_store *store, zc_slot *slot); /* lock held; takes a slot ref */
 int zc__spill_path(const zc_store *store, const char *tag, uint64_t generation, char *out,
                    size_t cap);
-/* Restore tag@generation from disk as a new slot (lock NOT held). */
-int zc__spill_restore(zc_store *store, const char *tag, uint64_t generation, zc_slot **out);
 /* Record a generation as on disk (lock held); mine is or-ed into an
  * existing entry's flag. */
 int zc__disk_add(zc_tag_entry *entry, uint64_t generation, int mine);
@@ -207,25 +198,38 @@ int zc__disk_has(const zc_tag_entry *entry, uint64_t generation);
 /* Remove ring[index] from entry, keeping order (lock held); the ring's reference on the
  * slot now belongs to the caller, who unrefs it outside the lock. */
 zc_slot *zc__ring_take(zc_store *store, zc_tag_entry *entry, uint32_t index);
+/* entry's slot of generation in its ring (0: the newest), or NULL (lock held). */
+zc_slot *zc__ring_find(zc_tag_entry *entry, uint64_t generation);
 /* Let the oldest durable slots of entry leave while its ring holds more than
  * its depth (pinned slots made it grow; lock held).  Their ring references
  * go into out (at most cap); returns how many. */
 uint32_t zc__ring_trim(zc_store *store, zc_tag_entry *entry, zc_slot **out, uint32_t cap);
-/* Rename tag's bad spill file at path aside (never deletes it); why says
- * what is wrong with it (for the store's note of refused files; may be NULL). */
-void zc__spill_reject(zc_store *store, const char *tag, const char *path, const char *why);
 /* Count a file of the spill folder refused (renamed aside, or left where it
  * could not be) in stats.files_rejected, and keep the note (a format and its
  * arguments), the sentence that
  * says which, why and what was done, as the store's newest such note
  * ("last_rejected" in zc_store_describe_json).  Takes the store lock. */
 void zc__spill_note_rejected(zc_store *store, const char *fmt, ...) ZC_PRINTF(2, 3);
+
+/* spill.c */
+int zc__spill_open(zc_store *store);      /* index the directory, start the writer */
+/* Create the spill directory again if it was removed (lock NOT held): 1 when
+ * it was missing and now exists, else 0 (the message says why, if it failed). */
+int zc__spill_dir_recreate(zc_store *store);
+void zc__spill_close(zc_store *store);    /* drain and stop the writer */
+void zc__worker_wait(zc_store *store);    /* wait until the queue is drained (lock not held) */
+void zc__spill_enqueue(zc_store *store, zc_slot *slot); /* lock held; takes a slot ref */
+/* Restore tag@generation from disk as a new slot (lock NOT held). */
+int zc__spill_restore(zc_store *store, const char *tag, uint64_t generation, zc_slot **out);
+/* Rename tag's bad spill file at path aside (never deletes it); why says
+ * what is wrong with it (for the store's note of refused files; may be NULL). */
+void zc__spill_reject(zc_store *store, const char *tag, const char *path, const char *why);
 /* 1 if tag@generation has a spill file, or one renamed aside, in the folder. */
 int zc__spill_name_taken(const zc_store *store, const char *tag, uint64_t generation);
 
 /* ---- several processes, one spill folder ---- */
 
-/* gen_alloc.c: the per-tag counter file ZC_GEN_PREFIX<tag>, holding the
+/* generation_numbers.c: the per-tag counter file ZC_GEN_PREFIX<tag>, holding the
  * highest generation handed out for the tag in the folder and a count of
  * changes to its spill files (landed, pruned, rejected, dropped). */
 typedef struct {
@@ -264,7 +268,7 @@ void zc__owner_release(zc_store *store);
  * rejected, dropped, imported) for the other stores; best effort. */
 void zc__spill_announce(zc_store *store, const char *tag);
 
-/* spill_keep.c: which of tag's files this store prunes after a write:
+/* spill_prune.c: which of tag's files this store prunes after a write:
  * its own ("mine") beyond the newest disk_keep, except the film's that
  * must stay: ancestors within the tag of every file kept, pinned takes
  * (the choices file) and their ancestors, and the anchor of a film (its

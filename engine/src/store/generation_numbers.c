@@ -1,5 +1,5 @@
 /*
- * gen_alloc.c — generation numbers that are unique across every process
+ * generation_numbers.c — generation numbers that are unique across every process
  * sharing a spill folder.  Each tag has a counter file ZC_GEN_PREFIX<tag>
  * holding two fixed-width numbers, "<last> <changes>\n": the highest
  * generation handed out for the tag in the folder, and how many times its

@@ -1,5 +1,5 @@
 /*
- * spill_keep.c — what a store prunes of a tag's spill files once it holds
+ * spill_prune.c — what a store prunes of a tag's spill files once it holds
  * more than disk_keep of them: its own files beyond the newest disk_keep,
  * except those a film still needs.  A shot's parent (its lineage's
  * parent_generation in the same tag) is read once per file: from the slot
