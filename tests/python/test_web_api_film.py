@@ -9,10 +9,10 @@ import torch
 
 aiohttp = pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's web server)")
 
+from film_shots import put_shot  # noqa: E402
 from web_api_helpers import SyncClient  # noqa: E402
 
-from zc_continuity import lineage  # noqa: E402
-from zc_engine import LatentStore, digest_tensor  # noqa: E402
+from zc_engine import LatentStore  # noqa: E402
 from zc_engine import film as engine_film  # noqa: E402
 from zc_nodes.api import routes  # noqa: E402
 
@@ -48,15 +48,7 @@ class Harness:
 
     def shot(self, seed, parent=None):
         """Store one shot (continuing ``parent``'s last latent frame when given); its generation."""
-        latent = torch.randn(1, 16, 3, 4, 4, generator=torch.Generator().manual_seed(seed))
-        meta = {"family": "wan21"}
-        if parent is not None:
-            tail = self.store.get(TAG, parent).tensors["latent_tensor"][:, :, -1:]
-            meta["lineage"] = lineage.record(lineage.marker(
-                parent_tag=TAG, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
-                used_digest=digest_tensor(tail), adapter="temporal_inpaint", trim=1, prompt=f"seed {seed}"),
-                seed=seed)
-        return self.store.put(TAG, {"latent_tensor": latent}, meta, spill=True)
+        return put_shot(self.store, TAG, seed, parent)
 
     def close(self):
         self.client.close()
