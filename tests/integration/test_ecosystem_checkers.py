@@ -32,24 +32,14 @@ LINT = Path(sys.executable).with_name("comfy-lint")
 PACK_NAME = "ComfyUI-ZeroCopy-Continuity"
 KJNODES_PATH = os.environ.get("KJNODES_PATH")
 
-# The files the examples load, by the loader input that names them and the folder (under the
-# server's base directory) a user puts them in.
-FILE_INPUTS = {
-    ("UNETLoader", "unet_name"): "models/diffusion_models",
-    ("CheckpointLoaderSimple", "ckpt_name"): "models/checkpoints",
-    ("VAELoader", "vae_name"): "models/vae",
-    ("CLIPLoader", "clip_name"): "models/text_encoders",
-    ("DualCLIPLoader", "clip_name1"): "models/text_encoders",
-    ("DualCLIPLoader", "clip_name2"): "models/text_encoders",
-    ("CLIPVisionLoader", "clip_name"): "models/clip_vision",
-    ("LoraLoaderModelOnly", "lora_name"): "models/loras",
-    ("AudioEncoderLoader", "audio_encoder_name"): "models/audio_encoders",
-    ("LTXAVTextEncoderLoader", "text_encoder"): "models/text_encoders",
-    ("LTXAVTextEncoderLoader", "ckpt_name"): "models/checkpoints",
-    ("LTXVAudioVAELoader", "ckpt_name"): "models/checkpoints",
-    ("LoadImage", "image"): "input",
-    ("LoadAudio", "audio"): "input",
-}
+def file_inputs() -> dict:
+    """The files the examples load, by the loader input that names them: the folder (under the
+    server's base directory) a user puts them in; the models as tools/build_examples.py lists them."""
+    import build_examples
+
+    return {**{key: f"models/{folder}" for key, folder in build_examples.MODEL_INPUTS.items()},
+            ("LTXAVTextEncoderLoader", "ckpt_name"): "models/checkpoints",
+            ("LoadImage", "image"): "input", ("LoadAudio", "audio"): "input"}
 
 
 def tracked_copy(destination: Path) -> None:
@@ -107,7 +97,7 @@ def server(tmp_path_factory):
     base = tmp_path_factory.mktemp("lint_base")
     (base / "custom_nodes").mkdir()
     os.symlink(REPO, base / "custom_nodes" / PACK_NAME)
-    for folder in set(FILE_INPUTS.values()):  # there from the start: ComfyUI then sees what is added
+    for folder in set(file_inputs().values()):  # there from the start: ComfyUI then sees what is added
         (base / folder).mkdir(parents=True, exist_ok=True)
     if KJNODES_PATH:
         os.symlink(Path(KJNODES_PATH).resolve(), base / "custom_nodes" / "ComfyUI-KJNodes")
@@ -155,9 +145,10 @@ def test_comfy_lint_passes_every_example(server, path, tmp_path):
         pytest.skip(f"skipped: this ComfyUI lacks {', '.join(missing)}"
                     + ("" if KJNODES_PATH else " (KJNODES_PATH not set)"))
     prompt = to_api_prompt(workflow, server_schemas(server.object_info))
+    folders = file_inputs()
     for node in prompt.values():  # the files a user has downloaded for this example
         for name, value in node["inputs"].items():
-            folder = FILE_INPUTS.get((node["class_type"], name))
+            folder = folders.get((node["class_type"], name))
             if folder and isinstance(value, str):
                 (server.base / folder / value).touch()
     api = tmp_path / f"{path.stem}.api.json"
