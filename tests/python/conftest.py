@@ -60,3 +60,24 @@ def run_python(code: str, *, env: dict | None = None, timeout: float = 120) -> s
 def spill_dir(tmp_path) -> Path:
     path = tmp_path / "spill"
     return path
+
+
+@pytest.fixture
+def assemble_node(monkeypatch, request):
+    """(node module, runtime, comfy_calls): the pack's ZeroCopyFilmAssemble loaded as the package
+    the test module's PACK names, with a stand-in for ComfyUI's comfy_api (no ComfyUI here);
+    progress bars are mocks and the farm is off."""
+    import importlib
+    from unittest import mock
+
+    import comfy_api_standin
+
+    pack = request.module.PACK
+    for name, module in comfy_api_standin.modules(pack).items():
+        monkeypatch.setitem(sys.modules, name, module)
+    node = importlib.import_module(f"{pack}.zc_nodes.film_assemble_node")
+    calls = sys.modules[f"{pack}.zc_nodes.comfy_calls"]
+    monkeypatch.setattr(calls, "progress_bar", lambda total: mock.MagicMock())
+    monkeypatch.setattr(sys.modules[f"{pack}.zc_nodes.farm_link"], "complete_film", lambda tag: None)
+    yield node, sys.modules[f"{pack}.zc_nodes.runtime"], calls
+    comfy_api_standin.forget(pack)
