@@ -81,3 +81,14 @@ def assemble_node(monkeypatch, request):
     monkeypatch.setattr(sys.modules[f"{pack}.zc_nodes.farm_link"], "complete_film", lambda tag: None)
     yield node, sys.modules[f"{pack}.zc_nodes.runtime"], calls
     comfy_api_standin.forget(pack)
+
+
+@pytest.fixture
+def server(tmp_path):
+    """The farm tests' Redis: a redis-server of its own on a free 127.0.0.1 port
+    (tools/standins/redis_server.py), stopped at the end."""
+    from redis_server import RedisServer
+
+    srv = RedisServer(tmp_path / "redis").start()
+    yield srv
+    srv.stop()

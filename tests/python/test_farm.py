@@ -26,13 +26,6 @@ TAG = "film"
 
 
 @pytest.fixture
-def server(tmp_path):
-    srv = RedisServer(tmp_path / "redis").start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
 def workers(tmp_path, server):
     """make(name, **config) -> a Farm on its own store and spill folder; all closed at the end."""
     from zc_farm import Farm, FarmConfig

@@ -19,7 +19,7 @@ import torch
 
 import comfy_api_standin
 from conftest import REPO, same_bits
-from redis_server import RedisServer, skip_reason
+from redis_server import skip_reason
 from zc_continuity import lineage
 from zc_engine import LatentStore, digest_tensor
 
@@ -27,13 +27,6 @@ pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() 
 
 TAG = "film"
 ZC = REPO / "build" / "zc"
-
-
-@pytest.fixture
-def server(tmp_path):
-    srv = RedisServer(tmp_path / "redis").start()
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture
