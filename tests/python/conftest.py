@@ -92,3 +92,26 @@ def server(tmp_path):
     srv = RedisServer(tmp_path / "redis").start()
     yield srv
     srv.stop()
+
+
+@pytest.fixture
+def new_farm(tmp_path):
+    """new_farm(url, name, store_dir=None, on_event=None, on_warning=None, **config) -> a Farm, worker
+    ``name`` on the Redis at ``url`` (retry_s 0.2 unless given), on its own LatentStore in
+    ``store_dir`` (default: the test's spill-<name>); every one closed, then its store, at the end."""
+    from zc_engine import LatentStore
+    from zc_farm import Farm, FarmConfig
+
+    made = []
+
+    def make(url, name, store_dir=None, on_event=None, on_warning=None, **options):
+        options.setdefault("retry_s", 0.2)
+        store = LatentStore(spill_dir=store_dir or tmp_path / f"spill-{name}")
+        farm = Farm(store, FarmConfig(url=url, worker_id=name, **options), on_event=on_event, on_warning=on_warning)
+        made.append((farm, store))
+        return farm
+
+    yield make
+    for farm, store in made:
+        farm.close(timeout=1)
+        store.close()
