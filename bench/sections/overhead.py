@@ -131,19 +131,19 @@ class NodeRoutes:
     """Our nodes and ComfyUI's SaveLatent/LoadLatent, called as ComfyUI's executor calls them."""
 
     def __init__(self, ctx: Context):
-        comfy = ctx.comfy
+        comfyui = ctx.comfy
         self.ctx = ctx
-        self.store_node = comfy.module("zc_nodes.store_node").ZeroCopyLatentStore
-        self.handoff_node = comfy.module("zc_nodes.handoff_node").ZeroCopyLatentHandoff
-        self.runtime = comfy.module("zc_nodes.runtime")
-        self.prepared = comfy.module("zc_nodes.prepared_latents")
-        self.comfy_calls = comfy.module("zc_nodes.comfy_calls")
-        test_nodes = comfy.test_nodes
+        self.store_node = comfyui.module("zc_nodes.store_node").ZeroCopyLatentStore
+        self.handoff_node = comfyui.module("zc_nodes.handoff_node").ZeroCopyLatentHandoff
+        self.runtime = comfyui.module("zc_nodes.runtime")
+        self.prepared = comfyui.module("zc_nodes.prepared_latents")
+        self.comfy_calls = comfyui.module("zc_nodes.comfy_calls")
+        test_nodes = comfyui.test_nodes
         self.clip = test_nodes.FakeUMT5Clip(8)
         self.raising_vae = test_nodes.ZCTestRaisingVAE.execute().args[0]
         self.negative = self.clip.encode_from_tokens_scheduled(self.clip.tokenize(""))
-        self.save_latent = comfy.nodes.NODE_CLASS_MAPPINGS["SaveLatent"]()
-        self.load_latent = comfy.nodes.NODE_CLASS_MAPPINGS["LoadLatent"]
+        self.save_latent = comfyui.nodes.NODE_CLASS_MAPPINGS["SaveLatent"]()
+        self.load_latent = comfyui.nodes.NODE_CLASS_MAPPINGS["LoadLatent"]
         self.models: dict[str, object] = {}
         self.folder = ctx.tmp_dir / "overhead_models"
 

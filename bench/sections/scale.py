@@ -136,9 +136,9 @@ def store_prompts(ctx: Context) -> dict | None:
 
     low, high = ctx.pick(300, 300, 30), ctx.pick(2000, 2000, 120)
     timed = ctx.pick(100, 50, 10)
-    comfy = ctx.comfy
-    runtime = comfy.module("zc_nodes.runtime")
-    durability = comfy.module("zc_nodes.durability")
+    comfyui = ctx.comfy
+    runtime = comfyui.module("zc_nodes.runtime")
+    durability = comfyui.module("zc_nodes.durability")
     previous_server = sys.modules.get("server")
     server = types.ModuleType("server")
     server.PromptServer = type("PromptServer", (), {"instance": _Server()})
@@ -166,7 +166,7 @@ def store_prompts(ctx: Context) -> dict | None:
                 prompt = {"1": {"class_type": "EmptyLatentImage", "inputs": {"width": 64, "height": 64, "batch_size": 1}},
                           "2": {"class_type": "ZeroCopyLatentStore", "inputs": {"samples": ["1", 0], "buffer_tag": tag}}}
                 t0 = time.perf_counter()
-                comfy.run(prompt, targets=["2"])
+                comfyui.run(prompt, targets=["2"])
                 durability.make_durable()
                 samples.append(time.perf_counter() - t0)
                 held += 1

@@ -2,8 +2,8 @@
 ComfyUI checkout; otherwise every test here is skipped with that reason.
 
 Fixtures (all session-scoped unless noted):
-  comfy            ComfyUI imported in-process (args.cpu), tmp input/output folders;
-                   comfy.run(prompt) validates + executes an API-format prompt.
+  comfyui          ComfyUI imported in-process (args.cpu), tmp input/output folders;
+                   comfyui.run(prompt) validates + executes an API-format prompt.
   zc_test_nodes    the TEST-ONLY fake node pack in tools/standins/zc_test_nodes (ZCTest* nodes), loaded
                    through ComfyUI's own custom-node loader; returns the loaded module.
   captures         (function) zc_test_nodes with its capture store emptied and ComfyUI's
@@ -18,7 +18,7 @@ Example (a new test module in this folder):
 
     from conftest import Graph
 
-    def test_something(comfy, captures, tiny_wan21_t2v):
+    def test_something(comfyui, captures, tiny_wan21_t2v):
         g = Graph()
         model = g.add("UNETLoader", unet_name=tiny_wan21_t2v.name, weight_dtype="default")
         pos = g.add("ZCTestConditioning", seed=1, tokens=8)
@@ -28,9 +28,9 @@ Example (a new test module in this folder):
                         sampler_name="euler", scheduler="simple", positive=g.out(pos),
                         negative=g.out(neg), latent_image=g.out(empty), denoise=1.0)
         g.add("ZCTestCaptureLatent", samples=g.out(sampled), label="shot1")
-        run = comfy.run(g.prompt)           # raises ComfyRunError on a failing node
+        run = comfyui.run(g.prompt)           # raises ComfyRunError on a failing node
         latent = captures.CAPTURED["shot1"]  # {"samples": [1, 16, 3, 8, 8]}
-        assert run.executed and comfy.output(run, sampled)["samples"].shape == latent["samples"].shape
+        assert run.executed and comfyui.output(run, sampled)["samples"].shape == latent["samples"].shape
 """
 
 from __future__ import annotations
@@ -240,7 +240,7 @@ class Graph:
 
 
 @pytest.fixture(scope="session")
-def comfy(tmp_path_factory) -> Comfy:
+def comfyui(tmp_path_factory) -> Comfy:
     if not COMFYUI_PATH:
         pytest.skip("skipped: COMFYUI_PATH not set")
     return Comfy(Path(COMFYUI_PATH), tmp_path_factory.mktemp("comfy_input"),
@@ -248,23 +248,23 @@ def comfy(tmp_path_factory) -> Comfy:
 
 
 @pytest.fixture(scope="session")
-def zc_test_nodes(comfy):
+def zc_test_nodes(comfyui):
     """The fake ZCTest* nodes, registered in ComfyUI; the loaded module (CAPTURED, ...)."""
-    return comfy.load_custom_node(ZC_TEST_NODES_DIR)
+    return comfyui.load_custom_node(ZC_TEST_NODES_DIR)
 
 
 @pytest.fixture
-def captures(comfy, zc_test_nodes):
+def captures(comfyui, zc_test_nodes):
     """zc_test_nodes with an empty capture store, and ComfyUI's output cache emptied so
     this test's capture nodes run even if an earlier test queued the same graph."""
-    comfy.reset_cache()
+    comfyui.reset_cache()
     zc_test_nodes.reset_captures()
     yield zc_test_nodes
     zc_test_nodes.reset_captures()
 
 
 @pytest.fixture(scope="session")
-def model_dirs(comfy, tmp_path_factory) -> dict[str, Path]:
+def model_dirs(comfyui, tmp_path_factory) -> dict[str, Path]:
     import tiny_models
 
     root = tmp_path_factory.mktemp("zc_models")

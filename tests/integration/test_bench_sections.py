@@ -25,9 +25,9 @@ class InProcessView:
     """conftest's Comfy seen through the interface of tools/comfy_inprocess.ComfyInProcess
     (what the benchmark gives a section as ctx.comfy)."""
 
-    def __init__(self, comfy, pack, test_nodes):
-        self._comfy, self.pack, self.executor = comfy, pack, comfy.executor
-        self.test_nodes, self.nodes = test_nodes, comfy.nodes
+    def __init__(self, comfyui, pack, test_nodes):
+        self._comfy, self.pack, self.executor = comfyui, pack, comfyui.executor
+        self.test_nodes, self.nodes = test_nodes, comfyui.nodes
 
     def module(self, dotted: str):
         return sys.modules[f"{self.pack.__name__}.{dotted}"]
@@ -37,18 +37,18 @@ class InProcessView:
 
 
 @pytest.fixture
-def bench_ctx(comfy, zc_test_nodes, tmp_path, tmp_path_factory):
+def bench_ctx(comfyui, zc_test_nodes, tmp_path, tmp_path_factory):
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))
     from bench.common import Context
     name = str(REPO.resolve()).replace(".", "_x_")
     if sys.modules.get(name) is None:  # never the user's spill folder inside the ComfyUI checkout
         os.environ.setdefault("ZEROCOPY_SPILL_DIR", str(tmp_path_factory.mktemp("zc_spill_bench")))
-    pack = sys.modules.get(name) or comfy.load_custom_node(REPO)
+    pack = sys.modules.get(name) or comfyui.load_custom_node(REPO)
     (tmp_path / "out").mkdir()
     (tmp_path / "tmp").mkdir()
     return Context(mode="smoke", out_dir=tmp_path / "out", tmp_dir=tmp_path / "tmp",
-                   comfyui_path=Path("/unused"), comfy=InProcessView(comfy, pack, zc_test_nodes), cuda=False)
+                   comfyui_path=Path("/unused"), comfy=InProcessView(comfyui, pack, zc_test_nodes), cuda=False)
 
 
 def test_overhead_section_runs_the_real_nodes_and_comfyui_routes(bench_ctx):

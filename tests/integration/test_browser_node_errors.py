@@ -50,7 +50,7 @@ STATE = ("return JSON.stringify({run: window.__zcRun, error: window.__zcError, a
 
 
 @pytest.fixture(scope="module", params=MATRIX, ids=[f"{v}-{r}" for v, r in MATRIX])
-def server(request, comfy, tmp_path_factory):
+def server(request, comfyui, tmp_path_factory):
     requirements()
     if not (REPO / "build" / "libzc.so").is_file():
         pytest.skip("skipped: the C engine is not built (make)")

@@ -75,7 +75,7 @@ def _make_read_only(folder: Path, undo: list) -> None:
 
 
 @pytest.fixture(scope="module", params=MATRIX, ids=[f"{v}-{r}" for v, r in MATRIX])
-def server(request, comfy, zc_test_nodes, tmp_path_factory):
+def server(request, comfyui, zc_test_nodes, tmp_path_factory):
     requirements()
     if not (REPO / "build" / "libzc.so").is_file():
         pytest.skip("skipped: the C engine is not built (make)")

@@ -75,7 +75,7 @@ def _shot(frontend, name: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(frontend, comfy, zc_test_nodes, tiny_wan21_i2v, wan21_vae, tmp_path_factory):
+def server(frontend, comfyui, zc_test_nodes, tiny_wan21_i2v, wan21_vae, tmp_path_factory):
     _requirements()
     version, renderer = frontend
     base = tmp_path_factory.mktemp("comfy_base")
@@ -908,11 +908,11 @@ def test_no_two_nodes_of_an_example_overlap_as_drawn(server, browser, frontend, 
 
 
 @pytest.fixture(scope="module")
-def schemas_for_browser(comfy, zc_test_nodes):
+def schemas_for_browser(comfyui, zc_test_nodes):
     """Node schemas of the in-process ComfyUI with this pack loaded (for building the workflow)."""
     if sys.modules.get(str(REPO).replace(".", "_x_")) is None:
         os.environ.setdefault("ZEROCOPY_SPILL_DIR", str(SCREENSHOT_DIR / "inprocess_spill"))
-        comfy.load_custom_node(REPO)
+        comfyui.load_custom_node(REPO)
     import nodes
     from comfy_workflows import Schemas
 

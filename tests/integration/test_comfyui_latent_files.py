@@ -21,26 +21,26 @@ def spill_one(spill_dir: Path, latent: torch.Tensor) -> Path:
     return spill_dir / "shot@00000000000000000001.latent"
 
 
-def test_loadlatent_node_reads_our_spill_file_bit_identically(comfy, tmp_path):
+def test_loadlatent_node_reads_our_spill_file_bit_identically(comfyui, tmp_path):
     latent = torch.randn(1, 16, 5, 12, 20)
     path = spill_one(tmp_path / "spill", latent)
-    (comfy.input_dir / "ours.latent").write_bytes(path.read_bytes())
-    (samples,) = comfy.nodes.LoadLatent().load("ours.latent")
+    (comfyui.input_dir / "ours.latent").write_bytes(path.read_bytes())
+    (samples,) = comfyui.nodes.LoadLatent().load("ours.latent")
     assert torch.equal(samples["samples"], latent)  # multiplier 1.0: the version marker is there
     assert digest_tensor(samples["samples"]) == digest_tensor(latent)
 
 
-def test_real_graph_load_then_save_is_identical_and_zc_reads_comfyui_files(comfy, tmp_path):
+def test_real_graph_load_then_save_is_identical_and_zc_reads_comfyui_files(comfyui, tmp_path):
     latent = torch.randn(1, 16, 3, 8, 8)
     path = spill_one(tmp_path / "spill", latent)
-    (comfy.input_dir / "graph_in.latent").write_bytes(path.read_bytes())
+    (comfyui.input_dir / "graph_in.latent").write_bytes(path.read_bytes())
     prompt = {
         "1": {"class_type": "LoadLatent", "inputs": {"latent": "graph_in.latent"}},
         "2": {"class_type": "SaveLatent", "inputs": {"samples": ["1", 0],
                                                      "filename_prefix": "latents/zc_roundtrip"}},
     }
-    comfy.run(prompt)
-    saved = sorted((comfy.output_dir / "latents").glob("zc_roundtrip_*.latent"))
+    comfyui.run(prompt)
+    saved = sorted((comfyui.output_dir / "latents").glob("zc_roundtrip_*.latent"))
     assert saved, "SaveLatent wrote no file"
     comfy_file = saved[-1]
     diff = subprocess.run([str(ZC), "diff", str(path), str(comfy_file)], capture_output=True, text=True)

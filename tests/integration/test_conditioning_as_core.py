@@ -54,21 +54,21 @@ def start_image(case: str) -> torch.Tensor:
     return torch.rand(frames, H, W, 3, generator=torch.Generator().manual_seed(40 + k))
 
 
-def loaders(comfy, vae_name):
+def loaders(comfyui, vae_name):
     """The VAE, positive and negative as graph nodes (the Handoff's graph reuses their outputs)."""
     g = Graph()
     vae = g.add("VAELoader", vae_name=vae_name)
     pos = g.add("ZCTestConditioning", seed=1, tokens=8)
     neg = g.add("ZCTestConditioning", seed=2, tokens=8)
-    run = comfy.run(g.prompt, targets=[vae, pos, neg])
-    return g, (vae, pos, neg), [comfy.output(run, n) for n in (vae, pos, neg)]
+    run = comfyui.run(g.prompt, targets=[vae, pos, neg])
+    return g, (vae, pos, neg), [comfyui.output(run, n) for n in (vae, pos, neg)]
 
 
-def core_wan_i2v(comfy, vae_name, case):
+def core_wan_i2v(comfyui, vae_name, case):
     """core's WanImageToVideo for the start case: (positive, negative, latent), computed once."""
     if case not in _core_cache:
         import nodes
-        _, _, (vae, positive, negative) = loaders(comfy, vae_name)
+        _, _, (vae, positive, negative) = loaders(comfyui, vae_name)
         core = nodes.NODE_CLASS_MAPPINGS["WanImageToVideo"]
         with torch.inference_mode():  # as ComfyUI's executor runs every node
             out = core.execute(positive=positive, negative=negative, vae=vae, width=W, height=H,
@@ -77,17 +77,17 @@ def core_wan_i2v(comfy, vae_name, case):
     return _core_cache[case]
 
 
-def handoff_wan_i2v(comfy, pack, vae_name, unet_name, tag, k):
-    g, (vae, pos, neg), _ = loaders(comfy, vae_name)
+def handoff_wan_i2v(comfyui, pack, vae_name, unet_name, tag, k):
+    g, (vae, pos, neg), _ = loaders(comfyui, vae_name)
     model = g.add("UNETLoader", unet_name=unet_name, weight_dtype="default")
     clip = g.add("ZCTestClip", tokens=8)
     hand = g.add("ZeroCopyLatentHandoff", clip=g.out(clip), vae=g.out(vae), prompt="", width=W,
                  height=H, length=LENGTH, buffer_tag=tag, continuity_mode="zero_copy_latent_only",
                  blend_ratio=0.0, model=g.out(model), tail_frames=k, positive=g.out(pos),
                  negative=g.out(neg))
-    comfy.reset_cache()  # the Handoff runs again even where the store did not change
-    run = comfy.run(g.prompt, targets=[hand])
-    return [comfy.output(run, hand, i) for i in range(4)]
+    comfyui.reset_cache()  # the Handoff runs again even where the store did not change
+    run = comfyui.run(g.prompt, targets=[hand])
+    return [comfyui.output(run, hand, i) for i in range(4)]
 
 
 def store_tail(pack, tag, tail):
@@ -130,11 +130,11 @@ def assert_as_core(ours, core, k, stored_tail, *, exact_padding: bool, marker: s
 
 @pytest.mark.parametrize("padding", ["vae_gray", "old_empty_value"])
 @pytest.mark.parametrize("case", list(START))
-def test_wan_i2v_conditioning_equals_core_wan_image_to_video(comfy, captures, pack, wan21_vae,
+def test_wan_i2v_conditioning_equals_core_wan_image_to_video(comfyui, captures, pack, wan21_vae,
                                                               tiny_wan21_i2v, monkeypatch, case,
                                                               padding):
     k = START[case]
-    core = core_wan_i2v(comfy, wan21_vae.name, case)
+    core = core_wan_i2v(comfyui, wan21_vae.name, case)
     tail = core[0][0][1]["concat_latent_image"][:, :, :k].contiguous()  # core's encoding of the start
     tag = f"as_core_{case}_{padding}"
     store_tail(pack, tag, tail)
@@ -147,7 +147,7 @@ def test_wan_i2v_conditioning_equals_core_wan_image_to_video(comfy, captures, pa
             shape = (1, 16, (length - 1) // 4 + 1, height // 8, width // 8)
             return gray.Padding(fill.expand(shape).clone(), "encoded", 0.0, None)
         monkeypatch.setattr(gray, "gray_padding", old)
-    positive, latent, negative, info = handoff_wan_i2v(comfy, pack, wan21_vae.name,
+    positive, latent, negative, info = handoff_wan_i2v(comfyui, pack, wan21_vae.name,
                                                        tiny_wan21_i2v.name, tag, k)
     assert "adapter wan_i2v" in info and "bit-identical: yes" in info
     assert "as core's WanImageToVideo builds it" in info
@@ -162,7 +162,7 @@ def test_wan_i2v_conditioning_equals_core_wan_image_to_video(comfy, captures, pa
         assert "VAE encoding of 13 mid-gray (0.5) frames at 64x64" in info
 
 
-def test_wan_i2v_gray_padding_is_cached_in_memory_and_on_disk(comfy, captures, pack, wan21_vae,
+def test_wan_i2v_gray_padding_is_cached_in_memory_and_on_disk(comfyui, captures, pack, wan21_vae,
                                                               tiny_wan21_i2v):
     gray = module(pack, "zc_nodes.adapters.gray_padding")
     gray.forget_memory()
@@ -173,18 +173,18 @@ def test_wan_i2v_gray_padding_is_cached_in_memory_and_on_disk(comfy, captures, p
     for old in folder.glob("*.safetensors") if folder.exists() else []:
         old.unlink()
 
-    first = handoff_wan_i2v(comfy, pack, wan21_vae.name, tiny_wan21_i2v.name, tag, 1)
+    first = handoff_wan_i2v(comfyui, pack, wan21_vae.name, tiny_wan21_i2v.name, tag, 1)
     assert "encoded now with the VAE" in first[3] and "cached in memory and in" in first[3]
     files = list(folder.glob("wan_gray_*_64x64x13.safetensors"))
     assert len(files) == 1, files
     padding = first[0][0][1]["concat_latent_image"][:, :, 1:]
 
-    again = handoff_wan_i2v(comfy, pack, wan21_vae.name, tiny_wan21_i2v.name, tag, 1)
+    again = handoff_wan_i2v(comfyui, pack, wan21_vae.name, tiny_wan21_i2v.name, tag, 1)
     assert "from the in-memory cache (no VAE call)" in again[3]
     assert same_bits(again[0][0][1]["concat_latent_image"][:, :, 1:], padding)
 
     gray.forget_memory()  # what a restart does; the file stays
-    restarted = handoff_wan_i2v(comfy, pack, wan21_vae.name, tiny_wan21_i2v.name, tag, 1)
+    restarted = handoff_wan_i2v(comfyui, pack, wan21_vae.name, tiny_wan21_i2v.name, tag, 1)
     assert "from the disk cache" in restarted[3] and "no VAE call" in restarted[3]
     assert same_bits(restarted[0][0][1]["concat_latent_image"][:, :, 1:], padding)
 
@@ -192,26 +192,26 @@ def test_wan_i2v_gray_padding_is_cached_in_memory_and_on_disk(comfy, captures, p
     data = bytearray(files[0].read_bytes())
     data[-4] ^= 0xFF
     files[0].write_bytes(bytes(data))
-    damaged = handoff_wan_i2v(comfy, pack, wan21_vae.name, tiny_wan21_i2v.name, tag, 1)
+    damaged = handoff_wan_i2v(comfyui, pack, wan21_vae.name, tiny_wan21_i2v.name, tag, 1)
     assert "encoded now with the VAE" in damaged[3]
     assert same_bits(damaged[0][0][1]["concat_latent_image"][:, :, 1:], padding)
-    key = gray.cache_key(comfy_vae(comfy, wan21_vae.name), W, H, LENGTH)
+    key = gray.cache_key(comfy_vae(comfyui, wan21_vae.name), W, H, LENGTH)
     assert gray.read_file(files[0], key) is not None  # rewritten whole
 
 
-def comfy_vae(comfy, name):
-    return loaders(comfy, name)[2][0]
+def comfy_vae(comfyui, name):
+    return loaders(comfyui, name)[2][0]
 
 
-def test_wan_i2v_padding_difference_is_measured(comfy, captures, pack, wan21_vae):
+def test_wan_i2v_padding_difference_is_measured(comfyui, captures, pack, wan21_vae):
     """Prints the per-latent difference of core's padding from ours (docs/families.md's figures)."""
     gray = module(pack, "zc_nodes.adapters.gray_padding")
-    vae = comfy_vae(comfy, wan21_vae.name)
+    vae = comfy_vae(comfyui, wan21_vae.name)
     with torch.inference_mode():
         ours = gray.encode_gray(vae, W, H, LENGTH)
     for case in ("noise_k1", "noise_k2"):
         k = START[case]
-        core = core_wan_i2v(comfy, wan21_vae.name, case)[0][0][1]["concat_latent_image"]
+        core = core_wan_i2v(comfyui, wan21_vae.name, case)[0][0][1]["concat_latent_image"]
         for t in range(k, core.shape[2]):
             diff = (core[:, :, t] - ours[:, :, t]).abs()
             rel = (core[:, :, t] - ours[:, :, t]).norm() / core[:, :, t].norm()
@@ -220,13 +220,13 @@ def test_wan_i2v_padding_difference_is_measured(comfy, captures, pack, wan21_vae
             assert diff.max() <= TOLERANCE["max_abs"] and diff.mean() <= TOLERANCE["mean_abs"]
 
 
-def test_wan_i2v_first_shot_equals_core_wan_image_to_video(comfy, captures, pack, wan21_vae,
+def test_wan_i2v_first_shot_equals_core_wan_image_to_video(comfyui, captures, pack, wan21_vae,
                                                            tiny_wan21_i2v):
     """The first shot (no stored tail, fallback_first_frame) builds exactly what core builds:
     the Handoff has the start image's pixels, so it encodes it followed by gray in one video."""
     image = start_image("noise_k1")  # torch.rand(1, H, W, 3) seeded 41
-    core = core_wan_i2v(comfy, wan21_vae.name, "noise_k1")
-    g, (vae, pos, neg), _ = loaders(comfy, wan21_vae.name)
+    core = core_wan_i2v(comfyui, wan21_vae.name, "noise_k1")
+    g, (vae, pos, neg), _ = loaders(comfyui, wan21_vae.name)
     model = g.add("UNETLoader", unet_name=tiny_wan21_i2v.name, weight_dtype="default")
     clip = g.add("ZCTestClip", tokens=8)
     frame = g.add("ZCTestNoiseImage", seed=41, width=W, height=H, frames=1)  # core's start image
@@ -234,10 +234,10 @@ def test_wan_i2v_first_shot_equals_core_wan_image_to_video(comfy, captures, pack
                  height=H, length=LENGTH, buffer_tag="as_core_first_shot",
                  continuity_mode="zero_copy_latent_only", blend_ratio=0.0, model=g.out(model),
                  tail_frames=1, positive=g.out(pos), negative=g.out(neg), fallback_first_frame=g.out(frame))
-    comfy.reset_cache()
-    run = comfy.run(g.prompt, targets=[hand, frame])
-    assert same_bits(comfy.output(run, frame), image)
-    positive, latent, negative, info = [comfy.output(run, hand, i) for i in range(4)]
+    comfyui.reset_cache()
+    run = comfyui.run(g.prompt, targets=[hand, frame])
+    assert same_bits(comfyui.output(run, frame), image)
+    positive, latent, negative, info = [comfyui.output(run, hand, i) for i in range(4)]
     assert "holds no latent yet" in info and "start image followed by 12 mid-gray" in info
     assert "as core's WanImageToVideo builds it" in info and "gray encoded alone" not in info
     marker = module(pack, "zc_continuity.lineage").MARKER
@@ -255,7 +255,7 @@ def test_wan_i2v_first_shot_equals_core_wan_image_to_video(comfy, captures, pack
                        marker=marker)
 
 
-def test_wan_i2v_padding_falls_back_loudly_when_the_vae_cannot_encode(comfy, captures, pack,
+def test_wan_i2v_padding_falls_back_loudly_when_the_vae_cannot_encode(comfyui, captures, pack,
                                                                       tiny_wan21_i2v, monkeypatch):
     """A VAE whose encode raises: the hop goes on with the old padding (the latent format's empty
     value), the certificate says which padding it used, and a warning reaches the UI and the log."""
@@ -274,9 +274,9 @@ def test_wan_i2v_padding_falls_back_loudly_when_the_vae_cannot_encode(comfy, cap
     hand = g.add("ZeroCopyLatentHandoff", clip=g.out(clip), vae=g.out(vae), prompt="", width=W,
                  height=H, length=LENGTH, buffer_tag=tag, continuity_mode="zero_copy_latent_only",
                  blend_ratio=0.0, model=g.out(model), tail_frames=1)
-    comfy.reset_cache()
-    run = comfy.run(g.prompt, targets=[hand])
-    positive, latent, negative, info = [comfy.output(run, hand, i) for i in range(4)]
+    comfyui.reset_cache()
+    run = comfyui.run(g.prompt, targets=[hand])
+    positive, latent, negative, info = [comfyui.output(run, hand, i) for i in range(4)]
     assert "WARNING the VAE could not encode the gray padding (AssertionError" in info
     assert "except:" in info and "padding: the latent format's empty value (process_out(0))" in info
     image = positive[0][1]["concat_latent_image"]

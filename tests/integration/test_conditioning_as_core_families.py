@@ -90,13 +90,13 @@ def core(name, **inputs):
     return tuple(out.args if hasattr(out, "args") else out)
 
 
-def conditioning(comfy):
+def conditioning(comfyui):
     """The positive and negative the Handoff and core both get (graph nodes and their values)."""
     g = Graph()
     pos = g.add("ZCTestConditioning", seed=1, tokens=8)
     neg = g.add("ZCTestConditioning", seed=2, tokens=8)
-    run = comfy.run(g.prompt, targets=[pos, neg])
-    return comfy.output(run, pos), comfy.output(run, neg)
+    run = comfyui.run(g.prompt, targets=[pos, neg])
+    return comfyui.output(run, pos), comfyui.output(run, neg)
 
 
 def store(pack, tag, tensors: list[torch.Tensor], meta: dict, before: int = 1):
@@ -113,7 +113,7 @@ def store(pack, tag, tensors: list[torch.Tensor], meta: dict, before: int = 1):
     shared_store(pack).put(tag, named, {**meta, "streams": str(len(tensors))})
 
 
-def handoff(comfy, tag, *, adapter, length, k, prompt="", positive=True, width=W, height=H):
+def handoff(comfyui, tag, *, adapter, length, k, prompt="", positive=True, width=W, height=H):
     """The Handoff's (positive, latent, negative, info) for the stored tag, VAE never called."""
     g = Graph()
     inputs = dict(clip=g.out(g.add("ZCTestClip", tokens=8)), vae=g.out(g.add("ZCTestRaisingVAE")),
@@ -124,9 +124,9 @@ def handoff(comfy, tag, *, adapter, length, k, prompt="", positive=True, width=W
         inputs["positive"] = g.out(g.add("ZCTestConditioning", seed=1, tokens=8))
         inputs["negative"] = g.out(g.add("ZCTestConditioning", seed=2, tokens=8))
     hand = g.add("ZeroCopyLatentHandoff", **inputs)
-    comfy.reset_cache()
-    run = comfy.run(g.prompt, targets=[hand])
-    return [comfy.output(run, hand, i) for i in range(4)]
+    comfyui.reset_cache()
+    run = comfyui.run(g.prompt, targets=[hand])
+    return [comfyui.output(run, hand, i) for i in range(4)]
 
 
 def assert_same(ours, theirs, where="value"):
@@ -178,7 +178,7 @@ def must_fail(check, *args):
 # --- Wan 2.2 TI2V 5B: temporal_inpaint as Wan22ImageToVideoLatent ------------------------------
 
 @pytest.mark.parametrize("k", [1, 2])
-def test_wan22_5b_temporal_inpaint_equals_wan22_image_to_video_latent(comfy, captures, pack, k):
+def test_wan22_5b_temporal_inpaint_equals_wan22_image_to_video_latent(comfyui, captures, pack, k):
     length = 13  # latent [1, 48, 4, 4, 4]
     vae = KnownVAE(48, 16, video_latents(4))
     (core_latent,) = core("Wan22ImageToVideoLatent", vae=vae, width=W, height=H, length=length,
@@ -186,7 +186,7 @@ def test_wan22_5b_temporal_inpaint_equals_wan22_image_to_video_latent(comfy, cap
     tail = vae.encoded[-1]
     assert tail.shape[2] == k
     store(pack, f"core_wan22_{k}", [tail], {"family": "wan22_5b"})
-    _, latent, _, info = handoff(comfy, f"core_wan22_{k}", adapter="temporal_inpaint", length=length, k=k)
+    _, latent, _, info = handoff(comfyui, f"core_wan22_{k}", adapter="temporal_inpaint", length=length, k=k)
     assert "as core's Wan22ImageToVideoLatent builds it" in info
     ours = without(latent, lineage_marker(pack))
     assert_same(ours, core_latent, "latent")
@@ -198,18 +198,18 @@ def test_wan22_5b_temporal_inpaint_equals_wan22_image_to_video_latent(comfy, cap
 
 # --- HunyuanVideo 1.0 (v1 concat, v2 replace) and 1.5 ------------------------------------------
 
-def wan21_vae_object(comfy, name):
+def wan21_vae_object(comfyui, name):
     g = Graph()
     node = g.add("VAELoader", vae_name=name)
-    return comfy.output(comfy.run(g.prompt, targets=[node]), node)
+    return comfyui.output(comfyui.run(g.prompt, targets=[node]), node)
 
 
 @pytest.mark.parametrize("guidance", ["v2 (replace)", "v1 (concat)"])
 @pytest.mark.parametrize("k", [1, 2])
-def test_hunyuan10_i2v_equals_hunyuan_image_to_video(comfy, captures, pack, wan21_vae, guidance, k):
+def test_hunyuan10_i2v_equals_hunyuan_image_to_video(comfyui, captures, pack, wan21_vae, guidance, k):
     length = 9  # latent [1, 16, 3, 8, 8]
-    vae = wan21_vae_object(comfy, wan21_vae.name)  # the real causal 3D architecture, random weights
-    positive, negative = conditioning(comfy)
+    vae = wan21_vae_object(comfyui, wan21_vae.name)  # the real causal 3D architecture, random weights
+    positive, negative = conditioning(comfyui)
     try:
         core_positive, core_latent = core("HunyuanImageToVideo", positive=positive, vae=vae, width=W,
                                           height=H, length=length, batch_size=1, guidance_type=guidance,
@@ -223,7 +223,7 @@ def test_hunyuan10_i2v_equals_hunyuan_image_to_video(comfy, captures, pack, wan2
     tag = f"core_hy10_{k}_{'v1' if concat else 'v2'}"
     meta = {"family": "hunyuan_video", **({"model_variant": "i2v_concat"} if concat else {})}
     store(pack, tag, [tail], meta)
-    ours_positive, latent, ours_negative, info = handoff(comfy, tag, adapter="hunyuan_i2v",
+    ours_positive, latent, ours_negative, info = handoff(comfyui, tag, adapter="hunyuan_i2v",
                                                          length=length, k=k)
     assert f"as core's HunyuanImageToVideo (guidance_type {guidance}) builds it" in info
     ours_latent = without(latent, lineage_marker(pack))
@@ -246,16 +246,16 @@ def test_hunyuan10_i2v_equals_hunyuan_image_to_video(comfy, captures, pack, wan2
 
 
 @pytest.mark.parametrize("k", [1, 2])
-def test_hunyuan15_i2v_equals_hunyuan_video15_image_to_video(comfy, captures, pack, k):
+def test_hunyuan15_i2v_equals_hunyuan_video15_image_to_video(comfyui, captures, pack, k):
     length = 9  # latent [1, 32, 3, 4, 4]
     vae = KnownVAE(32, 16, video_latents(4))
-    positive, negative = conditioning(comfy)
+    positive, negative = conditioning(comfyui)
     core_positive, core_negative, core_latent = core(
         "HunyuanVideo15ImageToVideo", positive=positive, negative=negative, vae=vae, width=W, height=H,
         length=length, batch_size=1, start_image=start_image((k - 1) * 4 + 1))
     tail = vae.encoded[-1]
     store(pack, f"core_hy15_{k}", [tail], {"family": "hunyuan_video15"})
-    ours_positive, latent, ours_negative, info = handoff(comfy, f"core_hy15_{k}", adapter="hunyuan15_i2v",
+    ours_positive, latent, ours_negative, info = handoff(comfyui, f"core_hy15_{k}", adapter="hunyuan15_i2v",
                                                          length=length, k=k)
     assert "as core's HunyuanVideo15ImageToVideo builds it" in info
     assert_same(ours_positive, core_positive, "positive")
@@ -270,10 +270,10 @@ def test_hunyuan15_i2v_equals_hunyuan_video15_image_to_video(comfy, captures, pa
 # --- LTX-Video: ltx_latent_guide as LTXVAddGuide (frame_idx 0, strength 1) ----------------------
 
 @pytest.mark.parametrize("k", [1, 2])
-def test_ltx_latent_guide_equals_ltxv_add_guide(comfy, captures, pack, k):
+def test_ltx_latent_guide_equals_ltxv_add_guide(comfyui, captures, pack, k):
     length = 17  # latent [1, 128, 3, 2, 2]
     vae = KnownVAE(128, 32, video_latents(8), time_ratio=8)
-    positive, negative = conditioning(comfy)
+    positive, negative = conditioning(comfyui)
     (empty,) = core("EmptyLTXVLatentVideo", width=W, height=H, length=length, batch_size=1)
     core_positive, core_negative, core_latent = core(
         "LTXVAddGuide", positive=positive, negative=negative, vae=vae, latent=empty,
@@ -281,7 +281,7 @@ def test_ltx_latent_guide_equals_ltxv_add_guide(comfy, captures, pack, k):
     tail = vae.encoded[-1]
     assert tail.shape[2] == k
     store(pack, f"core_ltxv_{k}", [tail], {"family": "ltxv"})
-    ours_positive, latent, ours_negative, info = handoff(comfy, f"core_ltxv_{k}", adapter="ltx_latent_guide",
+    ours_positive, latent, ours_negative, info = handoff(comfyui, f"core_ltxv_{k}", adapter="ltx_latent_guide",
                                                          length=length, k=k)
     assert "as core's LTXVAddGuide builds it" in info
     guide_marker = pack_module(pack, "zc_continuity.ltx").GUIDE_MARKER
@@ -300,20 +300,20 @@ def test_ltx_latent_guide_equals_ltxv_add_guide(comfy, captures, pack, k):
 
 # --- FLUX: Kontext reference (ReferenceLatent) and img2img (VAEEncode) -------------------------
 
-def flux_start(comfy, pack, tag, seed):
+def flux_start(comfyui, pack, tag, seed):
     vae = KnownVAE(16, 8)
     (encoded,) = core("VAEEncode", pixels=start_image(1, seed), vae=vae)
     store(pack, tag, [encoded["samples"]], {"family": "flux"}, before=0)
     return encoded
 
 
-def test_flux_kontext_reference_equals_reference_latent(comfy, captures, pack):
-    encoded = flux_start(comfy, pack, "core_kontext", 41)
-    positive, negative = conditioning(comfy)
+def test_flux_kontext_reference_equals_reference_latent(comfyui, captures, pack):
+    encoded = flux_start(comfyui, pack, "core_kontext", 41)
+    positive, negative = conditioning(comfyui)
     (core_positive,) = core("ReferenceLatent", conditioning=positive, latent=encoded)
     (core_negative,) = core("ReferenceLatent", conditioning=negative, latent=encoded)
     (core_latent,) = core("EmptySD3LatentImage", width=W, height=H, batch_size=1)
-    ours_positive, latent, ours_negative, info = handoff(comfy, "core_kontext", length=1, k=1,
+    ours_positive, latent, ours_negative, info = handoff(comfyui, "core_kontext", length=1, k=1,
                                                          adapter="flux_kontext_reference")
     assert "as core's ReferenceLatent builds it" in info
     assert_same(ours_positive, core_positive, "positive")
@@ -325,10 +325,10 @@ def test_flux_kontext_reference_equals_reference_latent(comfy, captures, pack):
     must_fail(assert_same, [[ours_positive[0][0], bad]], core_positive)
 
 
-def test_flux_img2img_equals_vae_encode(comfy, captures, pack):
-    encoded = flux_start(comfy, pack, "core_img2img", 42)
-    positive, negative = conditioning(comfy)
-    ours_positive, latent, ours_negative, info = handoff(comfy, "core_img2img", length=1, k=1,
+def test_flux_img2img_equals_vae_encode(comfyui, captures, pack):
+    encoded = flux_start(comfyui, pack, "core_img2img", 42)
+    positive, negative = conditioning(comfyui)
+    ours_positive, latent, ours_negative, info = handoff(comfyui, "core_img2img", length=1, k=1,
                                                          adapter="flux_img2img")
     assert "as core's VAEEncode builds it" in info
     ours_latent = without(latent, lineage_marker(pack))
@@ -348,7 +348,7 @@ def h3_latents(frames):
     return 1 if frames == 1 else ((frames - 5) // 17) * 5 + 2
 
 
-def test_minimax_h3_keyframe_equals_core(comfy, captures, pack):
+def test_minimax_h3_keyframe_equals_core(comfyui, captures, pack):
     """v0.33.0: MiniMaxH3ImageToVideo (first_frame; one latent frame per keyframe). A ComfyUI with
     MiniMaxH3AddGuide: that node at frame 0 with the tail clip and its audio (clip keyframes)."""
     require_nodes("EmptyMiniMaxH3LatentAV")
@@ -361,7 +361,7 @@ def test_minimax_h3_keyframe_equals_core(comfy, captures, pack):
     prompt = "the next shot"
     g = Graph()
     clip_node = g.add("ZCTestClip", tokens=8)
-    clip = comfy.output(comfy.run(g.prompt, targets=[clip_node]), clip_node)
+    clip = comfyui.output(comfyui.run(g.prompt, targets=[clip_node]), clip_node)
     if clip_guides:  # the tail clip: 7 latents, 22 pixel frames
         text = clip.encode_from_tokens_scheduled(clip.tokenize(prompt))
         core("MiniMaxH3AddGuide", positive=text, latent=empty, frame_idx=0, vae=vae, image=start_image(22))
@@ -378,7 +378,7 @@ def test_minimax_h3_keyframe_equals_core(comfy, captures, pack):
     stored_audio = torch.randn(empty_audio.shape, generator=torch.Generator().manual_seed(6))
     store(pack, "core_h3", [video_tail, stored_audio], {"family": "minimax_h3"},
           before=empty_video.shape[2] - k)
-    ours_positive, latent, _, info = handoff(comfy, "core_h3", adapter="minimax_h3_keyframe",
+    ours_positive, latent, _, info = handoff(comfyui, "core_h3", adapter="minimax_h3_keyframe",
                                              length=H3_LENGTH, k=k, prompt=prompt, positive=False)
     assert f"as core's {core_name}" in info
     entry = ours_positive[0][1]["minimax_keyframes"]
@@ -412,20 +412,20 @@ def test_minimax_h3_keyframe_equals_core(comfy, captures, pack):
 
 # --- temporal_inpaint on LTX-Video: LTXVImgToVideo's layout (strength 1) -----------------------
 
-def test_ltx_temporal_inpaint_equals_ltxv_img_to_video_but_the_mask_layout(comfy, captures, pack):
+def test_ltx_temporal_inpaint_equals_ltxv_img_to_video_but_the_mask_layout(comfyui, captures, pack):
     """temporal_inpaint mirrors no core node in general; on LTX-Video its layout is
     LTXVImgToVideo's (strength 1): the same samples bit for bit, and the same noise mask values,
     held per latent pixel [B, 1, T, H, W] where core's is per frame [B, 1, T, 1, 1] (the sampler
     resizes core's to the latent size, so the model sees the same mask)."""
     length, k = 17, 1
     vae = KnownVAE(128, 32, video_latents(8), time_ratio=8)
-    positive, negative = conditioning(comfy)
+    positive, negative = conditioning(comfyui)
     core_positive, core_negative, core_latent = core(
         "LTXVImgToVideo", positive=positive, negative=negative, image=start_image(1), vae=vae, width=W,
         height=H, length=length, batch_size=1, strength=1.0)
     tail = vae.encoded[-1]
     store(pack, "core_ltxv_inpaint", [tail], {"family": "ltxv"})
-    ours_positive, latent, ours_negative, info = handoff(comfy, "core_ltxv_inpaint", length=length, k=k,
+    ours_positive, latent, ours_negative, info = handoff(comfyui, "core_ltxv_inpaint", length=length, k=k,
                                                          adapter="temporal_inpaint")
     assert "as core's LTXVImgToVideo (strength 1) builds it" in info
     assert "noise_mask is held per latent pixel" in info

@@ -21,7 +21,7 @@ CANVAS = dict(width=64, height=64, length=9)  # latent [1,16,3,8,8]
 
 
 @pytest.fixture(scope="session")
-def pack(comfy, zc_test_nodes, tmp_path_factory):
+def pack(comfyui, zc_test_nodes, tmp_path_factory):
     """Our pack, loaded by ComfyUI's own loader, with its spill directory in tmp and
     every log record of the load kept for the no-warning check."""
     spill = tmp_path_factory.mktemp("zc_spill")
@@ -36,7 +36,7 @@ def pack(comfy, zc_test_nodes, tmp_path_factory):
     root = logging.getLogger()
     root.addHandler(handler)
     try:
-        module = comfy.load_custom_node(REPO)
+        module = comfyui.load_custom_node(REPO)
     finally:
         root.removeHandler(handler)
     module.load_records = records
@@ -105,7 +105,7 @@ def test_pack_loads_without_warnings_or_errors(pack):
     assert {"ZeroCopyLatentStore", "ZeroCopyLatentHandoff"} <= set(nodes.NODE_CLASS_MAPPINGS)
 
 
-def test_three_shot_chain_in_one_graph_is_bit_identical(comfy, captures, pack, tiny_wan21_t2v):
+def test_three_shot_chain_in_one_graph_is_bit_identical(comfyui, captures, pack, tiny_wan21_t2v):
     tag = "one_graph"
     g, model, store1 = first_shot_graph(tiny_wan21_t2v.name, tag)
     clip = g.add("ZCTestClip", tokens=8)
@@ -118,34 +118,34 @@ def test_three_shot_chain_in_one_graph_is_bit_identical(comfy, captures, pack, t
         s = sampler(g, model, g.out(hand, 1), hand, neg, seed=100 + shot)
         previous = g.add("ZeroCopyLatentStore", samples=g.out(s), buffer_tag=tag, model=g.out(model))
         g.add("ZCTestCaptureLatent", samples=g.out(previous), label=f"shot{shot}")
-    run = comfy.run(g.prompt)
+    run = comfyui.run(g.prompt)
     shots = [captures.CAPTURED[f"{tag}:stored"]["samples"], captures.CAPTURED["shot2"]["samples"]]
     for index, shot in enumerate((2, 3)):
         handed = captures.CAPTURED[f"handoff{shot}"]
         assert torch.equal(handed["samples"][:, :, :1], shots[index][:, :, -1:])
         assert handed["noise_mask"].shape == (1, 1, 3, 8, 8)
         assert handed["noise_mask"][:, :, 0].eq(0).all() and handed["noise_mask"][:, :, 1:].eq(1).all()
-    info = comfy.output(run, [n for n, v in g.prompt.items()
+    info = comfyui.output(run, [n for n, v in g.prompt.items()
                               if v["class_type"] == "ZeroCopyLatentHandoff"][0], 3)
     assert "bit-identical: yes" in info and "adapter temporal_inpaint" in info
 
 
-def test_three_separate_queue_runs_continue_from_the_store(comfy, captures, pack, tiny_wan21_t2v):
+def test_three_separate_queue_runs_continue_from_the_store(comfyui, captures, pack, tiny_wan21_t2v):
     tag = "queue_runs"
     g1, _, _ = first_shot_graph(tiny_wan21_t2v.name, tag)
-    comfy.run(g1.prompt)
+    comfyui.run(g1.prompt)
     previous = captures.CAPTURED[f"{tag}:stored"]["samples"]
     for run_index, seed in enumerate((21, 22)):
         g, hand = next_shot_graph(tiny_wan21_t2v.name, tag, seed)
-        run = comfy.run(g.prompt)
+        run = comfyui.run(g.prompt)
         handed = captures.CAPTURED[f"{tag}:handoff"]["samples"]
         assert torch.equal(handed[:, :, :1], previous[:, :, -1:]), run_index
-        info = comfy.output(run, hand, 3)
+        info = comfyui.output(run, hand, 3)
         assert f"generation {run_index + 1}" in info and "bit-identical: yes" in info
         previous = captures.CAPTURED[f"{tag}:stored"]["samples"]
 
 
-def test_a_repeated_canvas_gets_its_next_latent_filled_ahead_and_identical(comfy, captures, pack,
+def test_a_repeated_canvas_gets_its_next_latent_filled_ahead_and_identical(comfyui, captures, pack,
                                                                            tiny_wan21_t2v):
     """A canvas large enough to be prepared (latent [1,16,5,64,64], 1.3 MB): the second Handoff
     takes the latent the first one had filled ahead, and it holds exactly what a fresh fill holds."""
@@ -158,14 +158,14 @@ def test_a_repeated_canvas_gets_its_next_latent_filled_ahead_and_identical(comfy
     empty = g.add("EmptyHunyuanLatentVideo", batch_size=1, **canvas)
     shot = sampler(g, model, g.out(empty), pos, neg)
     g.add("ZeroCopyLatentStore", samples=g.out(shot), buffer_tag=tag, model=g.out(model))
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     prepared = sys.modules[pack.__name__ + ".zc_nodes.prepared_latents"].pool()
     handed, served = [], []
     for seed in (31, 32):
         g, hand = next_shot_graph(tiny_wan21_t2v.name, tag, seed)
         g.prompt[hand]["inputs"].update(canvas)
         served_before = prepared.served
-        comfy.run(g.prompt)
+        comfyui.run(g.prompt)
         prepared.wait()
         handed.append(captures.CAPTURED[f"{tag}:handoff"])
         served.append(prepared.served - served_before)
@@ -179,25 +179,25 @@ def test_a_repeated_canvas_gets_its_next_latent_filled_ahead_and_identical(comfy
     assert not torch.equal(first["samples"][:, :, :1], second["samples"][:, :, :1])  # each its own tail
 
 
-def test_handoff_cache_follows_the_store_generation(comfy, captures, pack, tiny_wan21_t2v):
+def test_handoff_cache_follows_the_store_generation(comfyui, captures, pack, tiny_wan21_t2v):
     tag = "cache_check"
     g1, _, _ = first_shot_graph(tiny_wan21_t2v.name, tag)
-    comfy.run(g1.prompt)
+    comfyui.run(g1.prompt)
     g, hand = next_shot_graph(tiny_wan21_t2v.name, tag, seed=5)
     g.prompt = {k: v for k, v in g.prompt.items()
                 if v["class_type"] not in ("ZeroCopyLatentStore",) and
                 not (v["class_type"] == "ZCTestCaptureLatent" and v["inputs"]["label"].endswith("stored"))}
-    first = comfy.run(g.prompt)
+    first = comfyui.run(g.prompt)
     assert hand in first.executed
-    again = comfy.run(g.prompt)
+    again = comfyui.run(g.prompt)
     assert hand not in again.executed  # nothing new in the store: cached
-    comfy.run(first_shot_graph(tiny_wan21_t2v.name, tag, seed=99)[0].prompt)  # a new shot arrives
-    after = comfy.run(g.prompt)
+    comfyui.run(first_shot_graph(tiny_wan21_t2v.name, tag, seed=99)[0].prompt)  # a new shot arrives
+    after = comfyui.run(g.prompt)
     assert hand in after.executed
-    assert "generation 2" in comfy.output(after, hand, 3)
+    assert "generation 2" in comfyui.output(after, hand, 3)
 
 
-def test_wan_i2v_concat_keys_from_the_tail(comfy, captures, pack, tiny_wan21_i2v):
+def test_wan_i2v_concat_keys_from_the_tail(comfyui, captures, pack, tiny_wan21_i2v):
     tag = "i2v"
     g = Graph()
     model = g.add("UNETLoader", unet_name=tiny_wan21_i2v.name, weight_dtype="default")
@@ -214,39 +214,39 @@ def test_wan_i2v_concat_keys_from_the_tail(comfy, captures, pack, tiny_wan21_i2v
     s = sampler(g, model, g.out(hand, 1), hand, neg, seed=3)
     g.prompt[s]["inputs"]["negative"] = g.out(hand, 2)
     g.add("ZCTestCaptureLatent", samples=g.out(s), label="i2v_out")
-    run = comfy.run(g.prompt)
-    conditioning = comfy.output(run, hand, 0)
+    run = comfyui.run(g.prompt)
+    conditioning = comfyui.output(run, hand, 0)
     extra = conditioning[0][1]
     assert torch.equal(extra["concat_latent_image"][:, :, :2], latent[:, :, -2:])
     mask = extra["concat_mask"]
     assert mask.shape == (1, 1, 3, 8, 8) and mask[:, :, :2].eq(0).all() and mask[:, :, 2:].eq(1).all()
-    negative = comfy.output(run, hand, 2)
+    negative = comfyui.output(run, hand, 2)
     assert torch.equal(negative[0][1]["concat_latent_image"], extra["concat_latent_image"])
-    assert "noise_mask" not in comfy.output(run, hand, 1)
-    info = comfy.output(run, hand, 3)
+    assert "noise_mask" not in comfyui.output(run, hand, 1)
+    info = comfyui.output(run, hand, 3)
     assert "adapter wan_i2v" in info and "bit-identical: yes" in info
     assert captures.CAPTURED["i2v_out"]["samples"].shape == (1, 16, 3, 8, 8)
 
 
-def test_canvas_change_resamples_like_common_upscale(comfy, captures, pack, tiny_wan21_t2v):
+def test_canvas_change_resamples_like_common_upscale(comfyui, captures, pack, tiny_wan21_t2v):
     from comfy.utils import common_upscale  # a plain `import comfy.utils` would shadow the fixture
     tag = "canvas"
-    comfy.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
+    comfyui.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
     stored = captures.CAPTURED[f"{tag}:stored"]["samples"]
     g, hand = next_shot_graph(tiny_wan21_t2v.name, tag, seed=4)
     g.prompt[hand]["inputs"].update(width=96, height=64)
-    run = comfy.run(g.prompt, targets=[hand])
-    handed = comfy.output(run, hand, 1)["samples"]
+    run = comfyui.run(g.prompt, targets=[hand])
+    handed = comfyui.output(run, hand, 1)["samples"]
     assert handed.shape == (1, 16, 3, 8, 12)
     expected = common_upscale(stored[:, :, -1:], 12, 8, "bicubic", "disabled")
     assert torch.equal(handed[:, :, :1], expected)
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert "bit-identical: no" in info and "resampled" in info
 
 
-def test_blend_with_fallback_uses_a_real_wan_vae(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+def test_blend_with_fallback_uses_a_real_wan_vae(comfyui, captures, pack, tiny_wan21_t2v, wan21_vae):
     tag = "blend"
-    comfy.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
+    comfyui.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
     stored = captures.CAPTURED[f"{tag}:stored"]["samples"]
     g = Graph()
     model = g.add("UNETLoader", unet_name=tiny_wan21_t2v.name, weight_dtype="default")
@@ -256,34 +256,34 @@ def test_blend_with_fallback_uses_a_real_wan_vae(comfy, captures, pack, tiny_wan
     hand = handoff(g, clip, vae, tag, model=model, mode="blend_with_fallback", ratio=0.25,
                    fallback=image)
     encode = g.add("VAEEncode", pixels=g.out(image), vae=g.out(vae))
-    run = comfy.run(g.prompt, targets=[hand, encode])
-    handed = comfy.output(run, hand, 1)["samples"]
-    fallback = comfy.output(run, encode, 0)["samples"]
+    run = comfyui.run(g.prompt, targets=[hand, encode])
+    handed = comfyui.output(run, hand, 1)["samples"]
+    fallback = comfyui.output(run, encode, 0)["samples"]
     expected = torch.lerp(stored[:, :, -1:], fallback[:, :, :1], 0.25)
     assert torch.allclose(handed[:, :, :1], expected, atol=1e-6)
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert "bit-identical: no" in info and "blend" in info
 
 
-def test_first_shot_uses_the_fallback_frame(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+def test_first_shot_uses_the_fallback_frame(comfyui, captures, pack, tiny_wan21_t2v, wan21_vae):
     g = Graph()
     clip = g.add("ZCTestClip", tokens=8)
     vae = g.add("VAELoader", vae_name=wan21_vae.name)
     image = g.add("ZCTestNoiseImage", seed=6, width=64, height=64, frames=1)
     hand = handoff(g, clip, vae, "never_stored", fallback=image)
-    run = comfy.run(g.prompt, targets=[hand])
-    latent = comfy.output(run, hand, 1)
+    run = comfyui.run(g.prompt, targets=[hand])
+    latent = comfyui.output(run, hand, 1)
     assert latent["samples"].shape == (1, 16, 3, 8, 8) and latent["noise_mask"][:, :, 0].eq(0).all()
-    assert "holds no latent yet" in comfy.output(run, hand, 3)
+    assert "holds no latent yet" in comfyui.output(run, hand, 3)
 
 
-def test_clear_errors(comfy, captures, pack, tiny_wan21_t2v):
+def test_clear_errors(comfyui, captures, pack, tiny_wan21_t2v):
     g = Graph()
     clip = g.add("ZCTestClip", tokens=8)
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, "nothing_here")
     with pytest.raises(ComfyRunError, match="nothing_here.*fallback_first_frame"):
-        comfy.run(g.prompt, targets=[hand])
+        comfyui.run(g.prompt, targets=[hand])
 
     store = runtime_of(pack).store()
     store.put("wide", {"latent_tensor": torch.zeros(1, 48, 3, 4, 4)}, {"family": "unknown"})
@@ -293,7 +293,7 @@ def test_clear_errors(comfy, captures, pack, tiny_wan21_t2v):
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, "wide", model=model)
     with pytest.raises(ComfyRunError, match="channel mismatch.*48.*16"):
-        comfy.run(g.prompt, targets=[hand])
+        comfyui.run(g.prompt, targets=[hand])
 
     store.put("wan", {"latent_tensor": torch.zeros(1, 16, 3, 8, 8)}, {"family": "wan21"})
     g = Graph()
@@ -301,17 +301,17 @@ def test_clear_errors(comfy, captures, pack, tiny_wan21_t2v):
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, "wan", length=10)
     with pytest.raises(ComfyRunError, match="length 10.*use 9 or 13"):
-        comfy.run(g.prompt, targets=[hand])
+        comfyui.run(g.prompt, targets=[hand])
 
     g = Graph()
     clip = g.add("ZCTestClip", tokens=8)
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, "bad/tag")
     with pytest.raises(ComfyRunError, match=r"bad/tag\" has .*/.* at character 4; "):
-        comfy.run(g.prompt, targets=[hand])
+        comfyui.run(g.prompt, targets=[hand])
 
 
-def test_store_never_keeps_noise_mask(comfy, captures, pack, tiny_wan21_t2v):
+def test_store_never_keeps_noise_mask(comfyui, captures, pack, tiny_wan21_t2v):
     tag = "masked"
     g = Graph()
     empty = g.add("EmptyHunyuanLatentVideo", batch_size=1, **CANVAS)
@@ -319,7 +319,7 @@ def test_store_never_keeps_noise_mask(comfy, captures, pack, tiny_wan21_t2v):
     masked = g.add("SetLatentNoiseMask", samples=g.out(empty), mask=g.out(mask))
     store = g.add("ZeroCopyLatentStore", samples=g.out(masked), buffer_tag=tag)
     g.add("ZCTestCaptureLatent", samples=g.out(store), label="passthrough", always_run=True)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     assert "noise_mask" in captures.CAPTURED["passthrough"]  # passed through untouched
     shot = runtime_of(pack).store().get(tag)
     assert list(shot.tensors) == ["latent_tensor"]
@@ -347,9 +347,9 @@ print(json.dumps({"info": out.args[3] if hasattr(out, "args") else out[3]}))
 """
 
 
-def test_restart_continues_from_the_spilled_tail(comfy, captures, pack, tiny_wan21_t2v, tmp_path):
+def test_restart_continues_from_the_spilled_tail(comfyui, captures, pack, tiny_wan21_t2v, tmp_path):
     tag = "restart"
-    comfy.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
+    comfyui.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
     stored = captures.CAPTURED[f"{tag}:stored"]["samples"]
     runtime_of(pack).store().flush()
     out = tmp_path / "restarted.safetensors"
@@ -377,7 +377,7 @@ print("NODES", sorted(k for k in nodes.NODE_CLASS_MAPPINGS if k.startswith("Zero
 """
 
 
-def test_pack_without_the_engine_still_loads_and_says_how_to_build_it(comfy, tmp_path):
+def test_pack_without_the_engine_still_loads_and_says_how_to_build_it(comfyui, tmp_path):
     env = dict(os.environ, COMFYUI_PATH=COMFYUI_PATH, ZC_LIBRARY=str(tmp_path / "missing" / "libzc.so"))
     proc = subprocess.run([sys.executable, "-c", NO_ENGINE_SCRIPT, str(REPO)], capture_output=True,
                           text=True, env=env, timeout=300)
@@ -391,7 +391,7 @@ def test_pack_without_the_engine_still_loads_and_says_how_to_build_it(comfy, tmp
     assert "unset ZC_LIBRARY" in ours[0] and "install.py --build" in ours[0], ours
 
 
-def test_store_handoff_and_prompt_end_describe_their_tag_never_the_whole_store(comfy, captures, pack,
+def test_store_handoff_and_prompt_end_describe_their_tag_never_the_whole_store(comfyui, captures, pack,
                                                                                tiny_wan21_t2v, monkeypatch):
     """Every Store and Handoff used to describe the whole store to describe one tag (its UI
     event), and the prompt end did it again, so their cost grew with the tags held. Here, with a
@@ -423,12 +423,12 @@ def test_store_handoff_and_prompt_end_describe_their_tag_never_the_whole_store(c
     for name in calls:
         monkeypatch.setattr(store, name, counted(name))
     tag = "one_tag_cost"
-    comfy.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
+    comfyui.run(first_shot_graph(tiny_wan21_t2v.name, tag)[0].prompt)
     durability.make_durable()
     g, hand = next_shot_graph(tiny_wan21_t2v.name, tag, seed=5)
     named = g.add("PrimitiveString", value=tag)
     g.prompt[hand]["inputs"]["buffer_tag"] = g.out(named)  # linked: the fingerprint uses the change count
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     durability.make_durable()
     assert calls["describe"] == 0, calls
     assert calls["describe_tag"] >= 2 and calls["changes"] >= 1, calls

@@ -47,7 +47,7 @@ def _base(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def start(tmp_path, comfy):
+def start(tmp_path, comfyui):
     """start(spill=None) -> a ready Server; every one started is stopped at the end."""
     if not (REPO / "build" / "libzc.so").is_file():
         pytest.skip("skipped: the C engine is not built (make)")

@@ -22,12 +22,12 @@ PACK_NODES = ("ZeroCopyLatentStore", "ZeroCopyLatentHandoff", "ZeroCopyLatentLoa
 
 
 @pytest.fixture(scope="session")
-def loaded_pack(comfy, zc_test_nodes, tmp_path_factory):
+def loaded_pack(comfyui, zc_test_nodes, tmp_path_factory):
     """This pack inside ComfyUI (reusing it if another test module loaded it already)."""
     module = sys.modules.get(str(REPO).replace(".", "_x_"))
     if module is None:
         os.environ.setdefault("ZEROCOPY_SPILL_DIR", str(tmp_path_factory.mktemp("zc_spill_examples")))
-        module = comfy.load_custom_node(REPO)
+        module = comfyui.load_custom_node(REPO)
     return module
 
 
@@ -38,14 +38,14 @@ CORE_NODES_OF_THE_EXAMPLES = ("SaveAnimatedWEBP", "CreateVideo", "LTXVConcatAVLa
 
 
 @pytest.fixture(scope="session")
-def schemas(comfy, loaded_pack):
+def schemas(comfyui, loaded_pack):
     import build_examples
     import nodes
     from loop_nodes import LoopSchemas
 
     for types, _, variable in build_examples.NEEDS_PACKS.values():  # peer packs, when given
         if os.environ.get(variable):
-            comfy.load_peer_pack(os.environ[variable], types[0])  # else its examples skip, saying why
+            comfyui.load_peer_pack(os.environ[variable], types[0])  # else its examples skip, saying why
 
     missing = [n for n in CORE_NODES_OF_THE_EXAMPLES if n not in nodes.NODE_CLASS_MAPPINGS]
     if missing:
@@ -108,7 +108,7 @@ def test_every_pack_node_has_a_description_and_input_tooltips(schemas):
                 assert str(options.get("tooltip", "")).strip(), f"{name}.{input_name} has no tooltip"
 
 
-def test_wan21_i2v_example_runs_on_the_tiny_models(comfy, schemas, loaded_pack, tiny_wan21_i2v, wan21_vae):
+def test_wan21_i2v_example_runs_on_the_tiny_models(comfyui, schemas, loaded_pack, tiny_wan21_i2v, wan21_vae):
     """The shipped Wan 2.1 I2V chain's graph, with the tiny profile: three shots, the second and
     third continued from the store, every handoff certified bit-identical."""
     import build_examples
@@ -130,17 +130,17 @@ def test_wan21_i2v_example_runs_on_the_tiny_models(comfy, schemas, loaded_pack, 
     prompt = to_api_prompt(workflow, schemas)
     residency = sys.modules[loaded_pack.__name__ + ".zc_residency"]
     try:
-        run = comfy.run(prompt)
+        run = comfyui.run(prompt)
     finally:  # the example's VRAM pin locks the model process-wide: leave no lock to later tests
         residency.get_service().release_all("example test finished")
     handoffs = [nid for nid, node in prompt.items() if node["class_type"] == "ZeroCopyLatentHandoff"]
     assert len(handoffs) == 2
     for nid in handoffs:
-        info = comfy.output(run, nid, 3)
+        info = comfyui.output(run, nid, 3)
         assert "bit-identical: yes" in info, info
     entry = next(t for t in runtime.store().describe()["tags"] if t["tag"] == tag)
     assert entry["last_generation"] == 3
-    saved = sorted(p.name for p in Path(comfy.output_dir, "zerocopy").glob("shot*.webp"))
+    saved = sorted(p.name for p in Path(comfyui.output_dir, "zerocopy").glob("shot*.webp"))
     assert len(saved) >= 3, saved
 
 

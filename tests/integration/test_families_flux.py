@@ -14,7 +14,7 @@ from test_families_support import (handoff, ksampler, pack, same_bits, shared_st
 TEXT = dict(tokens=8, dim=32, pooled_dim=32, attention_mask=False)
 
 
-def test_flux_kontext_reference_from_the_store(comfy, captures, pack, tiny_flux):
+def test_flux_kontext_reference_from_the_store(comfyui, captures, pack, tiny_flux):
     tag = "flux_stills"
     g = Graph()
     model = unet(g, tiny_flux)
@@ -37,28 +37,28 @@ def test_flux_kontext_reference_from_the_store(comfy, captures, pack, tiny_flux)
     encode_neg = g.add("CLIPTextEncode", clip=g.out(plain_pos), text="")
     without = ksampler(g, model, g.out(hand, 1), g.out(encode), g.out(encode_neg), seed=6)
     g.add("ZCTestCaptureLatent", samples=g.out(without), label="flux_without_reference")
-    run = comfy.run(g.prompt)
+    run = comfyui.run(g.prompt)
 
     stored = captures.CAPTURED["flux_shot1"]["samples"]
     assert stored.shape == (1, 16, 8, 8)
     assert shared_store(pack).get(tag).meta["family"] == "flux"
     for output in (0, 2):
-        (reference,) = comfy.output(run, hand, output)[0][1]["reference_latents"]
+        (reference,) = comfyui.output(run, hand, output)[0][1]["reference_latents"]
         assert same_bits(reference, stored)  # at its stored size: no resample for a reference
     (core_reference,) = captures.CAPTURED["flux_core_reference"][0][1]["reference_latents"]
     assert same_bits(core_reference, stored)  # the same key and layout as core's ReferenceLatent
-    latent = comfy.output(run, hand, 1)
+    latent = comfyui.output(run, hand, 1)
     assert latent["samples"].shape == (1, 16, 8, 12) and latent["samples"].eq(0).all()
     a = captures.CAPTURED["flux_with_reference"]["samples"]
     b = captures.CAPTURED["flux_without_reference"]["samples"]
     assert a.shape == b.shape == (1, 16, 8, 12)
     assert not torch.allclose(a, b)  # same seed and text: only the reference differs
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert "family flux, adapter flux_kontext_reference" in info and "bit-identical: yes" in info
     assert "nothing to trim" in info
 
 
-def test_flux_first_still_uses_the_fallback_as_reference(comfy, captures, pack, tiny_flux):
+def test_flux_first_still_uses_the_fallback_as_reference(comfyui, captures, pack, tiny_flux):
     g = Graph()
     model = unet(g, tiny_flux)
     clip = g.add("ZCTestClipDims", **TEXT)
@@ -66,14 +66,14 @@ def test_flux_first_still_uses_the_fallback_as_reference(comfy, captures, pack, 
     image = g.add("ZCTestNoiseImage", seed=3, width=64, height=64, frames=1)
     hand = handoff(g, clip, vae, "flux_never_stored", model=model, fallback_first_frame=g.out(image),
                    width=64, height=64, length=1, adapter="flux_kontext_reference")
-    run = comfy.run(g.prompt, targets=[hand])
-    (reference,) = comfy.output(run, hand, 0)[0][1]["reference_latents"]
+    run = comfyui.run(g.prompt, targets=[hand])
+    (reference,) = comfyui.output(run, hand, 0)[0][1]["reference_latents"]
     assert reference.shape == (1, 16, 8, 8)
-    assert comfy.output(run, hand, 1)["samples"].shape == (1, 16, 8, 8)
-    assert "adapter flux_kontext_reference" in comfy.output(run, hand, 3)
+    assert comfyui.output(run, hand, 1)["samples"].shape == (1, 16, 8, 8)
+    assert "adapter flux_kontext_reference" in comfyui.output(run, hand, 3)
 
 
-def test_flux_dev_img2img_chain_from_the_store(comfy, captures, pack, tiny_flux):
+def test_flux_dev_img2img_chain_from_the_store(comfyui, captures, pack, tiny_flux):
     """Auto picks img2img for FLUX: three stills, each KSampler (denoise 0.6) starting from the
     previous still's latent as stored, bit-identical; a new canvas resamples it in latent space."""
     tag = "flux_dev_chain"
@@ -84,7 +84,7 @@ def test_flux_dev_img2img_chain_from_the_store(comfy, captures, pack, tiny_flux)
     empty = g.add("EmptySD3LatentImage", width=64, height=64, batch_size=1)
     first = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=4)
     g.add("ZeroCopyLatentStore", samples=g.out(first), buffer_tag=tag)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     previous = shared_store(pack).get(tag).tensors["latent_tensor"].clone()
     for still, seed in ((2, 5), (3, 6)):
         g = Graph()
@@ -97,13 +97,13 @@ def test_flux_dev_img2img_chain_from_the_store(comfy, captures, pack, tiny_flux)
                         latent_image=g.out(hand, 1), denoise=0.6)
         g.add("ZeroCopyLatentStore", samples=g.out(sampled), buffer_tag=tag)
         g.add("ZCTestCaptureLatent", samples=g.out(sampled), label=f"still{still}")
-        run = comfy.run(g.prompt)
-        handed = comfy.output(run, hand, 1)["samples"]
+        run = comfyui.run(g.prompt)
+        handed = comfyui.output(run, hand, 1)["samples"]
         assert same_bits(handed, previous)  # the latent in is the stored still, bit for bit
-        marker = comfy.output(run, hand, 1)["zerocopy_lineage"]  # the whole still: its stored digest
+        marker = comfyui.output(run, hand, 1)["zerocopy_lineage"]  # the whole still: its stored digest
         assert marker["tail_digest"] == marker["used_digest"] == digest_tensor(previous)
-        assert "reference_latents" not in comfy.output(run, hand, 0)[0][1]
-        info = comfy.output(run, hand, 3)
+        assert "reference_latents" not in comfyui.output(run, hand, 0)[0][1]
+        info = comfyui.output(run, hand, 3)
         assert "family flux, adapter flux_img2img" in info and "bit-identical: yes" in info
         out = captures.CAPTURED[f"still{still}"]["samples"]
         assert out.shape == previous.shape and not torch.equal(out, previous)  # denoise 0.6 changed it
@@ -113,6 +113,6 @@ def test_flux_dev_img2img_chain_from_the_store(comfy, captures, pack, tiny_flux)
     clip = g.add("ZCTestClipDims", **TEXT)
     vae = g.add("ZCTestRaisingVAE")
     wide = handoff(g, clip, vae, tag, model=model, width=96, height=64, length=1)
-    run = comfy.run(g.prompt, targets=[wide])
-    assert comfy.output(run, wide, 1)["samples"].shape == (1, 16, 8, 12)
-    assert "resampled" in comfy.output(run, wide, 3) and "bit-identical: no" in comfy.output(run, wide, 3)
+    run = comfyui.run(g.prompt, targets=[wide])
+    assert comfyui.output(run, wide, 1)["samples"].shape == (1, 16, 8, 12)
+    assert "resampled" in comfyui.output(run, wide, 3) and "bit-identical: no" in comfyui.output(run, wide, 3)

@@ -16,7 +16,7 @@ LTXV_TEXT = dict(tokens=8, dim=32, pooled_dim=0, attention_mask=True)
 LTXAV_TEXT = dict(tokens=8, dim=64, pooled_dim=0, attention_mask=True)  # 2 x caption width
 
 
-def test_ltxv_guides_crop_with_core_and_chain(comfy, captures, pack, tiny_ltxv):
+def test_ltxv_guides_crop_with_core_and_chain(comfyui, captures, pack, tiny_ltxv):
     tag = "ltxv_chain"
     g = Graph()
     model = unet(g, tiny_ltxv)
@@ -38,7 +38,7 @@ def test_ltxv_guides_crop_with_core_and_chain(comfy, captures, pack, tiny_ltxv):
     g.add("ZCTestCaptureLatent", samples=g.out(shot2), label="ltxv_shot2")
     store2 = g.add("ZeroCopyLatentStore", samples=g.out(shot2), buffer_tag=tag, model=g.out(model))
     g.add("ZCTestCaptureLatent", samples=g.out(store2), label="ltxv_stored2")
-    run = comfy.run(g.prompt)
+    run = comfyui.run(g.prompt)
 
     stored = captures.CAPTURED["ltxv_shot1"]["samples"]
     assert stored.shape == (1, 128, 3, 2, 2)
@@ -51,7 +51,7 @@ def test_ltxv_guides_crop_with_core_and_chain(comfy, captures, pack, tiny_ltxv):
     assert handed["zerocopy_appended_guides"] == {"guide_frames": 1, "video_frames": 3}
     for output in (0, 2):
         # [B, (t, h, w), guide tokens = 1 frame x 2 x 2, ...]: one guide frame's positions
-        assert comfy.output(run, hand, output)[0][1]["keyframe_idxs"].shape[:3] == (1, 3, 4)
+        assert comfyui.output(run, hand, output)[0][1]["keyframe_idxs"].shape[:3] == (1, 3, 4)
     # core's own crop node reads the layout: back to the 3-frame clip, keyframes cleared
     assert captures.CAPTURED["ltxv_core_crop"]["samples"].shape == (1, 128, 3, 2, 2)
     assert captures.CAPTURED["ltxv_core_crop_positive"][0][1]["keyframe_idxs"] is None
@@ -63,11 +63,11 @@ def test_ltxv_guides_crop_with_core_and_chain(comfy, captures, pack, tiny_ltxv):
     assert shot.tensors["latent_tensor"].shape == (1, 128, 3, 2, 2)
     assert same_bits(shot.tensors["latent_tensor"], out[:, :, :3])
     assert shot.meta["guide_frames_removed"] == "1" and shot.meta["family"] == "ltxv"
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert "family ltxv, adapter ltx_latent_guide" in info and "bit-identical: yes" in info
 
 
-def test_ltx2_av_streams_split_guided_and_rejoined(comfy, captures, pack, tiny_ltxav):
+def test_ltx2_av_streams_split_guided_and_rejoined(comfyui, captures, pack, tiny_ltxav):
     require_nodes("LTXVEmptyLatentAudio", "LTXVConcatAVLatent", "LTXVSeparateAVLatent")
     tag = "ltx2_chain"
     g = Graph()
@@ -92,7 +92,7 @@ def test_ltx2_av_streams_split_guided_and_rejoined(comfy, captures, pack, tiny_l
     shot2 = ksampler(g, model, g.out(hand, 1), g.out(hand, 0), g.out(hand, 2), seed=5)
     store2 = g.add("ZeroCopyLatentStore", samples=g.out(shot2), buffer_tag=tag, model=g.out(model))
     g.add("ZCTestCaptureLatent", samples=g.out(store2), label="ltx2_shot2")
-    run = comfy.run(g.prompt)
+    run = comfyui.run(g.prompt)
 
     v1, a1 = streams(captures.CAPTURED["ltx2_shot1"]["samples"])
     assert v1.shape == (1, 128, 3, 2, 2) and a1.shape == (1, 8, 17, 16)  # 25 fps, 25 audio latents/s
@@ -117,6 +117,6 @@ def test_ltx2_av_streams_split_guided_and_rejoined(comfy, captures, pack, tiny_l
     assert shot.tensors["latent_tensor_1"].shape == (1, 8, 17, 16)
     assert shot.meta["guide_frames_removed"] == "2"
     assert shot.meta["family"] == "ltx2" and shot.meta["streams"] == "2"
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert "family ltx2, adapter ltx_latent_guide, tail_frames 2" in info
     assert "audio stored digest" in info and "bit-identical: yes" in info

@@ -16,7 +16,7 @@ CANVAS = dict(width=64, height=64, length=22)  # 17k+5: video [1,24,7,4,4], audi
 
 
 @pytest.fixture(autouse=True)
-def _has_h3(comfy):
+def _has_h3(comfyui):
     require_nodes("EmptyMiniMaxH3LatentAV")
 
 
@@ -28,7 +28,7 @@ def clip_keyframes() -> bool:
     return "MiniMaxH3AddGuide" in nodes.NODE_CLASS_MAPPINGS
 
 
-def test_h3_av_chain_keyframe_and_aligned_tails(comfy, captures, pack, tiny_minimax_h3):
+def test_h3_av_chain_keyframe_and_aligned_tails(comfyui, captures, pack, tiny_minimax_h3):
     tag = "h3_chain"
     g = Graph()
     model = unet(g, tiny_minimax_h3)
@@ -46,7 +46,7 @@ def test_h3_av_chain_keyframe_and_aligned_tails(comfy, captures, pack, tiny_mini
     g.add("ZCTestCaptureLatent", samples=g.out(shot2), label="h3_shot2")
     reference = g.add("EmptyMiniMaxH3LatentAV", **CANVAS)
     g.add("ZCTestCaptureLatent", samples=g.out(reference), label="h3_core_empty")
-    run = comfy.run(g.prompt)
+    run = comfyui.run(g.prompt)
 
     video, audio = streams(captures.CAPTURED["h3_shot1"]["samples"])
     assert video.shape == (1, 24, 7, 4, 4) and audio.shape == (1, 32, 2, 37)
@@ -67,7 +67,7 @@ def test_h3_av_chain_keyframe_and_aligned_tails(comfy, captures, pack, tiny_mini
     assert v_mask.shape == (1, 1, 7, 4, 4) and a_mask.shape == (1, 1, 2, 37)
     assert v_mask[:, :, :2].eq(0).all() and v_mask[:, :, 2:].eq(1).all()
     assert a_mask[..., :9].eq(0).all() and a_mask[..., 9:].eq(1).all()
-    extra = comfy.output(run, hand, 0)[0][1]
+    extra = comfyui.output(run, hand, 0)[0][1]
     (keyframe,) = extra["minimax_keyframes"]
     assert keyframe["resolved_frame_index"] == 0 and extra["minimax_frame_count"] == 22
     if clip_keyframes():  # the whole tail and its audio
@@ -81,14 +81,14 @@ def test_h3_av_chain_keyframe_and_aligned_tails(comfy, captures, pack, tiny_mini
     assert torch.allclose(out_video[:, :, :2], video[:, :, 5:], atol=1e-5)
     assert torch.allclose(out_audio[..., :9], audio[..., 28:], atol=1e-5)
     assert not torch.equal(out_video[:, :, 2:], h_video[:, :, 2:])
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert "family minimax_h3, adapter minimax_h3_keyframe, tail_frames 2" in info
     assert "tail_frames 1 -> 2" in info and "audio stored digest xxh3:" in info
     assert "bit-identical: yes" in info and "first 5 pixel frames" in info
     assert ("clip keyframe" if clip_keyframes() else "one-frame keyframe") in info
 
 
-def test_h3_without_any_model_and_with_a_new_canvas(comfy, captures, pack):
+def test_h3_without_any_model_and_with_a_new_canvas(comfyui, captures, pack):
     tag = "h3_no_model"
     g = Graph()
     empty = g.add("EmptyMiniMaxH3LatentAV", width=64, height=64, length=39)  # [1,24,12,4,4]
@@ -96,18 +96,18 @@ def test_h3_without_any_model_and_with_a_new_canvas(comfy, captures, pack):
     clip = g.add("ZCTestClipDims", **TEXT)
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, tag, continuity=store, width=96, height=64, length=39, tail_frames=3)
-    run = comfy.run(g.prompt, targets=[hand])
+    run = comfyui.run(g.prompt, targets=[hand])
     assert shared_store(pack).get(tag).meta["family"] == "minimax_h3"  # 24-ch video + [B,32,2,T] audio
-    h_video, h_audio = streams(comfy.output(run, hand, 1)["samples"])
+    h_video, h_audio = streams(comfyui.output(run, hand, 1)["samples"])
     assert h_video.shape == (1, 24, 12, 4, 6) and h_audio.shape == (1, 32, 2, 65)
-    (keyframe,) = comfy.output(run, hand, 0)[0][1]["minimax_keyframes"]
+    (keyframe,) = comfyui.output(run, hand, 0)[0][1]["minimax_keyframes"]
     # on the target grid: tail_frames 3 -> 7 latents (a clip keyframe), or its first one
     assert keyframe["latent"].shape == (1, 24, 7 if clip_keyframes() else 1, 4, 6)
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert "tail_frames 3 -> 7" in info and "resampled" in info and "bit-identical: no" in info
 
 
-def test_h3_length_is_validated_on_the_17k_plus_5_grid(comfy, captures, pack):
+def test_h3_length_is_validated_on_the_17k_plus_5_grid(comfyui, captures, pack):
     tag = "h3_length"
     g = Graph()
     empty = g.add("EmptyMiniMaxH3LatentAV", width=64, height=64, length=22)
@@ -116,10 +116,10 @@ def test_h3_length_is_validated_on_the_17k_plus_5_grid(comfy, captures, pack):
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, tag, continuity=store, width=64, height=64, length=20)
     with pytest.raises(ComfyRunError, match=r"length 20 is not valid for MiniMax H3.*17k\+5; use 5 or 22"):
-        comfy.run(g.prompt, targets=[hand])
+        comfyui.run(g.prompt, targets=[hand])
 
 
-def test_h3_first_shot_keyframe_from_the_fallback_frame(comfy, captures, pack, tiny_minimax_h3):
+def test_h3_first_shot_keyframe_from_the_fallback_frame(comfyui, captures, pack, tiny_minimax_h3):
     g = Graph()
     model = unet(g, tiny_minimax_h3)
     clip = g.add("ZCTestClipDims", **TEXT)
@@ -130,11 +130,11 @@ def test_h3_first_shot_keyframe_from_the_fallback_frame(comfy, captures, pack, t
     neg = g.add("ZCTestConditioningDims", seed=2, **TEXT)
     shot = ksampler(g, model, g.out(hand, 1), g.out(hand, 0), g.out(neg), seed=3)
     g.add("ZCTestCaptureLatent", samples=g.out(shot), label="h3_first")
-    run = comfy.run(g.prompt)
-    video, audio = streams(comfy.output(run, hand, 1)["samples"])
+    run = comfyui.run(g.prompt)
+    video, audio = streams(comfyui.output(run, hand, 1)["samples"])
     assert video.shape == (1, 24, 7, 4, 4) and audio.shape == (1, 32, 2, 37)
     assert video.eq(0).all() and audio.eq(0).all()  # as MiniMaxH3ImageToVideo: empty AV latent
-    (keyframe,) = comfy.output(run, hand, 0)[0][1]["minimax_keyframes"]
+    (keyframe,) = comfyui.output(run, hand, 0)[0][1]["minimax_keyframes"]
     assert keyframe["latent"].shape == (1, 24, 1, 4, 4) and keyframe["resolved_frame_index"] == 0
     assert [s.shape for s in streams(captures.CAPTURED["h3_first"]["samples"])] == [video.shape, audio.shape]
-    assert "holds no latent yet" in comfy.output(run, hand, 3)
+    assert "holds no latent yet" in comfyui.output(run, hand, 3)

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def pack(comfy, zc_test_nodes, tmp_path_factory):
+def pack(comfyui, zc_test_nodes, tmp_path_factory):
     """This pack inside ComfyUI (reusing it if another test module loaded it already).
 
     After each module the pack's shared store is closed (spills flushed), so the next user
@@ -27,7 +27,7 @@ def pack(comfy, zc_test_nodes, tmp_path_factory):
     module = sys.modules.get(str(REPO).replace(".", "_x_"))
     if module is None:
         os.environ.setdefault("ZEROCOPY_SPILL_DIR", str(tmp_path_factory.mktemp("zc_spill_families")))
-        module = comfy.load_custom_node(REPO)
+        module = comfyui.load_custom_node(REPO)
     yield module
     pack_module(module, "zc_nodes.runtime").reset()
 

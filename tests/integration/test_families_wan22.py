@@ -13,7 +13,7 @@ from test_families_support import (handoff, ksampler, pack, same_bits, shared_st
 CANVAS = dict(width=64, height=64, length=9)  # Wan 2.2 5B: [1, 48, 3, 4, 4]
 
 
-def test_wan22_5b_noise_mask_path_end_to_end(comfy, captures, pack, tiny_wan22_5b):
+def test_wan22_5b_noise_mask_path_end_to_end(comfyui, captures, pack, tiny_wan22_5b):
     from comfy.latent_formats import Wan22
 
     tag = "wan22_5b_chain"
@@ -31,7 +31,7 @@ def test_wan22_5b_noise_mask_path_end_to_end(comfy, captures, pack, tiny_wan22_5
     g.add("ZCTestCaptureLatent", samples=g.out(hand, 1), label="handoff")
     shot2 = ksampler(g, model, g.out(hand, 1), g.out(hand, 0), g.out(hand, 2), seed=6)
     g.add("ZCTestCaptureLatent", samples=g.out(shot2), label="shot2")
-    run = comfy.run(g.prompt)
+    run = comfyui.run(g.prompt)
 
     stored = captures.CAPTURED["shot1"]["samples"]
     handed = captures.CAPTURED["handoff"]
@@ -43,7 +43,7 @@ def test_wan22_5b_noise_mask_path_end_to_end(comfy, captures, pack, tiny_wan22_5
     mask = handed["noise_mask"]
     assert mask.shape == (1, 1, 3, 4, 4) and mask[:, :, 0].eq(0).all() and mask[:, :, 1:].eq(1).all()
     # WAN22 turns that mask into per-frame timesteps: the kept frame runs at t = 0
-    patcher = comfy.output(run, model)
+    patcher = comfyui.output(run, model)
     assert type(patcher.model).__name__ == "WAN22"
     per_frame = patcher.model.process_timestep(torch.tensor([500.0]), handed["samples"],
                                                denoise_mask=mask)
@@ -52,33 +52,33 @@ def test_wan22_5b_noise_mask_path_end_to_end(comfy, captures, pack, tiny_wan22_5
     out = captures.CAPTURED["shot2"]["samples"]
     assert torch.allclose(out[:, :, :1], stored[:, :, -1:], atol=1e-5)
     assert not torch.allclose(out[:, :, 1:], handed["samples"][:, :, 1:])
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert "family wan22_5b, adapter temporal_inpaint" in info and "bit-identical: yes" in info
     assert "timestep 0 per frame" in info
 
 
-def test_wan22_family_is_inferred_without_any_model(comfy, captures, pack):
+def test_wan22_family_is_inferred_without_any_model(comfyui, captures, pack):
     tag = "wan22_no_model"
     latent = torch.randn(1, 48, 3, 4, 4, generator=torch.Generator().manual_seed(3))
     g = Graph()
     vae = g.add("ZCTestRaisingVAE")
     source = g.add("Wan22ImageToVideoLatent", vae=g.out(vae), batch_size=1, **CANVAS)
     store = g.add("ZeroCopyLatentStore", samples=g.out(source), buffer_tag=tag)
-    comfy.run(g.prompt, targets=[store])
+    comfyui.run(g.prompt, targets=[store])
     assert shared_store(pack).get(tag).meta["family"] == "wan22_5b"  # 48 channels, 5D: only Wan 2.2
     shared_store(pack).put(tag, {"latent_tensor": latent}, {"family": "unknown"})  # no metadata at all
     g = Graph()
     clip = g.add("ZCTestClip", tokens=8)
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, tag, width=96, height=64, length=13, tail_frames=2)
-    run = comfy.run(g.prompt, targets=[hand])
-    handed = comfy.output(run, hand, 1)
+    run = comfyui.run(g.prompt, targets=[hand])
+    handed = comfyui.output(run, hand, 1)
     assert handed["samples"].shape == (1, 48, 4, 4, 6)  # new canvas, 16x, 4k+1 frames
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert "family wan22_5b" in info and "resampled" in info
 
 
-def test_wan22_a14b_i2v_concat_keys_and_sampling(comfy, captures, pack, tiny_wan22_a14b_i2v):
+def test_wan22_a14b_i2v_concat_keys_and_sampling(comfyui, captures, pack, tiny_wan22_a14b_i2v):
     tag = "wan22_a14b"
     g = Graph()
     model = unet(g, tiny_wan22_a14b_i2v)
@@ -94,22 +94,22 @@ def test_wan22_a14b_i2v_concat_keys_and_sampling(comfy, captures, pack, tiny_wan
                    length=9, tail_frames=2)
     shot2 = ksampler(g, model, g.out(hand, 1), g.out(hand, 0), g.out(hand, 2), seed=9)
     g.add("ZCTestCaptureLatent", samples=g.out(shot2), label="a14b_shot2")
-    run = comfy.run(g.prompt)
+    run = comfyui.run(g.prompt)
 
-    patcher = comfy.output(run, model)
+    patcher = comfyui.output(run, model)
     # detected as T2V (no CLIP-vision projection) with a 36-channel patch embedding
     assert type(patcher.model.model_config).__name__ == "WAN21_T2V"
     assert patcher.model.image_to_video is False
     stored = captures.CAPTURED["a14b_shot1"]["samples"]
-    extra = comfy.output(run, hand, 0)[0][1]
+    extra = comfyui.output(run, hand, 0)[0][1]
     assert same_bits(extra["concat_latent_image"][:, :, :2], stored[:, :, -2:])
     assert extra["concat_mask"][:, :, :2].eq(0).all() and extra["concat_mask"][:, :, 2:].eq(1).all()
-    assert "concat_latent_image" in comfy.output(run, hand, 2)[0][1]
+    assert "concat_latent_image" in comfyui.output(run, hand, 2)[0][1]
     # the model really takes the concat image: 16 noise + 4 mask + 16 image channels
     concat = patcher.model.concat_cond(noise=torch.zeros(1, 16, 3, 8, 8), device=torch.device("cpu"),
                                        concat_latent_image=extra["concat_latent_image"],
                                        concat_mask=extra["concat_mask"])
     assert concat.shape == (1, 20, 3, 8, 8)
     assert captures.CAPTURED["a14b_shot2"]["samples"].shape == (1, 16, 3, 8, 8)
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert "adapter wan_i2v" in info and "bit-identical: yes" in info

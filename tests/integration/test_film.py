@@ -40,23 +40,23 @@ def shot_graph(unet_name, vae_name, tag, seed, fallback=False, generation=0):
     return g, hand, store
 
 
-def test_lineage_is_recorded_through_real_samplers(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+def test_lineage_is_recorded_through_real_samplers(comfyui, captures, pack, tiny_wan21_t2v, wan21_vae):
     from zc_engine import digest_tensor
 
     tag = "film_lineage"
     store = shared_store(pack)
     g, hand, _ = shot_graph(tiny_wan21_t2v.name, wan21_vae.name, tag, 51, fallback=True)
-    run = comfy.run(g.prompt)
+    run = comfyui.run(g.prompt)
     start = store.get(tag, 1)
     assert start.meta["kind"] == "start_image" and start.tensors["latent_tensor"].shape == (1, 16, 1, 8, 8)
-    assert "generation 1 (its anchor" in comfy.output(run, hand, 3)
+    assert "generation 1 (its anchor" in comfyui.output(run, hand, 3)
     shot1 = store.get(tag)
     first = json.loads(shot1.meta["lineage"])
     assert shot1.generation == 2 and first["parent_generation"] == 1 and first["seed"] == 51
     assert first["tail_digest"] == digest_tensor(start.tensors["latent_tensor"])
     assert first["prompt"] == "shot with seed 51"
     g, hand, _ = shot_graph(tiny_wan21_t2v.name, wan21_vae.name, tag, 52)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     shot2 = store.get(tag)
     hop = json.loads(shot2.meta["lineage"])
     assert (hop["parent_tag"], hop["parent_generation"], hop["seed"]) == (tag, 2, 52)
@@ -113,18 +113,18 @@ def change_header(path: Path, old: bytes, new: bytes):
     path.write_bytes(bytes(data))
 
 
-def assemble(comfy, tag, *, vae_name=None, audio=False, **settings):
+def assemble(comfyui, tag, *, vae_name=None, audio=False, **settings):
     """ZeroCopyFilmAssemble run on the film (a VAE file by name, else the fake decoding VAEs, with
     the audio one when ``audio``); its three outputs (images, audio, info)."""
     g = Graph()
     vae, extra = vae_links(g, vae_name, audio)
     inputs = {"crossfade_frames": 0, "first_shot": 1, "last_shot": 0, "seam_trim": -1, **settings}
     node = g.add("ZeroCopyFilmAssemble", buffer_tag=tag, vae=vae, **extra, **inputs)
-    run = comfy.run(g.prompt, targets=[node])
-    return tuple(comfy.output(run, node, i) for i in range(3))
+    run = comfyui.run(g.prompt, targets=[node])
+    return tuple(comfyui.output(run, node, i) for i in range(3))
 
 
-def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfyui, captures, pack, tiny_wan21_t2v, wan21_vae):
     """The issue's proof: a 4-shot film with two takes of shot 2, shot 3 from the second take;
     choosing the first take turns shots 3-4 stale; after a restart `zc film` verifies the chosen
     line from the spill files alone; a parent rewritten with another tail breaks its hop and
@@ -136,12 +136,12 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     store = shared_store(pack)
     film_view = pack_module(pack, "zc_nodes.film_view")
     unet, vae = tiny_wan21_t2v.name, wan21_vae.name
-    comfy.run(shot_graph(unet, vae, tag, 61, fallback=True)[0].prompt)  # gen 1 start image, gen 2 shot 1
-    comfy.run(shot_graph(unet, vae, tag, 62, generation=2)[0].prompt)  # gen 3: shot 2, take 1
-    comfy.run(shot_graph(unet, vae, tag, 63, generation=2)[0].prompt)  # gen 4: shot 2, take 2
-    comfy.run(shot_graph(unet, vae, tag, 64, generation=4)[0].prompt)  # gen 5: shot 3 from take 2
+    comfyui.run(shot_graph(unet, vae, tag, 61, fallback=True)[0].prompt)  # gen 1 start image, gen 2 shot 1
+    comfyui.run(shot_graph(unet, vae, tag, 62, generation=2)[0].prompt)  # gen 3: shot 2, take 1
+    comfyui.run(shot_graph(unet, vae, tag, 63, generation=2)[0].prompt)  # gen 4: shot 2, take 2
+    comfyui.run(shot_graph(unet, vae, tag, 64, generation=4)[0].prompt)  # gen 5: shot 3 from take 2
     g, hand, _ = shot_graph(unet, vae, tag, 65)  # gen 6: shot 4 (newest)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     doc = film_view.describe(tag, verify=True)
     shots = {s["generation"]: s for s in doc["shots"]}
     assert doc["ok"] and doc["line"] == [1, 2, 4, 5, 6] and doc["end"] == 6, doc
@@ -155,8 +155,8 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     assert (shots[5]["state"], shots[6]["state"], shots[4]["state"]) == ("stale", "stale", "alternative")
     # a Handoff asked for "newest" now continues the end of the chosen line, and says so
     g, hand, _ = shot_graph(unet, vae, tag, 66)  # gen 7: shot 3 after take 1
-    run = comfy.run(g.prompt)
-    assert "followed the chosen takes: generation 3 ends the chosen line" in comfy.output(run, hand, 3)
+    run = comfyui.run(g.prompt)
+    assert "followed the chosen takes: generation 3 ends the chosen line" in comfyui.output(run, hand, 3)
     assert json.loads(store.get(tag, 7).meta["lineage"])["parent_generation"] == 3
     spill = store.spill_dir
     pack_module(pack, "zc_nodes.runtime").reset()  # a restart: the store closes, spills flushed
@@ -169,13 +169,13 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     assert listed["line"] == [1, 2, 3, 7] and listed["ok"] is True
 
     # the assembled film of the chosen line: every clip decoded, each seam's trim dropped
-    images, audio, info = assemble(comfy, tag, vae_name=vae)
+    images, audio, info = assemble(comfyui, tag, vae_name=vae)
     trims = [json.loads(shared_store(pack).get(tag, gen).meta["lineage"])["trim"] for gen in (3, 7)]
     assert images.ndim == 4 and images.shape[1:] == (64, 64, 3) and audio is None
     assert images.shape[0] == 3 * WAN["length"] - sum(trims), (images.shape, trims, info)
     assert f"3 shots, {images.shape[0]} frames = {3 * WAN['length']} decoded - {sum(trims)} trimmed" in info, info
     # with a crossfade of 2 frames the two seams shorten it by 4 more
-    faded = assemble(comfy, tag, vae_name=vae, crossfade_frames=2, first_shot=2, last_shot=3)[0]
+    faded = assemble(comfyui, tag, vae_name=vae, crossfade_frames=2, first_shot=2, last_shot=3)[0]
     assert faded.shape[0] == 2 * WAN["length"] - trims[1] - 2
 
     # a parent rewritten with another tail (its own digest consistent): its file verifies, the hop
@@ -190,7 +190,7 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     assert shots[3]["record"] == "not_covered" and shots[7]["record"] == "ok", shots
     assert sorted(p.name for p in Path(spill).glob(f"{tag}@*.latent")) == [f"{tag}@{i:020d}.latent" for i in range(1, 8)]
     # the assembly reads the film verified: it joins the line and says which hop fails
-    images, _, info = assemble(comfy, tag, vae_name=vae)
+    images, _, info = assemble(comfyui, tag, vae_name=vae)
     assert images.shape[0] == 3 * WAN["length"] - sum(trims), info
     assert "note: shot 3 (generation 7): the hop from generation 3: tail digest" in info, info
 
@@ -201,9 +201,9 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfy, captures, 
     rc, out = zc_film(spill, tag)
     assert rc == 1 and f"generation 7 (not on the line): {field}" in out, out
     with pytest.raises(ComfyRunError) as caught:  # frame_rate (audio only) differs: not ComfyUI's cached run
-        assemble(comfy, tag, vae_name=vae, frame_rate=24.0)
+        assemble(comfyui, tag, vae_name=vae, frame_rate=24.0)
     assert f"generation 7 (not on the line): {field}" in str(caught.value) and "is not whole" in str(caught.value), caught.value
-    images, _, info = assemble(comfy, tag, vae_name=vae, assemble_incomplete=True)
+    images, _, info = assemble(comfyui, tag, vae_name=vae, assemble_incomplete=True)
     assert images.shape[0] == 2 * WAN["length"] - trims[0], info
     assert f"LEFT OUT (assemble_incomplete is on): generation 7 (not on the line): {field}" in info, info
 
@@ -228,14 +228,14 @@ def store_av_film(store, tag, video_shape, audio_shape, family, adapter, shots=3
         parent = store.put(tag, tensors, meta, spill=True)
 
 
-def test_assemble_joins_the_audio_of_an_audio_video_film(comfy, captures, pack):
+def test_assemble_joins_the_audio_of_an_audio_video_film(comfyui, captures, pack):
     """Three LTX-2-shaped audio-video shots stored with lineage (trim 8 frames), assembled with fake
     decoding VAEs (named as fakes: no tiny LTX-2 VAE exists): the picture and the sound are cut at
     the same seams, and the sound lasts exactly as long as the picture."""
     tag = "film_av_assemble"
     store = shared_store(pack)
     store_av_film(store, tag, (1, 128, 3, 2, 2), (1, 8, 17, 16), "ltxav", "ltx_latent_guide")
-    images, audio, info = assemble(comfy, tag, audio=True, frame_rate=25.0)
+    images, audio, info = assemble(comfyui, tag, audio=True, frame_rate=25.0)
     assert images.shape == (3 * 17 - 2 * 8, 16, 16, 3), (images.shape, info)
     assert audio["sample_rate"] == 16000 and audio["waveform"].shape == (1, 2, (3 * 17 - 2 * 8) * 640)
     # the frame after the first seam is shot 2's 9th frame (its first 8 repeat shot 1)
@@ -245,12 +245,12 @@ def test_assemble_joins_the_audio_of_an_audio_video_film(comfy, captures, pack):
     assert torch.equal(audio["waveform"][0, 0, 17 * 640], wave2[0, 8])
     assert "3 shots, 35 frames = 51 decoded - 16 trimmed" in info, info
     # without the audio VAE there is no sound; a fixed seam trim of 0 keeps every frame
-    images, audio, _ = assemble(comfy, tag, first_shot=2, last_shot=3, seam_trim=0)
+    images, audio, _ = assemble(comfyui, tag, first_shot=2, last_shot=3, seam_trim=0)
     assert audio is None and images.shape[0] == 2 * 17
 
 
-def test_assemble_refuses_bad_ranges_and_unknown_films(comfy, captures, pack):
+def test_assemble_refuses_bad_ranges_and_unknown_films(comfyui, captures, pack):
     with pytest.raises(ComfyRunError, match="film_never_stored.*ZeroCopyLatentStore"):
-        assemble(comfy, "film_never_stored")
+        assemble(comfyui, "film_never_stored")
     with pytest.raises(ComfyRunError, match="not on the film's line of 3 shots"):
-        assemble(comfy, "film_av_assemble", first_shot=5)
+        assemble(comfyui, "film_av_assemble", first_shot=5)

@@ -19,7 +19,7 @@ from conftest import ComfyRunError, Graph
 av = pytest.importorskip("av")
 
 
-def render(comfy, tag, *, vae_name=None, audio=False, components=False, **settings):
+def render(comfyui, tag, *, vae_name=None, audio=False, components=False, **settings):
     """ZeroCopyFilmRender on the film (``audio`` as test_film.vae_links takes it); (video, info, the
     run, the node), and with ``components`` core's GetVideoComponents of its VIDEO (images, audio, fps)."""
     g = Graph()
@@ -33,10 +33,10 @@ def render(comfy, tag, *, vae_name=None, audio=False, components=False, **settin
     if components:
         parts = g.add("GetVideoComponents", video=g.out(node, 0))
         targets.append(parts)
-    run = comfy.run(g.prompt, targets=targets)
-    out = [comfy.output(run, node, 0), comfy.output(run, node, 1), run, node]
+    run = comfyui.run(g.prompt, targets=targets)
+    out = [comfyui.output(run, node, 0), comfyui.output(run, node, 1), run, node]
     if components:
-        out.append(tuple(comfy.output(run, parts, i) for i in range(3)))
+        out.append(tuple(comfyui.output(run, parts, i) for i in range(3)))
     return out
 
 
@@ -55,15 +55,15 @@ def frames_of(path: Path) -> np.ndarray:
 
 
 def test_a_real_film_renders_to_a_file_equal_to_the_assembly_and_a_new_take_decodes_one_shot(
-        comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+        comfyui, captures, pack, tiny_wan21_t2v, wan21_vae):
     tag = "film_render"
     unet, vae = tiny_wan21_t2v.name, wan21_vae.name
-    comfy.run(shot_graph(unet, vae, tag, 71, fallback=True)[0].prompt)  # gen 1 start image, gen 2 shot 1
-    comfy.run(shot_graph(unet, vae, tag, 72)[0].prompt)  # gen 3: shot 2
-    comfy.run(shot_graph(unet, vae, tag, 73)[0].prompt)  # gen 4: shot 3
-    images, _, _ = assemble(comfy, tag, vae_name=vae)
-    video, info, run, node, (parts, sound, fps) = render(comfy, tag, vae_name=vae, components=True)
-    path = Path(comfy.output_dir) / "zerocopy" / f"{tag}.mkv"
+    comfyui.run(shot_graph(unet, vae, tag, 71, fallback=True)[0].prompt)  # gen 1 start image, gen 2 shot 1
+    comfyui.run(shot_graph(unet, vae, tag, 72)[0].prompt)  # gen 3: shot 2
+    comfyui.run(shot_graph(unet, vae, tag, 73)[0].prompt)  # gen 4: shot 3
+    images, _, _ = assemble(comfyui, tag, vae_name=vae)
+    video, info, run, node, (parts, sound, fps) = render(comfyui, tag, vae_name=vae, components=True)
+    path = Path(comfyui.output_dir) / "zerocopy" / f"{tag}.mkv"
     assert path.is_file() and Path(video.get_stream_source()) == path, info
     film = frames_of(path)
     expected = (images.float().clamp(0, 1) * 255).round().to(torch.uint8).numpy()
@@ -84,47 +84,47 @@ def test_a_real_film_renders_to_a_file_equal_to_the_assembly_and_a_new_take_deco
         assert (path.parent / clip.media_reference.target_url).is_file()
     # core's tiled decode (spatial and temporal tiles), for shots too large to decode whole: its own
     # cache entries (the decode settings are part of the key), the same frames within tiling's blend
-    _, tiled_info, *_ = render(comfy, tag, vae_name=vae, folder="zerocopy_tiled", decode="tiled", tile_size=64,
+    _, tiled_info, *_ = render(comfyui, tag, vae_name=vae, folder="zerocopy_tiled", decode="tiled", tile_size=64,
                                tile_overlap=16, temporal_size=8, temporal_overlap=4)
     assert "3 shot(s) decoded, 0 reused" in tiled_info, tiled_info
-    tiled = frames_of(Path(comfy.output_dir) / "zerocopy_tiled" / f"{tag}.mkv")
+    tiled = frames_of(Path(comfyui.output_dir) / "zerocopy_tiled" / f"{tag}.mkv")
     assert tiled.shape == film.shape
     # the first shot's frames are exactly what core's VAEDecodeTiled gives with those sizes
     store = shared_store(pack)
     with torch.inference_mode():  # as ComfyUI runs nodes
-        loaded = comfy.nodes.VAELoader().load_vae(vae)[0]
-        (core_tiled,) = comfy.nodes.VAEDecodeTiled().decode(
+        loaded = comfyui.nodes.VAELoader().load_vae(vae)[0]
+        (core_tiled,) = comfyui.nodes.VAEDecodeTiled().decode(
             loaded, {"samples": store.get(tag, 2).tensors["latent_tensor"]}, 64, 16, 8, 4)
     core_tiled = (core_tiled.float().clamp(0, 1) * 255).round().to(torch.uint8).numpy()
     assert np.array_equal(tiled[:len(core_tiled)], core_tiled)
     # another take of shot 3, chosen: the render decodes that shot alone
-    comfy.run(shot_graph(unet, vae, tag, 74, generation=3)[0].prompt)  # gen 5: shot 3, take 2
+    comfyui.run(shot_graph(unet, vae, tag, 74, generation=3)[0].prompt)  # gen 5: shot 3, take 2
     film_view = pack_module(pack, "zc_nodes.film_view")
     film_view.choose(tag, 5)
-    _, info, *_ = render(comfy, tag, vae_name=vae)
+    _, info, *_ = render(comfyui, tag, vae_name=vae)
     assert "1 shot(s) decoded, 2 reused" in info and "shot 3: generation 5, take 2/2" in info, info
-    images, _, _ = assemble(comfy, tag, vae_name=vae)
+    images, _, _ = assemble(comfyui, tag, vae_name=vae)
     assert np.array_equal(frames_of(path), (images.float().clamp(0, 1) * 255).round().to(torch.uint8).numpy())
     clips = list(otio.adapters.read_from_file(str(path.with_suffix(".otio"))).tracks[0].find_clips())
     assert "1 other take" in clips[2].markers[0].name and "gen 4" in clips[2].markers[0].name
     assert len(list((path.parent / f"{tag}_clips").iterdir())) == 3  # the replaced take's clip is gone
 
 
-def test_an_audio_video_film_is_muxed_in_sync(comfy, captures, pack):
+def test_an_audio_video_film_is_muxed_in_sync(comfyui, captures, pack):
     """The LTX-2-shaped film of test_film (three shots, trim 8) rendered with its sound: H.264 and
     AAC in MP4, the sound as long as the picture within one frame, the picture's frame count the
     assembly's."""
     tag = "film_av_render"
     store_av_film(shared_store(pack), tag, (1, 128, 3, 2, 2), (1, 8, 17, 16), "ltxav", "ltx_latent_guide")
-    _, info, *_ = render(comfy, tag, audio=True, format="h264-mp4", frame_rate=25.0)
-    path = Path(comfy.output_dir) / "zerocopy" / f"{tag}.mp4"
+    _, info, *_ = render(comfyui, tag, audio=True, format="h264-mp4", frame_rate=25.0)
+    path = Path(comfyui.output_dir) / "zerocopy" / f"{tag}.mp4"
     frames, samples, rate = picture_and_sound(path)
     assert frames == 3 * 17 - 2 * 8, info
     assert abs(samples / rate - frames / 25.0) <= 1 / 25.0 + 1024 / rate, (samples, rate, frames)
     assert f"audio: {frames * 640} samples at 16000 Hz" in info, info
 
 
-def test_a_minimax_h3_shaped_film_is_muxed_in_sync_through_core_audio_decode(comfy, captures, pack):
+def test_a_minimax_h3_shaped_film_is_muxed_in_sync_through_core_audio_decode(comfyui, captures, pack):
     """Three MiniMax H3-shaped shots (video [1, 24, T, H, W], audio [1, 32, 2, T_a] at 40 latents a
     second, 24 fps: 5/3 audio latents per frame) rendered with a fake H3 audio VAE (named as a fake:
     H3's audio decoder is too large to run here) decoded as core's VAE Decode Audio decodes it."""
@@ -136,19 +136,19 @@ def test_a_minimax_h3_shaped_film_is_muxed_in_sync_through_core_audio_decode(com
     tag = "film_h3_render"
     # 3 latent frames -> 17 pixel frames through the fake video VAE (8x temporal), 0.708 s at 24 fps
     store_av_film(shared_store(pack), tag, (1, 24, 3, 2, 2), (1, 32, 2, 30), "minimax_h3", "minimax_h3_keyframe")
-    _, info, *_ = render(comfy, tag, audio="ZCTestDecodingH3AudioVAE", frame_rate=24.0, crossfade_frames=2,
+    _, info, *_ = render(comfyui, tag, audio="ZCTestDecodingH3AudioVAE", frame_rate=24.0, crossfade_frames=2,
                          timeline=False)
-    path = Path(comfy.output_dir) / "zerocopy" / f"{tag}.mkv"
+    path = Path(comfyui.output_dir) / "zerocopy" / f"{tag}.mkv"
     frames, samples, rate = picture_and_sound(path)
     assert frames == 3 * 17 - 2 * 8 - 2 * 2, info
     assert rate == 32000 and abs(samples / rate - frames / 24.0) <= 1 / 24.0, (samples, rate, frames)
     assert f"audio: {round(frames * 32000 / 24)} samples at 32000 Hz" in info, info
 
 
-def test_the_render_refuses_what_it_cannot_do_with_the_fix(comfy, captures, pack):
+def test_the_render_refuses_what_it_cannot_do_with_the_fix(comfyui, captures, pack):
     with pytest.raises(ComfyRunError, match="film_never_rendered.*ZeroCopyLatentStore"):
-        render(comfy, "film_never_rendered")
+        render(comfyui, "film_never_rendered")
     with pytest.raises(ComfyRunError, match="not on the film's line of 3 shots"):
-        render(comfy, "film_av_render", first_shot=5, audio=True)
+        render(comfyui, "film_av_render", first_shot=5, audio=True)
     with pytest.raises(ComfyRunError, match="folder"):
-        render(comfy, "film_av_render", folder="../outside")
+        render(comfyui, "film_av_render", folder="../outside")

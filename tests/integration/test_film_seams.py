@@ -44,14 +44,14 @@ def next_shot(vae_name, tag, seed, shift):
     return g, hand, store
 
 
-def test_a_drifted_hop_is_red_and_a_smooth_one_green(comfy, captures, pack, wan21_vae):
+def test_a_drifted_hop_is_red_and_a_smooth_one_green(comfyui, captures, pack, wan21_vae):
     tag = "film_seams"
     store = shared_store(pack)
-    comfy.run(first_shot(tag, 1)[0].prompt)  # generation 1: a root, no seam
+    comfyui.run(first_shot(tag, 1)[0].prompt)  # generation 1: a root, no seam
     assert store.hop_seam(tag, 1) is None  # a root has no hop
-    comfy.run(next_shot(wan21_vae.name, tag, 2, 0.0)[0].prompt)  # generation 2: same statistics
+    comfyui.run(next_shot(wan21_vae.name, tag, 2, 0.0)[0].prompt)  # generation 2: same statistics
     g, hand, _ = next_shot(wan21_vae.name, tag, 3, 0.5)  # generation 3: every channel shifted
-    run = comfy.run(g.prompt)
+    run = comfyui.run(g.prompt)
     lineage = json.loads(store.get(tag, 2).meta["lineage"])
     assert lineage["version"] == 2 and lineage["trim"] == 1 and "seam" not in lineage, lineage
     smooth = {"seam": store.hop_seam(tag, 2)}  # the engine's record, measured after the put
@@ -60,7 +60,7 @@ def test_a_drifted_hop_is_red_and_a_smooth_one_green(comfy, captures, pack, wan2
     assert smooth["seam"]["score"] < 2 and 0.5 < smooth["seam"]["rms_step"] < 2, smooth["seam"]
     assert drifted["seam"]["score"] >= 4 and drifted["seam"]["mean_step"] >= 4, drifted["seam"]
     # the Handoff of shot 3 continued shot 2: its certificate names the hop that made shot 2
-    info = comfy.output(run, hand, 3)
+    info = comfyui.output(run, hand, 3)
     assert f"seam of the hop that made generation 2: score {smooth['seam']['score']:.3g} (green)" in info, info
     assert "latent statistics, not a perceptual score" in info
 
@@ -101,7 +101,7 @@ def hop(vae_name, tag, seed, *, blend=False):
     return g
 
 
-def test_a_blended_third_hop_is_flagged_and_the_film_has_its_drift(comfy, captures, pack, wan21_vae):
+def test_a_blended_third_hop_is_flagged_and_the_film_has_its_drift(comfyui, captures, pack, wan21_vae):
     """A 4-shot film, each shot a smooth continuation of the frame its Handoff placed: the first two
     hops hand the tail over unchanged (green), the third blends it half-way with a fallback image
     (blend_with_fallback), so the continuation starts elsewhere: its seam is flagged (amber or red,
@@ -110,9 +110,9 @@ def test_a_blended_third_hop_is_flagged_and_the_film_has_its_drift(comfy, captur
     store = shared_store(pack)
     g = Graph()
     g.add("ZeroCopyLatentStore", samples=g.out(continued(g, g.out(seeded(g, 11, 0.0)), 11)), buffer_tag=tag)
-    comfy.run(g.prompt)  # generation 1: a root
+    comfyui.run(g.prompt)  # generation 1: a root
     for seed, blend in ((12, False), (13, False), (14, True)):
-        comfy.run(hop(wan21_vae.name, tag, seed, blend=blend).prompt)
+        comfyui.run(hop(wan21_vae.name, tag, seed, blend=blend).prompt)
     film_view = pack_module(pack, "zc_nodes.film_view")
     seam_module = pack_module(pack, "zc_continuity.seam_plan")
     doc = film_view.describe(tag)

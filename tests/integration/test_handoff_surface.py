@@ -19,10 +19,10 @@ FOLDED = ["negative_prompt", "tail_frames", "adapter", "generation", "color_anch
 
 
 @pytest.fixture(scope="module")
-def handoff_inputs(comfy, zc_test_nodes):
+def handoff_inputs(comfyui, zc_test_nodes):
     name = str(REPO.resolve()).replace(".", "_x_")
-    sys.modules.get(name) or comfy.load_custom_node(REPO)
-    types = comfy.nodes.NODE_CLASS_MAPPINGS["ZeroCopyLatentHandoff"].INPUT_TYPES()
+    sys.modules.get(name) or comfyui.load_custom_node(REPO)
+    types = comfyui.nodes.NODE_CLASS_MAPPINGS["ZeroCopyLatentHandoff"].INPUT_TYPES()
     return {**types.get("required", {}), **types.get("optional", {})}
 
 

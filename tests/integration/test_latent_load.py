@@ -47,27 +47,27 @@ def s2v_extend_shot(g, unet_name, tag, seed):
     return loaded, extend
 
 
-def test_wan_s2v_extend_chain_fed_by_the_store(comfy, captures, pack, tiny_wan21_t2v):
+def test_wan_s2v_extend_chain_fed_by_the_store(comfyui, captures, pack, tiny_wan21_t2v):
     require_nodes("WanSoundImageToVideoExtend")
     tag = "load_s2v"
     g = Graph()
     first_shot(g, tiny_wan21_t2v.name, tag)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     runtime = pack_module(pack, "zc_nodes.runtime")
     for run_index, seed in enumerate((21, 22, 23)):
         stored = shared_store(pack).get(tag)
         expected = stored.tensors["latent_tensor"].clone()
         if run_index == 2:  # a restart: the next Load reads the spill file
             runtime.reset(Path(runtime.store().spill_dir))
-            comfy.reset_cache()
+            comfyui.reset_cache()
         g = Graph()
         loaded, extend = s2v_extend_shot(g, tiny_wan21_t2v.name, tag, seed)
-        run = comfy.run(g.prompt)
+        run = comfyui.run(g.prompt)
         received = captures.CAPTURED["s2v:received"]["samples"]
         assert same_bits(received, expected)
-        motion = comfy.output(run, extend, 0)[0][1]["reference_motion"]
+        motion = comfyui.output(run, extend, 0)[0][1]["reference_motion"]
         assert same_bits(motion, expected[:, :, -19:])  # core's own slice of what it received
-        info = comfy.output(run, loaded, 1)
+        info = comfyui.output(run, loaded, 1)
         assert f"generation {stored.generation} (newest)" in info and "bit-identical: yes" in info
         new = shared_store(pack).get(tag)
         assert new.generation == stored.generation + 1
@@ -78,40 +78,40 @@ def test_wan_s2v_extend_chain_fed_by_the_store(comfy, captures, pack, tiny_wan21
         assert hop["adapter"] == "ZeroCopyLatentLoad -> WanSoundImageToVideoExtend" and hop["seed"] == seed
 
 
-def test_last_frames_of_video_and_audio_video_shots(comfy, captures, pack):
+def test_last_frames_of_video_and_audio_video_shots(comfyui, captures, pack):
     require_nodes("EmptyMiniMaxH3LatentAV")
     g = Graph()
     video = g.add("ZCTestSeededLatent", seed=4, channels=16, frames=5, height=4, width=4, scale=1.0, shift=0.0)
     g.add("ZeroCopyLatentStore", samples=g.out(video), buffer_tag="load_video")
     av = g.add("EmptyMiniMaxH3LatentAV", width=64, height=64, length=39)  # [1,24,12,4,4] + [1,32,2,65]
     g.add("ZeroCopyLatentStore", samples=g.out(av), buffer_tag="load_av")
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     g = Graph()
     last2 = load(g, "load_video", frames=2)
     first1 = load(g, "load_video", frames=1, frames_from="start")
     av_last = load(g, "load_av", frames=7)
     av_first = load(g, "load_av", frames=2, frames_from="start")
-    run = comfy.run(g.prompt, targets=[last2, first1, av_last, av_first])
+    run = comfyui.run(g.prompt, targets=[last2, first1, av_last, av_first])
     stored = shared_store(pack).get("load_video").tensors["latent_tensor"]
-    assert same_bits(comfy.output(run, last2, 0)["samples"], stored[:, :, -2:])
-    assert "the last 2 of [1, 16, 5, 4, 4]" in comfy.output(run, last2, 1)
-    assert same_bits(comfy.output(run, first1, 0)["samples"], stored[:, :, :1])
-    v, a = streams(comfy.output(run, av_last, 0)["samples"])
+    assert same_bits(comfyui.output(run, last2, 0)["samples"], stored[:, :, -2:])
+    assert "the last 2 of [1, 16, 5, 4, 4]" in comfyui.output(run, last2, 1)
+    assert same_bits(comfyui.output(run, first1, 0)["samples"], stored[:, :, :1])
+    v, a = streams(comfyui.output(run, av_last, 0)["samples"])
     shot = shared_store(pack).get("load_av")
     assert same_bits(v, shot.tensors["latent_tensor"][:, :, -7:])
     # the last 7 latents are H3's last 22 pixel frames of 39: audio from round(17 * 5/3) = 28
     assert same_bits(a, shot.tensors["latent_tensor_1"][..., 28:])
-    v0, a0 = streams(comfy.output(run, av_first, 0)["samples"])  # H3's first 2 latents: 5 pixel frames
+    v0, a0 = streams(comfyui.output(run, av_first, 0)["samples"])  # H3's first 2 latents: 5 pixel frames
     assert same_bits(v0, shot.tensors["latent_tensor"][:, :, :2])
     assert same_bits(a0, shot.tensors["latent_tensor_1"][..., :8])  # round(5 * 5/3) = 8 audio latents
 
 
-def test_bad_requests_get_clear_errors_and_corrupt_newest_falls_back(comfy, captures, pack):
+def test_bad_requests_get_clear_errors_and_corrupt_newest_falls_back(comfyui, captures, pack):
     g = Graph()
     missing = load(g, "load_never_stored")
     with pytest.raises(ComfyRunError, match=r"no latent is stored under tag \"load_never_stored\".*run a "
                                             r"ZeroCopyLatentStore with tag 'load_never_stored'"):
-        comfy.run(g.prompt, targets=[missing])
+        comfyui.run(g.prompt, targets=[missing])
     store = shared_store(pack)
     for i in range(2):
         store.put("load_errors", {"latent_tensor": torch.full((1, 16, 3, 2, 2), float(i))}, spill=True)
@@ -119,11 +119,11 @@ def test_bad_requests_get_clear_errors_and_corrupt_newest_falls_back(comfy, capt
     g = Graph()
     too_many = load(g, "load_errors", frames=4)
     with pytest.raises(ComfyRunError, match=r"frames 4 is more than the 3 latent frames"):
-        comfy.run(g.prompt, targets=[too_many])
+        comfyui.run(g.prompt, targets=[too_many])
     g = Graph()
     gone = load(g, "load_errors", shot="generation", generation=99)
     with pytest.raises(ComfyRunError, match=r"has no generation 99 in memory or on disk"):
-        comfy.run(g.prompt, targets=[gone])
+        comfyui.run(g.prompt, targets=[gone])
     runtime = pack_module(pack, "zc_nodes.runtime")
     spill = Path(runtime.store().spill_dir)
     runtime.reset(spill)
@@ -132,7 +132,7 @@ def test_bad_requests_get_clear_errors_and_corrupt_newest_falls_back(comfy, capt
     newest.write_bytes(data[:len(data) - 16])  # aside when the store opens (test_spill_hostile)
     g = Graph()
     fallback = load(g, "load_errors")
-    run = comfy.run(g.prompt, targets=[fallback])
-    assert comfy.output(run, fallback, 0)["samples"].eq(0.0).all()  # generation 1, never the corrupt 2
-    info = comfy.output(run, fallback, 1)
+    run = comfyui.run(g.prompt, targets=[fallback])
+    assert comfyui.output(run, fallback, 0)["samples"].eq(0.0).all()  # generation 1, never the corrupt 2
+    info = comfyui.output(run, fallback, 1)
     assert "generation 2 skipped:" in info and "used generation 1, the newest that verifies" in info

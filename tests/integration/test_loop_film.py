@@ -32,11 +32,11 @@ PROMPTS = [f"shot {i + 1}: the lighthouse, hour {i + 1}" for i in range(6)]
 
 
 @pytest.fixture(scope="module")
-def loop_nodes(comfy, zc_test_nodes):
+def loop_nodes(comfyui, zc_test_nodes):
     import nodes
 
     if "ZCTestLoopIteration" not in nodes.NODE_CLASS_MAPPINGS:
-        comfy.load_custom_node(HERE / "zc_loop_test_nodes")
+        comfyui.load_custom_node(HERE / "zc_loop_test_nodes")
 
 
 def loop_film(unet, vae_name, tag, *, cache_iterations=False):
@@ -95,13 +95,13 @@ def test_the_expansion_matches_core_ids_links_and_fingerprints(tiny_wan21_t2v):
     assert stand_ins.ZCTestLoopIteration.fingerprint_inputs(reuse_cache=True) is None
 
 
-def film_doc(comfy, pack, tag):
+def film_doc(comfyui, pack, tag):
     film_view = pack_module(pack, "zc_nodes.film_view")
     return film_view.describe(tag, verify=True)
 
 
 @pytest.mark.parametrize("cache_iterations", [False, True], ids=["every_iteration_runs", "cache_iterations"])
-def test_a_six_shot_film_in_one_prompt(comfy, captures, pack, loop_nodes, tiny_wan21_t2v, wan21_vae,  # noqa: F811
+def test_a_six_shot_film_in_one_prompt(comfyui, captures, pack, loop_nodes, tiny_wan21_t2v, wan21_vae,  # noqa: F811
                                        cache_iterations):
     from zc_engine import digest_tensor
 
@@ -110,7 +110,7 @@ def test_a_six_shot_film_in_one_prompt(comfy, captures, pack, loop_nodes, tiny_w
     prompt, ids = loop_film(tiny_wan21_t2v.name, wan21_vae.name, tag, cache_iterations=cache_iterations)
     run_prompt = expanded(prompt, ids, cache_iterations=cache_iterations)
     store.set_depth(tag, 16)  # keep every shot readable here (the default ring keeps 4)
-    run = comfy.run(run_prompt)
+    run = comfyui.run(run_prompt)
     prefix = f"{ids['start']}.0.0."
     entry = store.describe_tag(tag)
     assert entry["last_generation"] == 7, entry  # the encoded start image (1) + 6 shots, none twice
@@ -128,15 +128,15 @@ def test_a_six_shot_film_in_one_prompt(comfy, captures, pack, loop_nodes, tiny_w
         tail = previous.tensors["latent_tensor"][:, :, -1:]
         assert hop["tail_digest"] == digest_tensor(tail) == hop["used_digest"]  # bit-identical hop
         trims.append(int(hop.get("trim") or 0))
-        info = comfy.output(run, f"{prefix}{p}_{ids['hand']}", 3)
+        info = comfyui.output(run, f"{prefix}{p}_{ids['hand']}", 3)
         if p:  # the Handoff of iteration p used iteration p-1's shot, not its own (stored after it)
             assert "bit-identical: yes" in info and f"generation {p + 1}" in info, info
         previous = shot
     # the render after the loop: the six shots, each decoded once (9 frames: 3 latent frames), the
     # first keeping every frame, each later one losing the frames its lineage says repeat the shot before
-    film = Path(comfy.output_dir) / "zerocopy" / f"{tag}.mp4"
-    assert film_frames(film) == 6 * WAN["length"] - sum(trims[1:]), comfy.output(run, ids["render"], 1)
-    info = comfy.output(run, ids["render"], 1)
+    film = Path(comfyui.output_dir) / "zerocopy" / f"{tag}.mp4"
+    assert film_frames(film) == 6 * WAN["length"] - sum(trims[1:]), comfyui.output(run, ids["render"], 1)
+    info = comfyui.output(run, ids["render"], 1)
     assert info.startswith(f"ZeroCopy film {tag!r}: 6 shots, {film_frames(film)} frames"), info
     assert "6 shot(s) decoded, 0 reused" in info, info
     assert (film.parent / f"{tag}.otio").is_file() and len(list((film.parent / f"{tag}_clips").iterdir())) == 6
@@ -147,12 +147,12 @@ def test_a_six_shot_film_in_one_prompt(comfy, captures, pack, loop_nodes, tiny_w
     assert "7 shots on the line, all hops verified" in done.stdout, done.stdout  # start image + 6 shots
     # queued again: with cache_iterations the first Handoff still sees a new newest shot, so the
     # whole loop runs again and continues the film (6 more shots, none skipped, none twice)
-    run = comfy.run(run_prompt)
+    run = comfyui.run(run_prompt)
     assert store.describe_tag(tag)["last_generation"] == 13
     again = json.loads(store.get(tag, 8).meta["lineage"])
     assert again["parent_generation"] == 7
     # the render after it: the whole 12-shot film, the first six shots taken from the render cache
-    info = comfy.output(run, ids["render"], 1)
+    info = comfyui.output(run, ids["render"], 1)
     assert info.startswith(f"ZeroCopy film {tag!r}: 12 shots, {film_frames(film)} frames"), info
     assert "6 shot(s) decoded, 6 reused" in info, info
     trims += [int(json.loads(store.get(tag, g).meta["lineage"]).get("trim") or 0) for g in range(8, 14)]

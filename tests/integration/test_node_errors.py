@@ -16,12 +16,12 @@ def load(g, tag):
     return g.add("ZeroCopyLatentLoad", buffer_tag=tag, shot="newest", generation=0, frames=0, frames_from="end")
 
 
-def test_a_load_of_a_tag_with_nothing_stored_reports_the_packs_sentence_under_a_short_type(comfy, captures, pack):
+def test_a_load_of_a_tag_with_nothing_stored_reports_the_packs_sentence_under_a_short_type(comfyui, captures, pack):
     g = Graph()
     node = load(g, "errors_never_stored")
-    run = comfy.run(g.prompt, targets=[node], expect_error=True)
+    run = comfyui.run(g.prompt, targets=[node], expect_error=True)
     sent = [d for e, d in run.events if e == "execution_error"]
-    kept = [d for e, d in comfy.executor.status_messages if e == "execution_error"]  # the history's
+    kept = [d for e, d in comfyui.executor.status_messages if e == "execution_error"]  # the history's
     assert len(sent) == 1 and kept and kept[-1]["exception_type"] == sent[0]["exception_type"], (sent, kept)
     error = sent[0]
     assert error["node_type"] == "ZeroCopyLatentLoad"
@@ -34,11 +34,11 @@ def test_a_load_of_a_tag_with_nothing_stored_reports_the_packs_sentence_under_a_
     assert shown.count("ContinuityError") == 1, shown
 
 
-def test_a_bad_tag_is_refused_once_counting_from_1(comfy, captures, pack):
+def test_a_bad_tag_is_refused_once_counting_from_1(comfyui, captures, pack):
     g = Graph()
     node = load(g, "my film/shot#1")
     with pytest.raises(ComfyRunError) as caught:
-        comfy.run(g.prompt, targets=[node])
+        comfyui.run(g.prompt, targets=[node])
     errors = [e for reasons in caught.value.error["node_errors"].values() for e in reasons]
     said = ("buffer_tag - tag \"my film/shot#1\" has a space at character 3; tags use only letters, digits, "
             "'_', '-' and '.' (write '_' for the space)")  # ComfyUI's "buffer_tag - ", then the pack's, once

@@ -15,9 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def pack(comfy, zc_test_nodes):
+def pack(comfyui, zc_test_nodes):
     name = str(REPO.resolve()).replace(".", "_x_")
-    return sys.modules.get(name) or comfy.load_custom_node(REPO)
+    return sys.modules.get(name) or comfyui.load_custom_node(REPO)
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def self_check(pack):
     module.set_result(None)  # the next use checks this process's ComfyUI again
 
 
-def test_every_part_is_on_for_this_comfyui(comfy, self_check):
+def test_every_part_is_on_for_this_comfyui(comfyui, self_check):
     from comfy_api.latest import io
 
     result = self_check.result()  # ran when ComfyUI loaded the pack
@@ -42,7 +42,7 @@ def test_every_part_is_on_for_this_comfyui(comfy, self_check):
     assert result.as_dict()["ok"] is True
 
 
-def test_a_changed_free_memory_turns_off_only_the_lock(comfy, self_check, pack, monkeypatch, tiny_wan21_t2v):
+def test_a_changed_free_memory_turns_off_only_the_lock(comfyui, self_check, pack, monkeypatch, tiny_wan21_t2v):
     import comfy.model_management as mm
 
     def free_memory(memory_required, device, keep=None):  # keep_loaded renamed: the lock's contract broken
@@ -58,10 +58,10 @@ def test_a_changed_free_memory_turns_off_only_the_lock(comfy, self_check, pack, 
     g = Graph()
     loader = g.add("UNETLoader", unet_name=tiny_wan21_t2v.name, weight_dtype="default")
     pin = g.add("ZeroCopyVRAMPin", model=g.out(loader), enable_pinning=True, tune_allocator=False)
-    run = comfy.run(g.prompt, targets=[pin])
-    report = comfy.output(run, pin, 1)
+    run = comfyui.run(g.prompt, targets=[pin])
+    report = comfyui.output(run, pin, 1)
     assert report.startswith("ZeroCopyVRAMPin: NOT LOCKED"), report
     assert "startup self-check" in report and "keep_loaded" in report
     service = sys.modules[pack.__name__ + ".zc_residency"].get_service()
     assert not service.registry and not len(service.hooks)
-    assert comfy.output(run, pin, 0) is not None  # the model passes through
+    assert comfyui.output(run, pin, 0) is not None  # the model passes through

@@ -20,7 +20,7 @@ HY10_TEXT = dict(tokens=8, dim=32, pooled_dim=768)
 
 
 @pytest.fixture
-def vae_calls(comfy, monkeypatch):
+def vae_calls(comfyui, monkeypatch):
     """Every encode/decode any ComfyUI VAE object makes during the test, by method name."""
     import comfy.sd
 
@@ -80,22 +80,22 @@ def newest(pack, tag):
     return shared_store(pack).get(tag)
 
 
-def test_wan21_chain_without_model_family_from_the_vae(comfy, captures, pack, tiny_wan21_t2v, wan21_vae,
+def test_wan21_chain_without_model_family_from_the_vae(comfyui, captures, pack, tiny_wan21_t2v, wan21_vae,
                                                         vae_calls):
     tag = "spec_wan21"
     g = Graph()
     wan_first_shot(g, tiny_wan21_t2v.name, tag)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     previous = newest(pack, tag)
     assert previous.meta["family"] == "unknown"  # 16 channels: Wan 2.1 or HunyuanVideo; no model said
     previous = previous.tensors["latent_tensor"].clone()
     for shot, seed in ((2, 11), (3, 12)):
         g = Graph()
         hand, _, _ = wan_next_shot(g, tiny_wan21_t2v.name, wan21_vae.name, tag, seed=seed, label=f"wan{shot}")
-        run = comfy.run(g.prompt)
+        run = comfyui.run(g.prompt)
         handed = captures.CAPTURED[f"wan{shot}:handoff"]["samples"]
         assert same_bits(handed[:, :, :1], previous[:, :, -1:])
-        info = comfy.output(run, hand, 3)
+        info = comfyui.output(run, hand, 3)
         assert "bit-identical: yes" in info and "adapter temporal_inpaint" in info
         assert "family wan21: from the VAE WanVAE (16 channels, 4x8x8)" in info
         previous = captures.CAPTURED[f"wan{shot}:stored"]["samples"]
@@ -103,7 +103,7 @@ def test_wan21_chain_without_model_family_from_the_vae(comfy, captures, pack, ti
     assert vae_calls == []  # never decoded or encoded
 
 
-def test_hunyuan_video_chain_without_model_family_from_the_vae(comfy, captures, pack, tiny_hunyuan_video,
+def test_hunyuan_video_chain_without_model_family_from_the_vae(comfyui, captures, pack, tiny_hunyuan_video,
                                                                 hunyuan_vae, vae_calls):
     tag = "spec_hy10"
     g = Graph()
@@ -113,7 +113,7 @@ def test_hunyuan_video_chain_without_model_family_from_the_vae(comfy, captures, 
     empty = g.add("EmptyHunyuanLatentVideo", batch_size=1, **WAN)
     first = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=5)
     g.add("ZeroCopyLatentStore", samples=g.out(first), buffer_tag=tag)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     previous = newest(pack, tag).tensors["latent_tensor"].clone()
     for shot, seed in ((2, 6), (3, 7)):
         g = Graph()
@@ -125,30 +125,30 @@ def test_hunyuan_video_chain_without_model_family_from_the_vae(comfy, captures, 
         sampled = ksampler(g, model, g.out(hand, 1), g.out(hand, 0), g.out(hand, 2), seed=seed)
         store = g.add("ZeroCopyLatentStore", samples=g.out(sampled), buffer_tag=tag)
         g.add("ZCTestCaptureLatent", samples=g.out(store), label=f"hy{shot}:stored")
-        run = comfy.run(g.prompt)
+        run = comfyui.run(g.prompt)
         handed = captures.CAPTURED[f"hy{shot}:handoff"]["samples"]
         assert same_bits(handed[:, :, :1], previous[:, :, -1:])
-        info = comfy.output(run, hand, 3)
+        info = comfyui.output(run, hand, 3)
         assert "family hunyuan_video: from the VAE AutoencoderKL (16 channels, 4x8x8)" in info
         assert "bit-identical: yes" in info
         previous = captures.CAPTURED[f"hy{shot}:stored"]["samples"]
     assert vae_calls == []
 
 
-def test_first_shot_takes_its_family_from_the_vae(comfy, captures, pack, hunyuan_vae, vae_calls):
+def test_first_shot_takes_its_family_from_the_vae(comfyui, captures, pack, hunyuan_vae, vae_calls):
     g = Graph()
     clip = g.add("ZCTestClipDims", attention_mask=False, **HY10_TEXT)
     vae = g.add("VAELoader", vae_name=hunyuan_vae.name)
     image = g.add("ZCTestNoiseImage", seed=3, width=64, height=64, frames=1)
     hand = spec_handoff(g, clip, vae, tag="spec_never_stored", fallback_first_frame=g.out(image))
-    run = comfy.run(g.prompt, targets=[hand])
-    info = comfy.output(run, hand, 3)
+    run = comfyui.run(g.prompt, targets=[hand])
+    info = comfyui.output(run, hand, 3)
     assert "holds no latent yet" in info and "family hunyuan_video: from the VAE AutoencoderKL" in info
-    assert comfy.output(run, hand, 1)["samples"].shape == (1, 16, 3, 8, 8)
+    assert comfyui.output(run, hand, 1)["samples"].shape == (1, 16, 3, 8, 8)
     assert vae_calls == ["encode"]  # the fallback frame, once
 
 
-def test_first_shot_without_any_clue_names_what_was_tried(comfy, captures, pack):
+def test_first_shot_without_any_clue_names_what_was_tried(comfyui, captures, pack):
     g = Graph()
     clip = g.add("ZCTestClip", tokens=8)
     vae = g.add("ZCTestRaisingVAE")
@@ -158,71 +158,71 @@ def test_first_shot_without_any_clue_names_what_was_tried(comfy, captures, pack)
                                             r"'model' input \(not connected\); the VAE RaisingVAE \(no "
                                             r"family this pack knows\); the CLIP FakeUMT5Clip .*Connect "
                                             r"the diffusion model"):
-        comfy.run(g.prompt, targets=[hand])
+        comfyui.run(g.prompt, targets=[hand])
 
 
-def test_four_run_film_named_once_by_a_primitive_string(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+def test_four_run_film_named_once_by_a_primitive_string(comfyui, captures, pack, tiny_wan21_t2v, wan21_vae):
     tag = "spec_linked_film"
     g = Graph()
     name = g.add("PrimitiveString", value=tag)
     wan_first_shot(g, tiny_wan21_t2v.name, tag_link=name)
-    comfy.run(g.prompt)  # validates with the tag linked, and the Store (an output node) runs
+    comfyui.run(g.prompt)  # validates with the tag linked, and the Store (an output node) runs
     assert newest(pack, tag).generation == 1
     previous = newest(pack, tag).tensors["latent_tensor"].clone()
     g = Graph()
     name = g.add("PrimitiveString", value=tag)
     hand, store, _ = wan_next_shot(g, tiny_wan21_t2v.name, wan21_vae.name, tag_link=name, label="film")
     for generation in (2, 3, 4):  # the very same prompt, queued three times
-        run = comfy.run(g.prompt)
+        run = comfyui.run(g.prompt)
         assert hand in run.executed and store in run.executed  # a new shot re-ran the Handoff
-        info = comfy.output(run, hand, 3)
+        info = comfyui.output(run, hand, 3)
         assert f"tag '{tag}', generation {generation - 1}" in info and "bit-identical: yes" in info
         handed = captures.CAPTURED["film:handoff"]["samples"]
         assert same_bits(handed[:, :, :1], previous[:, :, -1:])
         assert newest(pack, tag).generation == generation
         previous = captures.CAPTURED["film:stored"]["samples"]
-    caught_up = comfy.run(g.prompt, targets=[hand])  # shot 4 was stored after the last fingerprint
-    assert hand in caught_up.executed and "generation 4" in comfy.output(caught_up, hand, 3)
-    settled = comfy.run(g.prompt, targets=[hand])  # nothing stored since: ComfyUI's cache serves it
+    caught_up = comfyui.run(g.prompt, targets=[hand])  # shot 4 was stored after the last fingerprint
+    assert hand in caught_up.executed and "generation 4" in comfyui.output(caught_up, hand, 3)
+    settled = comfyui.run(g.prompt, targets=[hand])  # nothing stored since: ComfyUI's cache serves it
     assert hand not in settled.executed
 
 
-def test_a_linked_tag_is_checked_when_its_value_is_known(comfy, captures, pack, tiny_wan21_t2v):
+def test_a_linked_tag_is_checked_when_its_value_is_known(comfyui, captures, pack, tiny_wan21_t2v):
     g = Graph()
     name = g.add("PrimitiveString", value="not a tag!")
     wan_first_shot(g, tiny_wan21_t2v.name, tag_link=name)
     with pytest.raises(ComfyRunError, match=r"raised ValueError: tag \"not a tag!\" has a space at character 4; "):
-        comfy.run(g.prompt)
+        comfyui.run(g.prompt)
 
 
-def test_dead_end_store_runs_and_the_next_run_continues(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+def test_dead_end_store_runs_and_the_next_run_continues(comfyui, captures, pack, tiny_wan21_t2v, wan21_vae):
     tag = "spec_dead_end"
     g = Graph()
     _, store = wan_first_shot(g, tiny_wan21_t2v.name, tag)
-    run = comfy.run(g.prompt)  # KSampler -> Store, nothing after it: a valid prompt
+    run = comfyui.run(g.prompt)  # KSampler -> Store, nothing after it: a valid prompt
     assert store in run.executed and newest(pack, tag).generation == 1
     stored = newest(pack, tag).tensors["latent_tensor"].clone()
-    again = comfy.run(g.prompt)  # nothing new: ComfyUI's cache serves it, nothing is stored twice
+    again = comfyui.run(g.prompt)  # nothing new: ComfyUI's cache serves it, nothing is stored twice
     assert store not in again.executed and newest(pack, tag).generation == 1
     shared_store(pack).drop(tag, disk=True)  # the sidebar's Clear
-    refilled = comfy.run(g.prompt)  # the cached output no longer stands for a stored shot: re-run
+    refilled = comfyui.run(g.prompt)  # the cached output no longer stands for a stored shot: re-run
     assert store in refilled.executed and newest(pack, tag).generation == 2  # numbers only grow
     g = Graph()
     hand, _, _ = wan_next_shot(g, tiny_wan21_t2v.name, wan21_vae.name, tag, label="after_dead_end")
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     assert same_bits(captures.CAPTURED["after_dead_end:handoff"]["samples"][:, :, :1], stored[:, :, -1:])
 
 
 def test_truncated_newest_spill_file_falls_back_to_the_previous_generation(
-        comfy, captures, pack, tiny_wan21_t2v, wan21_vae, caplog):
+        comfyui, captures, pack, tiny_wan21_t2v, wan21_vae, caplog):
     tag = "spec_truncated"
     g = Graph()
     wan_first_shot(g, tiny_wan21_t2v.name, tag)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     first = newest(pack, tag).tensors["latent_tensor"].clone()
     g = Graph()
     wan_next_shot(g, tiny_wan21_t2v.name, wan21_vae.name, tag, label="trunc2")
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     runtime = pack_module(pack, "zc_nodes.runtime")
     spill = Path(runtime.store().spill_dir)
     runtime.reset(spill)  # flushes, and the next use reads the spill folder again (a restart)
@@ -234,40 +234,40 @@ def test_truncated_newest_spill_file_falls_back_to_the_previous_generation(
     vae = g.add("VAELoader", vae_name=wan21_vae.name)
     hand = spec_handoff(g, clip, vae, tag=tag)
     with caplog.at_level("WARNING"):
-        run = comfy.run(g.prompt, targets=[hand])
-    info = comfy.output(run, hand, 3)
+        run = comfyui.run(g.prompt, targets=[hand])
+    info = comfyui.output(run, hand, 3)
     assert f"tag '{tag}', generation 1" in info and "bit-identical: yes" in info
     assert "generation 2 skipped:" in info and "used generation 1, the newest that verifies" in info
-    assert same_bits(comfy.output(run, hand, 1)["samples"][:, :, :1], first[:, :, -1:])
+    assert same_bits(comfyui.output(run, hand, 1)["samples"][:, :, :1], first[:, :, -1:])
     assert not newest_file.exists() and newest_file.with_name(newest_file.name + ".rejected").exists()
     assert any("generation 2 skipped" in r.getMessage() for r in caplog.records)
 
 
-def test_positive_from_clip_text_encode_overrides_the_prompt(comfy, captures, pack, tiny_wan21_t2v,
+def test_positive_from_clip_text_encode_overrides_the_prompt(comfyui, captures, pack, tiny_wan21_t2v,
                                                              wan21_vae):
     tag = "spec_positive"
     g = Graph()
     wan_first_shot(g, tiny_wan21_t2v.name, tag)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     g = Graph()
     clip = g.add("ZCTestClip", tokens=8)
     vae = g.add("VAELoader", vae_name=wan21_vae.name)
     encoded = g.add("CLIPTextEncode", clip=g.out(clip), text="a prompt from CLIPTextEncode")
     hand = spec_handoff(g, clip, vae, tag=tag, prompt="never encoded", positive=g.out(encoded))
-    run = comfy.run(g.prompt, targets=[hand])
-    assert torch.equal(comfy.output(run, hand, 0)[0][0], comfy.output(run, encoded, 0)[0][0])
-    calls = comfy.output(run, clip, 0).calls
+    run = comfyui.run(g.prompt, targets=[hand])
+    assert torch.equal(comfyui.output(run, hand, 0)[0][0], comfyui.output(run, encoded, 0)[0][0])
+    calls = comfyui.output(run, clip, 0).calls
     assert "never encoded" not in calls and calls.count("a prompt from CLIPTextEncode") == 1
 
 
-def test_the_prompt_is_encoded_once_across_stored_shots(comfy, captures, pack, tiny_wan21_t2v, wan21_vae):
+def test_the_prompt_is_encoded_once_across_stored_shots(comfyui, captures, pack, tiny_wan21_t2v, wan21_vae):
     tag = "spec_encode_once"
     g = Graph()
     wan_first_shot(g, tiny_wan21_t2v.name, tag)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     g = Graph()
     hand, store, clip = wan_next_shot(g, tiny_wan21_t2v.name, wan21_vae.name, tag, label="once")
-    runs = [comfy.run(g.prompt) for _ in range(2)]  # two new shots stored, the Handoff re-ran twice
+    runs = [comfyui.run(g.prompt) for _ in range(2)]  # two new shots stored, the Handoff re-ran twice
     assert all(hand in run.executed for run in runs) and newest(pack, tag).generation == 3
-    calls = comfy.output(runs[-1], clip, 0).calls  # the same CLIP object both times (cached node)
+    calls = comfyui.output(runs[-1], clip, 0).calls  # the same CLIP object both times (cached node)
     assert calls.count("the next shot") == 1 and calls.count("") == 1  # prompt and negative_prompt

@@ -23,15 +23,15 @@ MOTION = 1
 
 
 @pytest.fixture(scope="module")
-def kjnodes(comfy):
+def kjnodes(comfyui):
     if not KJNODES_PATH:
         pytest.skip("skipped: KJNODES_PATH not set")
-    why = comfy.load_peer_pack(KJNODES_PATH, "WanImageToVideoSVIPro")
+    why = comfyui.load_peer_pack(KJNODES_PATH, "WanImageToVideoSVIPro")
     if why:
         pytest.skip(f"skipped: {why}")
 
 
-def test_svi_pro_chain_over_three_queue_runs(comfy, captures, pack, kjnodes, tiny_wan21_i2v):
+def test_svi_pro_chain_over_three_queue_runs(comfyui, captures, pack, kjnodes, tiny_wan21_i2v):
     tag = "svi_pro_film"
     g = Graph()
     model = g.add("UNETLoader", unet_name=tiny_wan21_i2v.name, weight_dtype="default")
@@ -40,7 +40,7 @@ def test_svi_pro_chain_over_three_queue_runs(comfy, captures, pack, kjnodes, tin
     empty = g.add("EmptyHunyuanLatentVideo", batch_size=1, **WAN)
     first = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=3)
     g.add("ZeroCopyLatentStore", samples=g.out(first), buffer_tag=tag)
-    comfy.run(g.prompt)
+    comfyui.run(g.prompt)
     anchor = shared_store(pack).get(tag).tensors["latent_tensor"].clone()
     for shot, seed in ((2, 31), (3, 32)):
         previous = shared_store(pack).get(tag)
@@ -59,12 +59,12 @@ def test_svi_pro_chain_over_three_queue_runs(comfy, captures, pack, kjnodes, tin
         sampled = ksampler(g, model, g.out(svi, 2), g.out(svi, 0), g.out(svi, 1), seed=seed)
         g.add("ZeroCopyLatentStore", samples=g.out(sampled), buffer_tag=tag)
         g.add("ZCTestCaptureLatent", samples=g.out(sampled), label=f"svi{shot}")
-        run = comfy.run(g.prompt)
-        concat = comfy.output(run, svi, 0)[0][1]["concat_latent_image"]
+        run = comfyui.run(g.prompt)
+        concat = comfyui.output(run, svi, 0)[0][1]["concat_latent_image"]
         assert same_bits(concat[:, :, :1], anchor[:, :, :1])  # anchor_samples: the film's first latent
         assert same_bits(concat[:, :, 1:1 + MOTION], prev[:, :, -MOTION:])  # motion latents of the newest
-        assert "generation 1 (first)" in comfy.output(run, anchor_node, 1)
-        assert f"generation {previous.generation} (newest)" in comfy.output(run, prev_node, 1)
+        assert "generation 1 (first)" in comfyui.output(run, anchor_node, 1)
+        assert f"generation {previous.generation} (newest)" in comfyui.output(run, prev_node, 1)
         assert captures.CAPTURED[f"svi{shot}"]["samples"].shape == (1, 16, 3, 8, 8)
         new = shared_store(pack).get(tag)
         assert new.generation == previous.generation + 1

@@ -28,17 +28,17 @@ CPU = torch.device("cpu")
 
 
 @pytest.fixture(scope="session")
-def residency_pack(comfy, zc_test_nodes):
+def residency_pack(comfyui, zc_test_nodes):
     """The pack as ComfyUI loaded it (reused if another test module loaded it), plus the
     test-only OOM node."""
     name = str(REPO.resolve()).replace(".", "_x_")
-    module = sys.modules.get(name) or comfy.load_custom_node(REPO)
-    comfy.load_custom_node(HERE / "zc_residency_test_nodes")
+    module = sys.modules.get(name) or comfyui.load_custom_node(REPO)
+    comfyui.load_custom_node(HERE / "zc_residency_test_nodes")
     return module
 
 
 @pytest.fixture(scope="session")
-def mm(comfy):
+def mm(comfyui):
     import comfy.model_management
     return comfy.model_management
 
@@ -136,9 +136,9 @@ def graph(unet, *, pin=True, seed=7, lora=None, lora_strength=0.5, oom=None, **p
     return g, ids
 
 
-def run(comfy, g, ids, **kwargs):
+def run(comfyui, g, ids, **kwargs):
     targets = [ids[k] for k in ("sampler", "pin", "oom") if k in ids]
-    return comfy.run(g.prompt, targets=targets, **kwargs)
+    return comfyui.run(g.prompt, targets=targets, **kwargs)
 
 
 def entry_of(mm, base):
@@ -154,8 +154,8 @@ def loaded_state(mm, base):
     return entry is not None, int(base.model_loaded_weight_memory)
 
 
-def model_of(comfy, result, ids):
-    return comfy.output(result, ids["pin"] if "pin" in ids else ids["loader"])
+def model_of(comfyui, result, ids):
+    return comfyui.output(result, ids["pin"] if "pin" in ids else ids["loader"])
 
 
 def reload_kinds(lock, result) -> list[list[str]]:
@@ -167,9 +167,9 @@ def reload_kinds(lock, result) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("locked", [False, True], ids=["control", "locked"])
-def test_free_memory_with_a_huge_request(comfy, residency, mm, tiny_wan21_t2v, locked):
+def test_free_memory_with_a_huge_request(comfyui, residency, mm, tiny_wan21_t2v, locked):
     g, ids = graph(tiny_wan21_t2v.name, enable_pinning=locked)
-    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    patcher = model_of(comfyui, run(comfyui, g, ids), ids)
     base, size = patcher.model, patcher.model_size()
     assert loaded_state(mm, base) == (True, size)
     entry = entry_of(mm, base)
@@ -186,9 +186,9 @@ def test_free_memory_with_a_huge_request(comfy, residency, mm, tiny_wan21_t2v, l
 
 
 @pytest.mark.parametrize("locked", [False, True], ids=["control", "locked"])
-def test_unload_all_models(comfy, residency, mm, tiny_wan21_t2v, locked):
+def test_unload_all_models(comfyui, residency, mm, tiny_wan21_t2v, locked):
     g, ids = graph(tiny_wan21_t2v.name, enable_pinning=locked)
-    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    patcher = model_of(comfyui, run(comfyui, g, ids), ids)
     base, size = patcher.model, patcher.model_size()
 
     mm.unload_all_models()  # called here by "another caller": held by every policy
@@ -210,9 +210,9 @@ def reuse_path_on_cpu(mm, monkeypatch):
 
 
 @pytest.mark.parametrize("locked", [False, True], ids=["control", "locked"])
-def test_reuse_path_shrink_with_a_negative_budget(comfy, residency, mm, tiny_wan21_t2v, locked, request):
+def test_reuse_path_shrink_with_a_negative_budget(comfyui, residency, mm, tiny_wan21_t2v, locked, request):
     g, ids = graph(tiny_wan21_t2v.name, enable_pinning=locked)
-    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    patcher = model_of(comfyui, run(comfyui, g, ids), ids)
     base, size = patcher.model, patcher.model_size()
     entry = entry_of(mm, base)
     patch = request.getfixturevalue("reuse_path_on_cpu")
@@ -230,11 +230,11 @@ def test_reuse_path_shrink_with_a_negative_budget(comfy, residency, mm, tiny_wan
 
 
 @pytest.mark.parametrize("locked", [False, True], ids=["control", "locked"])
-def test_disable_smart_memory_unloads_at_the_end_of_each_prompt(comfy, residency, mm, tiny_wan21_t2v,
+def test_disable_smart_memory_unloads_at_the_end_of_each_prompt(comfyui, residency, mm, tiny_wan21_t2v,
                                                                 locked, monkeypatch):
     monkeypatch.setattr(mm, "DISABLE_SMART_MEMORY", True)  # what --disable-smart-memory sets
     g, ids = graph(tiny_wan21_t2v.name, enable_pinning=locked)
-    patcher = model_of(comfy, run(comfy, g, ids), ids)  # execution.py unloads all at the end
+    patcher = model_of(comfyui, run(comfyui, g, ids), ids)  # execution.py unloads all at the end
     base, size = patcher.model, patcher.model_size()
     assert loaded_state(mm, base) == ((True, size) if locked else (False, 0))
 
@@ -251,19 +251,19 @@ def prompt_worker(mm, free_memory_flag, reset_cache):
 
 
 @pytest.mark.parametrize("policy", ["yield", "survive_free"])
-def test_explicit_free_follows_the_policy(comfy, residency, mm, tiny_wan21_t2v, policy):
+def test_explicit_free_follows_the_policy(comfyui, residency, mm, tiny_wan21_t2v, policy):
     g, ids = graph(tiny_wan21_t2v.name, residency_policy=policy)
-    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    patcher = model_of(comfyui, run(comfyui, g, ids), ids)
     base, size = patcher.model, patcher.model_size()
 
-    prompt_worker(mm, False, comfy.reset_cache)  # POST /free {"unload_models": true}
+    prompt_worker(mm, False, comfyui.reset_cache)  # POST /free {"unload_models": true}
 
     lock = residency.registry.find(base)
     assert lock is not None and not lock.yielding  # the lock itself stays in both policies
     if policy == "yield":
         assert loaded_state(mm, base) == (False, 0)  # it stepped aside: ComfyUI unloaded it
         g.prompt[ids["sampler"]]["inputs"]["seed"] = 8
-        result = run(comfy, g, ids)  # reloaded once, then held again
+        result = run(comfyui, g, ids)  # reloaded once, then held again
         assert loaded_state(mm, base) == (True, size)
         assert lock.evidence.run(result.prompt_id).bytes_loaded == size
         assert reload_kinds(lock, result) == [["explicit_free"]]
@@ -273,13 +273,13 @@ def test_explicit_free_follows_the_policy(comfy, residency, mm, tiny_wan21_t2v, 
         assert loaded_state(mm, base) == (True, size)
 
 
-def test_free_memory_and_cache_drops_the_lock_with_the_model(comfy, residency, mm, tiny_wan21_t2v):
+def test_free_memory_and_cache_drops_the_lock_with_the_model(comfyui, residency, mm, tiny_wan21_t2v):
     g, ids = graph(tiny_wan21_t2v.name, residency_policy="survive_free")
-    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    patcher = model_of(comfyui, run(comfyui, g, ids), ids)
     base_ref = weakref.ref(patcher.model)
     del patcher
 
-    prompt_worker(mm, True, comfy.reset_cache)  # POST /free {"free_memory": true}: caches dropped
+    prompt_worker(mm, True, comfyui.reset_cache)  # POST /free {"free_memory": true}: caches dropped
     gc.collect()
 
     assert base_ref() is None  # nothing of ours kept it alive
@@ -287,27 +287,27 @@ def test_free_memory_and_cache_drops_the_lock_with_the_model(comfy, residency, m
     assert not any(lm.model is not None and lm.model.model is base_ref() for lm in mm.current_loaded_models)
 
 
-def test_oom_recovery_releases_the_lock_by_default(comfy, residency, mm, tiny_wan21_t2v):
+def test_oom_recovery_releases_the_lock_by_default(comfyui, residency, mm, tiny_wan21_t2v):
     g, ids = graph(tiny_wan21_t2v.name, oom=1)
-    result = run(comfy, g, ids, expect_error=True)
+    result = run(comfyui, g, ids, expect_error=True)
     failure = next(d for e, d in result.events if e == "execution_error")
     assert failure["exception_type"].endswith("OutOfMemoryError")
-    patcher = comfy.output(result, ids["pin"])
+    patcher = comfyui.output(result, ids["pin"])
     assert residency.registry.find(patcher.model) is None  # released, so no OOM loop
     assert loaded_state(mm, patcher.model) == (False, 0)  # ComfyUI's recovery unloaded it
     assert not len(residency.hooks)
 
 
-def test_survive_free_and_oom_holds_once_then_releases(comfy, residency, mm, tiny_wan21_t2v):
+def test_survive_free_and_oom_holds_once_then_releases(comfyui, residency, mm, tiny_wan21_t2v):
     g, ids = graph(tiny_wan21_t2v.name, oom=1, residency_policy="survive_free_and_oom")
-    result = run(comfy, g, ids, expect_error=True)
-    patcher = comfy.output(result, ids["pin"])
+    result = run(comfyui, g, ids, expect_error=True)
+    patcher = comfyui.output(result, ids["pin"])
     base, size = patcher.model, patcher.model_size()
     assert residency.registry.find(base).ooms_survived == 1
     assert loaded_state(mm, base) == (True, size)
 
     g.prompt[ids["oom"]]["inputs"]["attempt"] = 2
-    run(comfy, g, ids, expect_error=True)
+    run(comfyui, g, ids, expect_error=True)
 
     assert residency.registry.find(base) is None
     assert loaded_state(mm, base) == (False, 0)
@@ -316,11 +316,11 @@ def test_survive_free_and_oom_holds_once_then_releases(comfy, residency, mm, tin
 # ------------------------------------------------------------------------------- identity of the lock
 
 
-def test_lora_clone_keeps_the_lock(comfy, residency, mm, tiny_wan21_t2v, tiny_lora):
+def test_lora_clone_keeps_the_lock(comfyui, residency, mm, tiny_wan21_t2v, tiny_lora):
     g, ids = graph(tiny_wan21_t2v.name, lora=tiny_lora)
-    first = run(comfy, g, ids)
-    locked_patcher = comfy.output(first, ids["pin"])
-    clone = comfy.output(first, ids["lora"])
+    first = run(comfyui, g, ids)
+    locked_patcher = comfyui.output(first, ids["pin"])
+    clone = comfyui.output(first, ids["lora"])
     base, size = locked_patcher.model, locked_patcher.model_size()
     assert clone is not locked_patcher and clone.model is base and clone.patches
     assert entry_of(mm, base).model is clone  # ComfyUI tracks the clone it sampled with
@@ -329,7 +329,7 @@ def test_lora_clone_keeps_the_lock(comfy, residency, mm, tiny_wan21_t2v, tiny_lo
     assert loaded_state(mm, base) == (True, size)
 
     g.prompt[ids["sampler"]]["inputs"]["seed"] = 8  # same clone (cached): nothing moves
-    second = run(comfy, g, ids)
+    second = run(comfyui, g, ids)
     lock = residency.registry.find(base)
     assert lock.evidence.run(second.prompt_id).bytes_loaded == 0
     assert lock.evidence.run(second.prompt_id).load_calls == 1
@@ -338,7 +338,7 @@ def test_lora_clone_keeps_the_lock(comfy, residency, mm, tiny_wan21_t2v, tiny_lo
     # A new LoRA strength is a new patch set: classic ComfyUI unpatches the whole model
     # to its offload device and loads it again. The lock holds, and the evidence says so.
     g.prompt[ids["lora"]]["inputs"]["strength_model"] = 0.25
-    third = run(comfy, g, ids)
+    third = run(comfyui, g, ids)
     assert residency.registry.find(base) is lock
     assert lock.evidence.run(third.prompt_id).bytes_loaded == size
     assert reload_kinds(lock, third) == [["patch_change"]]  # named from ComfyUI's own patches_uuid test
@@ -347,14 +347,14 @@ def test_lora_clone_keeps_the_lock(comfy, residency, mm, tiny_wan21_t2v, tiny_lo
     assert loaded_state(mm, base) == (True, size)
 
 
-def test_loader_running_again_moves_the_lock(comfy, residency, mm, tiny_wan21_t2v, second_t2v):
+def test_loader_running_again_moves_the_lock(comfyui, residency, mm, tiny_wan21_t2v, second_t2v):
     g, ids = graph(tiny_wan21_t2v.name)
-    first = comfy.output(run(comfy, g, ids), ids["pin"])
+    first = comfyui.output(run(comfyui, g, ids), ids["pin"])
     first_ref = weakref.ref(first.model)
 
     g.prompt[ids["loader"]]["inputs"]["unet_name"] = second_t2v.name  # the loader runs again
-    result = run(comfy, g, ids)
-    second = comfy.output(result, ids["pin"])
+    result = run(comfyui, g, ids)
+    second = comfyui.output(result, ids["pin"])
     why = residency.registry.find(second.model).evidence.last_reload_why
     assert reload_kinds(residency.registry.find(second.model), result) == [["model_change"]]
     if getattr(second, "cached_patcher_init", None) is not None:  # 2026: ComfyUI records what the loader read
@@ -375,15 +375,15 @@ def test_loader_running_again_moves_the_lock(comfy, residency, mm, tiny_wan21_t2
 # ------------------------------------------------------------------------------- on/off, inertness
 
 
-def test_unlock_restores_comfyui_exactly(comfy, residency, mm, tiny_wan21_t2v, originals):
+def test_unlock_restores_comfyui_exactly(comfyui, residency, mm, tiny_wan21_t2v, originals):
     g, ids = graph(tiny_wan21_t2v.name)
-    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    patcher = model_of(comfyui, run(comfyui, g, ids), ids)
     assert any(_stored(o, n) is not f for o, n, f in originals.values())  # hooked while locked
 
     g.prompt[ids["pin"]]["inputs"]["enable_pinning"] = False
-    result = run(comfy, g, ids)
+    result = run(comfyui, g, ids)
 
-    assert "OFF" in comfy.output(result, ids["pin"], 1) and "released WAN21" in comfy.output(result, ids["pin"], 1)
+    assert "OFF" in comfyui.output(result, ids["pin"], 1) and "released WAN21" in comfyui.output(result, ids["pin"], 1)
     assert not residency.registry and not len(residency.hooks)
     for owner, name, original in originals.values():
         assert _stored(owner, name) is original
@@ -391,11 +391,11 @@ def test_unlock_restores_comfyui_exactly(comfy, residency, mm, tiny_wan21_t2v, o
     assert loaded_state(mm, patcher.model) == (False, 0)
 
 
-def test_two_nodes_share_one_lock_and_hooks_are_installed_once(comfy, residency, mm, tiny_wan21_t2v, originals):
+def test_two_nodes_share_one_lock_and_hooks_are_installed_once(comfyui, residency, mm, tiny_wan21_t2v, originals):
     g, ids = graph(tiny_wan21_t2v.name)
     ids["pin2"] = g.add("ZeroCopyVRAMPin", model=g.out(ids["pin"]), enable_pinning=True, tune_allocator=False)
     g.prompt[ids["sampler"]]["inputs"]["model"] = g.out(ids["pin2"])
-    patcher = model_of(comfy, comfy.run(g.prompt, targets=[ids["sampler"], ids["pin"], ids["pin2"]]), ids)
+    patcher = model_of(comfyui, comfyui.run(g.prompt, targets=[ids["sampler"], ids["pin"], ids["pin2"]]), ids)
 
     lock = residency.registry.find(patcher.model)
     assert len(residency.registry) == 1 and len(lock.owners) == 2
@@ -404,15 +404,15 @@ def test_two_nodes_share_one_lock_and_hooks_are_installed_once(comfy, residency,
     assert all(_stored(o, n).__wrapped__ is f for o, n, f in hooked)  # ... directly around ComfyUI's
 
     g.prompt[ids["pin"]]["inputs"]["enable_pinning"] = False  # one node lets go: still locked by the other
-    comfy.run(g.prompt, targets=[ids["sampler"], ids["pin"], ids["pin2"]])
+    comfyui.run(g.prompt, targets=[ids["sampler"], ids["pin"], ids["pin2"]])
     assert residency.registry.find(patcher.model) is lock and len(lock.owners) == 1
 
 
-def test_wrappers_are_inert_for_models_that_are_not_locked(comfy, residency, mm, tiny_wan21_t2v, second_t2v):
+def test_wrappers_are_inert_for_models_that_are_not_locked(comfyui, residency, mm, tiny_wan21_t2v, second_t2v):
     g, ids = graph(tiny_wan21_t2v.name)
-    locked = model_of(comfy, run(comfy, g, ids), ids)
+    locked = model_of(comfyui, run(comfyui, g, ids), ids)
     g2, ids2 = graph(second_t2v.name, pin=False)
-    other = model_of(comfy, run(comfy, g2, ids2), ids2)
+    other = model_of(comfyui, run(comfyui, g2, ids2), ids2)
     other_entry = entry_of(mm, other.model)
     assert len(residency.hooks) and residency.registry.find(other.model) is None
 
@@ -434,29 +434,29 @@ def test_wrappers_are_inert_for_models_that_are_not_locked(comfy, residency, mm,
 # ------------------------------------------------------------------------------- budget, evidence
 
 
-def test_budget_guard_refuses_and_passes_through(comfy, residency, mm, tiny_wan21_t2v, caplog):
+def test_budget_guard_refuses_and_passes_through(comfyui, residency, mm, tiny_wan21_t2v, caplog):
     g, ids = graph(tiny_wan21_t2v.name, vram_headroom_gb=4096.0)
     with caplog.at_level(logging.WARNING, logger="zerocopy_continuity"):
-        result = run(comfy, g, ids)
-    report = comfy.output(result, ids["pin"], 1)
+        result = run(comfyui, g, ids)
+    report = comfyui.output(result, ids["pin"], 1)
     assert report.startswith("ZeroCopyVRAMPin: NOT LOCKED")
     assert "not locked:" in report and "4096.00 GiB headroom" in report and "short" in report
     assert "lower vram_headroom_gb" in report
     assert any("not locked:" in r.getMessage() for r in caplog.records)
-    assert comfy.output(result, ids["pin"]) is comfy.output(result, ids["loader"])  # passed through
+    assert comfyui.output(result, ids["pin"]) is comfyui.output(result, ids["loader"])  # passed through
     assert not residency.registry and not len(residency.hooks)
 
 
-def test_report_and_log_show_zero_reload_per_run(comfy, residency, mm, tiny_wan21_t2v, caplog, fmt_bytes):
+def test_report_and_log_show_zero_reload_per_run(comfyui, residency, mm, tiny_wan21_t2v, caplog, fmt_bytes):
     g, ids = graph(tiny_wan21_t2v.name)
     with caplog.at_level(logging.INFO, logger="zerocopy_continuity"):
-        first = run(comfy, g, ids)
-        patcher = comfy.output(first, ids["pin"])
+        first = run(comfyui, g, ids)
+        patcher = comfyui.output(first, ids["pin"])
         size = patcher.model_size()
         runs = [first.prompt_id]
         for seed in (8, 9):
             g.prompt[ids["sampler"]]["inputs"]["seed"] = seed
-            runs.append(run(comfy, g, ids).prompt_id)
+            runs.append(run(comfyui, g, ids).prompt_id)
     lock = residency.registry.find(patcher.model)
     evidence = [lock.evidence.run(r) for r in runs]
     assert [e.bytes_loaded for e in evidence] == [size, 0, 0]
@@ -468,7 +468,7 @@ def test_report_and_log_show_zero_reload_per_run(comfy, residency, mm, tiny_wan2
     assert not any("because" in line for line in lines[1:])  # nothing moved: nothing to explain
 
     g.prompt[ids["pin"]]["inputs"]["tune_allocator"] = True  # re-runs the node: a fresh report
-    report = comfy.output(run(comfy, g, ids), ids["pin"], 1)
+    report = comfyui.output(run(comfyui, g, ids), ids["pin"], 1)
     assert report.startswith("ZeroCopyVRAMPin: LOCKED WAN21 on cpu, classic memory management")
     assert f"run {runs[1][:8]}: 1 load call" in report and f"run {runs[2][:8]}: 1 load call" in report
     assert f"run {runs[0][:8]}: 1 load call" in report and ", loaded: first load" in report
@@ -480,7 +480,7 @@ def test_report_and_log_show_zero_reload_per_run(comfy, residency, mm, tiny_wan2
 
 
 @pytest.fixture
-def cache_flags(comfy, monkeypatch):
+def cache_flags(comfyui, monkeypatch):
     """Set ComfyUI's cache launch flags (comfy.cli_args.args) as a server started with them would
     have them; the lock names the cache mode from these."""
     from comfy.cli_args import args
@@ -494,63 +494,63 @@ def cache_flags(comfy, monkeypatch):
     return use
 
 
-def test_reload_after_a_weight_dtype_change_is_named(comfy, residency, mm, tiny_wan21_t2v):
+def test_reload_after_a_weight_dtype_change_is_named(comfyui, residency, mm, tiny_wan21_t2v):
     g, ids = graph(tiny_wan21_t2v.name)
-    run(comfy, g, ids)
+    run(comfyui, g, ids)
     g.prompt[ids["loader"]]["inputs"]["weight_dtype"] = "fp8_e4m3fn"  # UNETLoader runs again
-    result = run(comfy, g, ids)
-    patcher = comfy.output(result, ids["pin"])
+    result = run(comfyui, g, ids)
+    patcher = comfyui.output(result, ids["pin"])
     lock = residency.registry.find(patcher.model)
     assert str(patcher.model.get_dtype()) == "torch.float8_e4m3fn"  # ComfyUI really loaded fp8 weights
     assert reload_kinds(lock, result) == [["dtype_change"]]
     assert lock.evidence.last_reload_why.short == "weight dtype float32 → float8_e4m3fn"
 
 
-def test_reload_after_the_cache_dropped_the_model_names_the_cache_mode(comfy, residency, mm, tiny_wan21_t2v,
+def test_reload_after_the_cache_dropped_the_model_names_the_cache_mode(comfyui, residency, mm, tiny_wan21_t2v,
                                                                       cache_flags):
     cache_flags(cache_classic=True)  # --cache-classic, as the test executor caches
     g, ids = graph(tiny_wan21_t2v.name)
-    first_ref = weakref.ref(model_of(comfy, run(comfy, g, ids), ids).model)
-    comfy.reset_cache()  # what a restarted server, "Free model and node cache" or another workflow does
+    first_ref = weakref.ref(model_of(comfyui, run(comfyui, g, ids), ids).model)
+    comfyui.reset_cache()  # what a restarted server, "Free model and node cache" or another workflow does
     gc.collect()  # prompt_worker collects garbage after prompts
     assert first_ref() is None and not residency.registry  # the lock went with the model
 
-    result = run(comfy, g, ids)
-    lock = residency.registry.find(model_of(comfy, result, ids).model)
+    result = run(comfyui, g, ids)
+    lock = residency.registry.find(model_of(comfyui, result, ids).model)
     assert reload_kinds(lock, result) == [["cache_drop"]]
     assert lock.evidence.last_reload_why.short == "cache dropped the model (classic)"
     assert "cache mode: classic, --cache-classic" in lock.evidence.last_reload_why.detail
 
 
-def test_reload_after_another_workflow_under_cache_classic_is_named(comfy, residency, mm, tiny_wan21_t2v,
+def test_reload_after_another_workflow_under_cache_classic_is_named(comfyui, residency, mm, tiny_wan21_t2v,
                                                                     second_t2v, cache_flags):
     cache_flags(cache_classic=True)  # ComfyUI issue #14276: a workflow switch, then every prompt reloads
     g, ids = graph(tiny_wan21_t2v.name)
-    first_ref = weakref.ref(model_of(comfy, run(comfy, g, ids), ids).model)
+    first_ref = weakref.ref(model_of(comfyui, run(comfyui, g, ids), ids).model)
     other, other_ids = graph(second_t2v.name, pin=False)
-    run(comfy, other, other_ids)  # another workflow: the classic cache drops the first one's outputs
+    run(comfyui, other, other_ids)  # another workflow: the classic cache drops the first one's outputs
     gc.collect()
     assert first_ref() is None
 
-    result = run(comfy, g, ids)  # back to the first workflow: its loader runs again
-    lock = residency.registry.find(model_of(comfy, result, ids).model)
+    result = run(comfyui, g, ids)  # back to the first workflow: its loader runs again
+    lock = residency.registry.find(model_of(comfyui, result, ids).model)
     assert reload_kinds(lock, result) == [["cache_drop"]]
     assert "running another workflow drops this one's outputs" in lock.evidence.last_reload_why.detail
 
 
-def test_every_run_under_cache_none_reloads_and_says_why(comfy, residency, mm, tiny_wan21_t2v, cache_flags,
+def test_every_run_under_cache_none_reloads_and_says_why(comfyui, residency, mm, tiny_wan21_t2v, cache_flags,
                                                          monkeypatch):
     cache_flags(cache_none=True)
-    none_executor = comfy.execution.PromptExecutor(comfy.server, cache_type=comfy.execution.CacheType.NONE,
+    none_executor = comfyui.execution.PromptExecutor(comfyui.server, cache_type=comfyui.execution.CacheType.NONE,
                                                    cache_args={"lru": 0, "ram": 0, "ram_inactive": 0})
-    monkeypatch.setattr(comfy, "executor", none_executor)  # --cache-none: every node runs every time
+    monkeypatch.setattr(comfyui, "executor", none_executor)  # --cache-none: every node runs every time
     g, ids = graph(tiny_wan21_t2v.name)
     results, locks = [], []
     monkeypatch.setattr(residency.registry, "on_added", [*residency.registry.on_added,
                                                          lambda lock, why: locks.append(lock)])
     for seed in (7, 8, 9):
         g.prompt[ids["sampler"]]["inputs"]["seed"] = seed
-        results.append(run(comfy, g, ids))
+        results.append(run(comfyui, g, ids))
         gc.collect()  # as prompt_worker does between prompts
         assert not residency.registry  # nothing caches the model: its lock lasts one run
     assert len(locks) == 3 and len({id(lock) for lock in locks}) == 3  # a new model (and lock) every run
@@ -561,38 +561,38 @@ def test_every_run_under_cache_none_reloads_and_says_why(comfy, residency, mm, t
     assert "--cache-none: every node runs again each time" in lock.evidence.last_reload_why.detail
 
 
-def test_reload_after_free_model_and_node_cache_names_both(comfy, residency, mm, tiny_wan21_t2v, cache_flags):
+def test_reload_after_free_model_and_node_cache_names_both(comfyui, residency, mm, tiny_wan21_t2v, cache_flags):
     cache_flags(cache_classic=True)
     g, ids = graph(tiny_wan21_t2v.name)  # policy yield: steps aside for the explicit free
-    model_of(comfy, run(comfy, g, ids), ids)
-    prompt_worker(mm, True, comfy.reset_cache)  # POST /free {"unload_models": true, "free_memory": true}
+    model_of(comfyui, run(comfyui, g, ids), ids)
+    prompt_worker(mm, True, comfyui.reset_cache)  # POST /free {"unload_models": true, "free_memory": true}
     gc.collect()
-    result = run(comfy, g, ids)
-    lock = residency.registry.find(model_of(comfy, result, ids).model)
+    result = run(comfyui, g, ids)
+    lock = residency.registry.find(model_of(comfyui, result, ids).model)
     assert reload_kinds(lock, result) == [["explicit_free", "cache_drop"]]
     assert lock.evidence.last_reload_why.short == "explicit free + cache dropped the model (classic)"
 
 
-def test_reload_after_oom_recovery_is_named_once_the_node_locks_again(comfy, residency, mm, tiny_wan21_t2v):
+def test_reload_after_oom_recovery_is_named_once_the_node_locks_again(comfyui, residency, mm, tiny_wan21_t2v):
     g, ids = graph(tiny_wan21_t2v.name, oom=1)
-    patcher = comfy.output(run(comfy, g, ids, expect_error=True), ids["pin"])
+    patcher = comfyui.output(run(comfyui, g, ids, expect_error=True), ids["pin"])
     assert residency.registry.find(patcher.model) is None  # released by ComfyUI's OOM recovery (policy yield)
 
     g, ids = graph(tiny_wan21_t2v.name, vram_headroom_gb=3.5)  # same node ids, no OOM node; the pin runs again
-    result = run(comfy, g, ids)
+    result = run(comfyui, g, ids)
     lock = residency.registry.find(patcher.model)
-    assert model_of(comfy, result, ids) is patcher and lock is not None  # the same model, locked again
+    assert model_of(comfyui, result, ids) is patcher and lock is not None  # the same model, locked again
     assert reload_kinds(lock, result) == [["oom_recovery"]]
     assert "out-of-memory recovery unloaded it" in lock.evidence.last_reload_why.detail
 
 
-def test_reload_without_a_visible_cause_says_so(comfy, residency, mm, tiny_wan21_t2v, fmt_bytes):
+def test_reload_without_a_visible_cause_says_so(comfyui, residency, mm, tiny_wan21_t2v, fmt_bytes):
     g, ids = graph(tiny_wan21_t2v.name)
-    patcher = model_of(comfy, run(comfy, g, ids), ids)
+    patcher = model_of(comfyui, run(comfyui, g, ids), ids)
     size = patcher.model_size()
     entry_of(mm, patcher.model).model.detach()  # another node moving the weights itself, outside free_memory
     g.prompt[ids["sampler"]]["inputs"]["seed"] = 8
-    result = run(comfy, g, ids)
+    result = run(comfyui, g, ids)
     lock = residency.registry.find(patcher.model)
     assert lock.evidence.run(result.prompt_id).bytes_loaded == size
     assert reload_kinds(lock, result) == [["no_visible_cause"]]
@@ -600,15 +600,15 @@ def test_reload_without_a_visible_cause_says_so(comfy, residency, mm, tiny_wan21
         f"ComfyUI moved {fmt_bytes(size)} onto cpu; no cause this pack can see")
 
 
-def test_the_badge_state_carries_the_reload_cause(comfy, residency, mm, tiny_wan21_t2v, tiny_lora, residency_pack,
+def test_the_badge_state_carries_the_reload_cause(comfyui, residency, mm, tiny_wan21_t2v, tiny_lora, residency_pack,
                                                   monkeypatch):
     ui_events = sys.modules[residency_pack.__name__ + ".zc_nodes.ui_events"]
     sent = []
     monkeypatch.setattr(ui_events, "notify_residency", lambda state, **extra: sent.append({**state, **extra}))
     g, ids = graph(tiny_wan21_t2v.name, lora=tiny_lora)
-    run(comfy, g, ids)
+    run(comfyui, g, ids)
     g.prompt[ids["lora"]]["inputs"]["strength_model"] = 0.25
-    run(comfy, g, ids)
+    run(comfyui, g, ids)
     published = [s for s in sent if s.get("state") == "locked" and "report" not in s]  # the loads' updates
     assert published[0]["last_reload_reason"] == "first load"
     assert published[-1]["last_reload_reason"] == "LoRA/patch change"

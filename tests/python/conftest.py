@@ -60,3 +60,58 @@ def run_python(code: str, *, env: dict | None = None, timeout: float = 120) -> s
 def spill_dir(tmp_path) -> Path:
     path = tmp_path / "spill"
     return path
+
+
+@pytest.fixture
+def assemble_node(monkeypatch, request):
+    """(node module, runtime, comfy_calls): the pack's ZeroCopyFilmAssemble loaded as the package
+    the test module's PACK names, with a stand-in for ComfyUI's comfy_api (no ComfyUI here);
+    progress bars are mocks and the farm is off."""
+    import importlib
+    from unittest import mock
+
+    import comfy_api_standin
+
+    pack = request.module.PACK
+    for name, module in comfy_api_standin.modules(pack).items():
+        monkeypatch.setitem(sys.modules, name, module)
+    node = importlib.import_module(f"{pack}.zc_nodes.film_assemble_node")
+    calls = sys.modules[f"{pack}.zc_nodes.comfy_calls"]
+    monkeypatch.setattr(calls, "progress_bar", lambda total: mock.MagicMock())
+    monkeypatch.setattr(sys.modules[f"{pack}.zc_nodes.farm_link"], "complete_film", lambda tag: None)
+    yield node, sys.modules[f"{pack}.zc_nodes.runtime"], calls
+    comfy_api_standin.forget(pack)
+
+
+@pytest.fixture
+def server(tmp_path):
+    """The farm tests' Redis: a redis-server of its own on a free 127.0.0.1 port
+    (tools/standins/redis_server.py), stopped at the end."""
+    from redis_server import RedisServer
+
+    srv = RedisServer(tmp_path / "redis").start()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture
+def new_farm(tmp_path):
+    """new_farm(url, name, store_dir=None, on_event=None, on_warning=None, **config) -> a Farm, worker
+    ``name`` on the Redis at ``url`` (retry_s 0.2 unless given), on its own LatentStore in
+    ``store_dir`` (default: the test's spill-<name>); every one closed, then its store, at the end."""
+    from zc_engine import LatentStore
+    from zc_farm import Farm, FarmConfig
+
+    made = []
+
+    def make(url, name, store_dir=None, on_event=None, on_warning=None, **options):
+        options.setdefault("retry_s", 0.2)
+        store = LatentStore(spill_dir=store_dir or tmp_path / f"spill-{name}")
+        farm = Farm(store, FarmConfig(url=url, worker_id=name, **options), on_event=on_event, on_warning=on_warning)
+        made.append((farm, store))
+        return farm
+
+    yield make
+    for farm, store in made:
+        farm.close(timeout=1)
+        store.close()

@@ -66,9 +66,9 @@ import logging  # noqa: E402
 import re  # noqa: E402
 
 import torch  # noqa: E402
+from film_shots import put_shot  # noqa: E402
 
-from zc_continuity import lineage  # noqa: E402
-from zc_engine import LatentStore, digest_tensor  # noqa: E402
+from zc_engine import LatentStore  # noqa: E402
 from zc_engine import film as engine_film  # noqa: E402
 from zc_nodes import color_anchor  # noqa: E402
 from zc_nodes.api import routes  # noqa: E402
@@ -123,15 +123,7 @@ def video(seed):
 
 
 def put_film_shot(store, seed, parent=None):
-    latent = video(seed)
-    meta = {"family": "wan21"}
-    if parent is not None:
-        tail = store.get(FILM, parent).tensors["latent_tensor"][:, :, -1:]
-        meta["lineage"] = lineage.record(lineage.marker(
-            parent_tag=FILM, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
-            used_digest=digest_tensor(tail), adapter="temporal_inpaint", trim=1, prompt=f"seed {seed}"),
-            seed=seed)
-    return store.put(FILM, {"latent_tensor": latent}, meta, spill=True)
+    return put_shot(store, FILM, seed, parent)
 
 
 def spill_file(spill, tag, generation):

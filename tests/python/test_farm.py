@@ -26,30 +26,13 @@ TAG = "film"
 
 
 @pytest.fixture
-def server(tmp_path):
-    srv = RedisServer(tmp_path / "redis").start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def workers(tmp_path, server):
+def workers(server, new_farm):
     """make(name, **config) -> a Farm on its own store and spill folder; all closed at the end."""
-    from zc_farm import Farm, FarmConfig
-
-    made = []
 
     def make(name, url=None, store_dir=None, on_event=None, **options):
-        options.setdefault("retry_s", 0.2)
-        store = LatentStore(spill_dir=store_dir or tmp_path / f"spill-{name}")
-        farm = Farm(store, FarmConfig(url=url or server.url, worker_id=name, **options), on_event=on_event)
-        made.append((farm, store))
-        return farm
+        return new_farm(url or server.url, name, store_dir=store_dir, on_event=on_event, **options)
 
-    yield make
-    for farm, store in made:
-        farm.close(timeout=1)
-        store.close()
+    return make
 
 
 def shot(seed: int, shape=(1, 16, 3, 16, 16)) -> torch.Tensor:

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from redis_server import RedisServer, skip_reason
-from zc_engine import LatentStore, NotFound
+from zc_engine import NotFound
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
@@ -33,22 +33,13 @@ def shot(seed: int, shape=(1, 16, 2, 40, 40)) -> torch.Tensor:  # 200 KiB
 
 
 @pytest.fixture
-def farms(tmp_path):
+def farms(new_farm):
     """make(server, name) -> a Farm on its own store; all closed at the end."""
-    from zc_farm import Farm, FarmConfig
-    made = []
 
     def make(server, name, on_event=None, **options):
-        options.setdefault("retry_s", 0.2)
-        store = LatentStore(spill_dir=tmp_path / f"spill-{name}")
-        farm = Farm(store, FarmConfig(url=server.url, worker_id=name, **options), on_event=on_event)
-        made.append((farm, store))
-        return farm
+        return new_farm(server.url, name, on_event=on_event, **options)
 
-    yield make
-    for farm, store in made:
-        farm.close(timeout=1)
-        store.close()
+    return make
 
 
 @pytest.fixture

@@ -19,9 +19,9 @@ import torch
 
 import comfy_api_standin
 from conftest import REPO, same_bits
-from redis_server import RedisServer, skip_reason
+from redis_server import skip_reason
 from zc_continuity import lineage
-from zc_engine import LatentStore, digest_tensor
+from zc_engine import digest_tensor
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
@@ -30,34 +30,18 @@ ZC = REPO / "build" / "zc"
 
 
 @pytest.fixture
-def server(tmp_path):
-    srv = RedisServer(tmp_path / "redis").start()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture
-def workers(tmp_path, server):
+def workers(server, new_farm):
     """make(name, **config) -> a Farm on its own store and spill folder, its warnings collected
     in farm.shown (what the browser would show); all closed at the end."""
-    from zc_farm import Farm, FarmConfig
-
-    made = []
 
     def make(name, **options):
-        options.setdefault("retry_s", 0.2)
-        store = LatentStore(spill_dir=tmp_path / f"spill-{name}")
         shown = []
-        farm = Farm(store, FarmConfig(url=server.url, worker_id=name, **options),
-                    on_warning=lambda title, message, fields: shown.append((title, message, fields)))
+        farm = new_farm(server.url, name,
+                        on_warning=lambda title, message, fields: shown.append((title, message, fields)), **options)
         farm.shown = shown
-        made.append((farm, store))
         return farm
 
-    yield make
-    for farm, store in made:
-        farm.close(timeout=1)
-        store.close()
+    return make
 
 
 def shot(seed: int) -> torch.Tensor:

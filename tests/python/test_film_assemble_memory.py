@@ -10,21 +10,18 @@ that gives (T - 1) x 4 + 1 frames for T latent frames, as Wan's causal VAE does.
 from __future__ import annotations
 
 import gc
-import importlib
 import sys
 import weakref
-from unittest import mock
 
 import pytest
 import torch
 
-import comfy_api_standin
 from zc_continuity import lineage
 from zc_continuity.film_join import join_frames
 from zc_engine import LatentStore, digest_tensor
 
 TAG = "longfilm"
-PACK = "zc_assemble_memory_pack"
+PACK = "zc_assemble_memory_pack"  # the package name conftest.assemble_node loads the pack under
 
 
 def wan_decode(vae, latent: torch.Tensor) -> torch.Tensor:
@@ -49,20 +46,6 @@ class Decoder:
         clip = self.decode(vae, latent)
         self.given.append(weakref.ref(clip))
         return clip
-
-
-@pytest.fixture
-def assemble_node(monkeypatch):
-    """(node module, runtime, comfy_calls): the pack's ZeroCopyFilmAssemble loaded as a package
-    with a stand-in for ComfyUI's comfy_api (as in test_farm_film.py), farm off."""
-    for name, module in comfy_api_standin.modules(PACK).items():
-        monkeypatch.setitem(sys.modules, name, module)
-    node = importlib.import_module(f"{PACK}.zc_nodes.film_assemble_node")
-    calls = sys.modules[f"{PACK}.zc_nodes.comfy_calls"]
-    monkeypatch.setattr(calls, "progress_bar", lambda total: mock.MagicMock())
-    monkeypatch.setattr(sys.modules[f"{PACK}.zc_nodes.farm_link"], "complete_film", lambda tag: None)
-    yield node, sys.modules[f"{PACK}.zc_nodes.runtime"], calls
-    comfy_api_standin.forget(PACK)
 
 
 @pytest.fixture

@@ -14,11 +14,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import film_shots
 import pytest
-import torch
 
-from zc_continuity import lineage
-from zc_engine import LatentStore, digest_tensor
+from zc_engine import LatentStore
 from zc_engine import film as engine_film
 from zc_engine.errors import InvalidState
 
@@ -28,14 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def put_shot(store: LatentStore, seed: int, parent: int | None = None, *, parent_tag: str = TAG) -> int:
     """One shot of TAG (continuing ``parent``'s last latent frame when given); its generation."""
-    latent = torch.randn(1, 16, 3, 4, 4, generator=torch.Generator().manual_seed(seed))
-    meta = {"family": "wan21"}
-    if parent is not None:
-        tail = store.get(parent_tag, parent).tensors["latent_tensor"][:, :, -1:]
-        meta["lineage"] = lineage.record(lineage.marker(
-            parent_tag=parent_tag, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
-            used_digest=digest_tensor(tail), adapter="temporal_inpaint", trim=1, prompt=f"seed {seed}"), seed=seed)
-    return store.put(TAG, {"latent_tensor": latent}, meta, spill=True)
+    return film_shots.put_shot(store, TAG, seed, parent, parent_tag=parent_tag)
 
 
 def takes_film(spill: Path) -> None:

@@ -6,10 +6,9 @@ a newest that no longer verifies, and a tag with no shot."""
 from __future__ import annotations
 
 import pytest
-import torch
+from film_shots import put_shot
 
-from zc_continuity import lineage
-from zc_engine import LatentStore, NotFound, digest_tensor
+from zc_engine import LatentStore, NotFound
 from zc_engine import film as engine_film
 from zc_nodes import film_view, runtime
 
@@ -28,15 +27,7 @@ def store(tmp_path, monkeypatch):
 
 def put(store, seed, parent=None):
     """One shot (continuing ``parent``'s last latent frame when given); its generation."""
-    latent = torch.randn(1, 16, 3, 4, 4, generator=torch.Generator().manual_seed(seed))
-    meta = {"family": "wan21"}
-    if parent is not None:
-        tail = store.get(TAG, parent).tensors["latent_tensor"][:, :, -1:]
-        meta["lineage"] = lineage.record(lineage.marker(
-            parent_tag=TAG, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
-            used_digest=digest_tensor(tail), adapter="temporal_inpaint", trim=1, prompt=f"seed {seed}"),
-            seed=seed)
-    return store.put(TAG, {"latent_tensor": latent}, meta, spill=True)
+    return put_shot(store, TAG, seed, parent)
 
 
 def test_it_is_the_newest_or_the_generation_asked_for(store):

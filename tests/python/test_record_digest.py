@@ -25,7 +25,7 @@ import pytest
 import torch
 
 from conftest import REPO
-from test_film_assemble_memory import Decoder, assemble_node, mount  # noqa: F401 - the fixture
+from test_film_assemble_memory import PACK, Decoder, mount  # noqa: F401 - PACK: for conftest.assemble_node
 from zc_continuity import families, lineage
 import seam_reference as seam
 from zc_engine import CorruptFile, LatentStore, digest_tensor

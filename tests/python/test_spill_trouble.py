@@ -13,14 +13,11 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 import subprocess
 import sys
-from unittest import mock
 
-import comfy_api_standin
 import pytest
 import torch
 from test_film_assemble_memory import TAG, Decoder, film_of, mount
@@ -29,25 +26,11 @@ from zc_engine import EngineIOError, LatentStore
 from zc_nodes import durability, film_view, runtime
 
 RO_TAG = "ro_film"
-PACK = "zc_spill_trouble_pack"
+PACK = "zc_spill_trouble_pack"  # the package name conftest.assemble_node loads the pack under
 
 
 def _latent(seed: int) -> dict:
     return {"latent_tensor": torch.randn(1, 16, 3, 4, 6, generator=torch.Generator().manual_seed(seed))}
-
-
-@pytest.fixture
-def assemble_node(monkeypatch):
-    """(node module, runtime, comfy_calls): ZeroCopyFilmAssemble loaded as a package with a stand-in
-    for ComfyUI's comfy_api, farm off (as in test_film_assemble_memory.py)."""
-    for name, module in comfy_api_standin.modules(PACK).items():
-        monkeypatch.setitem(sys.modules, name, module)
-    node = importlib.import_module(f"{PACK}.zc_nodes.film_assemble_node")
-    calls = sys.modules[f"{PACK}.zc_nodes.comfy_calls"]
-    monkeypatch.setattr(calls, "progress_bar", lambda total: mock.MagicMock())
-    monkeypatch.setattr(sys.modules[f"{PACK}.zc_nodes.farm_link"], "complete_film", lambda tag: None)
-    yield node, sys.modules[f"{PACK}.zc_nodes.runtime"], calls
-    comfy_api_standin.forget(PACK)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import torch
 
 aiohttp = pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's web server)")
 
-from web_api_helpers import SyncClient, read_png  # noqa: E402
+from web_api_helpers import RoutesHarness, SyncClient, read_png  # noqa: E402
 
 from zc_engine import LatentStore  # noqa: E402
 from zc_nodes.api import preview, routes  # noqa: E402
@@ -29,21 +29,13 @@ def scale_in(x):
     return x * 0.5
 
 
-class Harness:
+class Harness(RoutesHarness):
     def __init__(self, tmp_path):
-        self.store = LatentStore(spill_dir=tmp_path / "spill")
         self.notified: list[tuple[str, dict]] = []
         self.report = None  # None: unavailable
         self.fail_projection = False
-        services = routes.Services(
-            store=lambda: self.store,
-            projection_for=self.projection,
-            residency_report=self.residency,
-            notify=self.notify,
-        )
-        app = aiohttp.web.Application()
-        routes.add_to_app(app, services)
-        self.client = SyncClient(app)
+        super().__init__(LatentStore(spill_dir=tmp_path / "spill"), projection_for=self.projection,
+                         residency_report=self.residency, notify=self.notify)
 
     def projection(self, meta, channels):
         if self.fail_projection:
@@ -63,16 +55,11 @@ class Harness:
     def put(self, tag, tensor, **meta):
         return self.store.put(tag, {"latent_tensor": tensor}, {"family": "wan21", **meta}, spill=True)
 
-    def close(self):
-        self.client.close()
-        self.store.close()
-
 
 @pytest.fixture
 def api(tmp_path):
-    harness = Harness(tmp_path)
-    yield harness
-    harness.close()
+    with Harness(tmp_path) as harness:
+        yield harness
 
 
 def video(seed=0, shape=(1, CHANNELS, 3, 8, 12)):

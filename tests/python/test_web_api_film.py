@@ -9,12 +9,11 @@ import torch
 
 aiohttp = pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's web server)")
 
-from web_api_helpers import SyncClient  # noqa: E402
+from film_shots import put_shot  # noqa: E402
+from web_api_helpers import RoutesHarness  # noqa: E402
 
-from zc_continuity import lineage  # noqa: E402
-from zc_engine import LatentStore, digest_tensor  # noqa: E402
+from zc_engine import LatentStore  # noqa: E402
 from zc_engine import film as engine_film  # noqa: E402
-from zc_nodes.api import routes  # noqa: E402
 
 TAG = "web_film"
 
@@ -34,40 +33,24 @@ class FilmOfStore:
         return engine_film.choose(self.store.spill_dir, tag, generation)
 
 
-class Harness:
+class Harness(RoutesHarness):
     def __init__(self, tmp_path, film=True):
-        self.store = LatentStore(spill_dir=tmp_path / "spill")
+        store = LatentStore(spill_dir=tmp_path / "spill")
         self.notified = []
-        services = routes.Services(store=lambda: self.store, projection_for=lambda meta, channels: None,
-                                   residency_report=lambda: {"available": False},
-                                   notify=lambda event, data: self.notified.append((event, data)),
-                                   film=FilmOfStore(self.store) if film else None)
-        app = aiohttp.web.Application()
-        routes.add_to_app(app, services)
-        self.client = SyncClient(app)
+        super().__init__(store, projection_for=lambda meta, channels: None,
+                         residency_report=lambda: {"available": False},
+                         notify=lambda event, data: self.notified.append((event, data)),
+                         film=FilmOfStore(store) if film else None)
 
     def shot(self, seed, parent=None):
         """Store one shot (continuing ``parent``'s last latent frame when given); its generation."""
-        latent = torch.randn(1, 16, 3, 4, 4, generator=torch.Generator().manual_seed(seed))
-        meta = {"family": "wan21"}
-        if parent is not None:
-            tail = self.store.get(TAG, parent).tensors["latent_tensor"][:, :, -1:]
-            meta["lineage"] = lineage.record(lineage.marker(
-                parent_tag=TAG, parent_generation=parent, tail_frames=1, tail_digest=digest_tensor(tail),
-                used_digest=digest_tensor(tail), adapter="temporal_inpaint", trim=1, prompt=f"seed {seed}"),
-                seed=seed)
-        return self.store.put(TAG, {"latent_tensor": latent}, meta, spill=True)
-
-    def close(self):
-        self.client.close()
-        self.store.close()
+        return put_shot(self.store, TAG, seed, parent)
 
 
 @pytest.fixture
 def api(tmp_path):
-    harness = Harness(tmp_path)
-    yield harness
-    harness.close()
+    with Harness(tmp_path) as harness:
+        yield harness
 
 
 def assert_error(status, body, expected, code):

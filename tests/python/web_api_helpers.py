@@ -1,5 +1,6 @@
 """Shared helpers for the web API tests: a PNG reader for our encoder's output
-(filter 0, 8-bit RGB) and a synchronous client for an aiohttp application."""
+(filter 0, 8-bit RGB), a synchronous client for an aiohttp application, and the routes on a
+plain application over a real LatentStore."""
 
 from __future__ import annotations
 
@@ -59,3 +60,29 @@ class SyncClient:
     def close(self):
         self.loop.run_until_complete(self.client.close())
         self.loop.close()
+
+
+class RoutesHarness:
+    """The /zerocopy/ routes (zc_nodes.api.routes) on a plain aiohttp application over ``store``
+    (a real LatentStore): ``services`` are routes.Services' other fields; ``client`` is a
+    SyncClient. close() (or leaving a ``with``) closes the client, then the store."""
+
+    def __init__(self, store, **services):
+        import aiohttp.web
+
+        from zc_nodes.api import routes
+
+        self.store = store
+        app = aiohttp.web.Application()
+        routes.add_to_app(app, routes.Services(store=lambda: self.store, **services))
+        self.client = SyncClient(app)
+
+    def close(self):
+        self.client.close()
+        self.store.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
