@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from zc_continuity import families, lineage, seam
+from zc_pack.zc_continuity import families, lineage, seam
 
 
 def walk(frames: int, *, channels: int = 16, seed: int = 0, start=None, step: float = 0.1,
@@ -156,7 +156,7 @@ def test_lineage_records_the_seam_as_version_2_and_reads_version_1():
 
 
 def test_the_certificate_carries_the_seam_of_the_hop_that_made_the_continued_shot():
-    from zc_continuity.certificate import Certificate
+    from zc_pack.zc_continuity.certificate import Certificate
 
     s = seam.measure(walk(5), walk(5, seed=3))
     cert = Certificate(tag="film", generation=3, stored_digest="xxh3:01", used_digest="xxh3:01",

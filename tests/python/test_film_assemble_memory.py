@@ -19,9 +19,9 @@ import pytest
 import torch
 
 import comfy_api_standin
-from zc_continuity import lineage
-from zc_continuity.film_join import join_frames
-from zc_engine import LatentStore, digest_tensor
+from zc_pack.zc_continuity import lineage
+from zc_pack.zc_continuity.film_join import join_frames
+from zc_pack.zc_engine import LatentStore, digest_tensor
 
 TAG = "longfilm"
 PACK = "zc_assemble_memory_pack"

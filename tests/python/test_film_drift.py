@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from zc_continuity import families, lineage, seam
-from zc_continuity.bundle_layout import VIDEO_KEY
-from zc_engine import LatentStore
-from zc_engine.film import describe_film
-from zc_engine.store import SeamRequest, engine_has_seams
+from zc_pack.zc_continuity import families, lineage, seam
+from zc_pack.zc_continuity.bundle_layout import VIDEO_KEY
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_engine.film import describe_film
+from zc_pack.zc_engine.store import SeamRequest, engine_has_seams
 
 pytestmark = pytest.mark.skipif(not engine_has_seams(), reason="the loaded engine has no seam summaries")
 ZC = Path(os.environ.get("ZC_BIN", Path(__file__).resolve().parents[2] / "build" / "zc"))

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zc_continuity import lineage
-from zc_engine import LatentStore, NotFound, digest_tensor
-from zc_engine import film as engine_film
-from zc_nodes import film_view, runtime
+from zc_pack.zc_continuity import lineage
+from zc_pack.zc_engine import LatentStore, NotFound, digest_tensor
+from zc_pack.zc_engine import film as engine_film
+from zc_pack.zc_nodes import film_view, runtime
 
 TAG = "next_shot"
 

@@ -26,11 +26,11 @@ import torch
 
 from conftest import REPO
 from test_film_assemble_memory import Decoder, assemble_node, mount  # noqa: F401 - the fixture
-from zc_continuity import families, lineage, seam
-from zc_engine import CorruptFile, LatentStore, digest_tensor
-from zc_engine import film as engine_film
-from zc_engine.store import SeamRequest, engine_has_seams
-from zc_nodes import film_view, runtime
+from zc_pack.zc_continuity import families, lineage, seam
+from zc_pack.zc_engine import CorruptFile, LatentStore, digest_tensor
+from zc_pack.zc_engine import film as engine_film
+from zc_pack.zc_engine.store import SeamRequest, engine_has_seams
+from zc_pack.zc_nodes import film_view, runtime
 
 ZC = Path(os.environ.get("ZC_BIN", REPO / "build" / "zc"))
 TAG = "rec"

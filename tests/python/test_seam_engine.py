@@ -12,11 +12,11 @@ import pytest
 import torch
 from test_continuity_seam import walk_along
 
-from zc_continuity import families, seam
-from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
-from zc_engine import LatentStore
-from zc_engine._library import SeamStats, check, lib
-from zc_engine.store import SEAM_STAT_FIELDS, SeamRequest, engine_has_seams
+from zc_pack.zc_continuity import families, seam
+from zc_pack.zc_continuity.bundle_layout import VIDEO_KEY, stream_key
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_engine._library import SeamStats, check, lib
+from zc_pack.zc_engine.store import SEAM_STAT_FIELDS, SeamRequest, engine_has_seams
 
 pytestmark = pytest.mark.skipif(not engine_has_seams(), reason="the loaded engine has no seam summaries")
 

@@ -11,10 +11,10 @@ aiohttp = pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed 
 
 from web_api_helpers import SyncClient  # noqa: E402
 
-from zc_continuity import lineage  # noqa: E402
-from zc_engine import LatentStore, digest_tensor  # noqa: E402
-from zc_engine import film as engine_film  # noqa: E402
-from zc_nodes.api import routes  # noqa: E402
+from zc_pack.zc_continuity import lineage  # noqa: E402
+from zc_pack.zc_engine import LatentStore, digest_tensor  # noqa: E402
+from zc_pack.zc_engine import film as engine_film  # noqa: E402
+from zc_pack.zc_nodes.api import routes  # noqa: E402
 
 TAG = "web_film"
 

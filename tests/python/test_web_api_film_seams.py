@@ -10,8 +10,8 @@ pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's
 
 from test_web_api_film import TAG, Harness
 
-from zc_continuity import lineage, seam
-from zc_engine import digest_tensor
+from zc_pack.zc_continuity import lineage, seam
+from zc_pack.zc_engine import digest_tensor
 
 
 def put(api, latent, parent=None):
