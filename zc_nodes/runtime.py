@@ -16,7 +16,7 @@ import os
 import threading
 from pathlib import Path
 
-from ._pack import log
+from .. import zc_log as log
 
 _lock = threading.Lock()
 _store = None

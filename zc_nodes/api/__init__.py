@@ -8,7 +8,7 @@ this module may import ComfyUI lazily, inside functions.
 
 from __future__ import annotations
 
-from .._pack import log
+from ... import zc_log as log
 
 _registered = False
 
