@@ -11,12 +11,9 @@ is POSIX-only: RAM comes from psutil (which ComfyUI depends on) on every OS.
 
 from __future__ import annotations
 
-import atexit
 import os
 import threading
 from pathlib import Path
-
-from .. import zc_log as log
 
 _lock = threading.Lock()
 _store = None
@@ -26,8 +23,8 @@ _store = None
 _last_tag_by_node: dict[str, str] = {}
 _tags_stored: dict[str, None] = {}
 _MAX_REMEMBERED = 1024
-_on_open: list = []  # called with the store each time it opens
-_before_reset: list = []  # called before reset() closes the store
+_on_open: list = []  # called with the store each time it opens (store_wiring)
+_before_reset: list = []  # called before reset() closes the store (store_wiring)
 
 
 def default_spill_dir() -> Path:
@@ -85,7 +82,7 @@ def default_device_budget() -> int:
 def store():
     """The shared LatentStore (created, and its spill directory indexed, on first use). What the
     pack does when it opens (memory given back when ComfyUI needs it, the exit flush, the log
-    line, the rejected files' report) is registered with ``on_open``."""
+    line, the rejected files' report) is registered with ``on_open`` by store_wiring."""
     global _store
     with _lock:
         if _store is None:
@@ -156,38 +153,3 @@ def reset(spill_dir: str | os.PathLike | None = None) -> None:
             _store = None
         if spill_dir is not None:
             os.environ["ZEROCOPY_SPILL_DIR"] = str(spill_dir)
-
-
-_exit_hook: list = []
-
-
-def _opened(store) -> None:
-    from . import durability, memory_release
-    hooked = memory_release.install(store_if_open)  # None after reset(): nothing to release
-    if not _exit_hook:
-        atexit.register(_flush_at_exit)  # queued spills reach the disk when Python exits
-        _exit_hook.append(True)
-    log.info("latent store ready: spill directory %s, %d tags on disk%s", store.spill_dir,
-             len(store.tags()), f"; gives memory back through {', '.join(hooked)}" if hooked else "")
-    durability.report_rejected(store)  # planted, damaged or foreign files: kept, renamed aside
-
-
-def _closing() -> None:
-    from . import farm_link, load_lineage
-    farm_link.close()
-    load_lineage.forget_all()  # what the Loads served was of the closed store
-
-
-def _flush_at_exit() -> None:
-    """Close the shared store at interpreter exit: its writer thread finishes the queued spills
-    first (a shot stored just before ComfyUI quits is on disk for the next start)."""
-    try:
-        from . import durability
-        durability.make_durable("ComfyUI is exiting")  # says which shots could not be written
-        reset()
-    except Exception as exc:  # noqa: BLE001 - exiting anyway; say what could not be written
-        log.error("the latent store could not finish its spills at exit: %s", exc)
-
-
-on_open(_opened)
-before_reset(_closing)
