@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from zc_residency.units import fmt_bytes  # noqa: F401  (one formatter for the pack and the benchmark)
+from zc_pack.zc_residency.units import fmt_bytes  # noqa: F401  (one formatter for the pack and the benchmark)
 
 if TYPE_CHECKING:
     import torch

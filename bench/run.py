@@ -73,7 +73,7 @@ def log(msg: str) -> None:
 def machine(ctx: Context) -> dict:
     import torch
 
-    from zc_engine._library import lib
+    from zc_pack.zc_engine._library import lib
     device = "CPU only (no CUDA device)"
     if ctx.cuda:
         props = torch.cuda.get_device_properties(0)
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
-        from zc_engine import EngineNotBuilt  # noqa: F401  (loads libzc.so)
+        from zc_pack.zc_engine import EngineNotBuilt  # noqa: F401  (loads libzc.so)
     except Exception as exc:
         print(f"bench: cannot load torch and the C engine: {exc}\nbench: run ./setup.sh (or make) first",
               file=sys.stderr)

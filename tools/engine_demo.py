@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from zc_engine import LatentStore, digest_tensor  # noqa: E402
+from zc_pack.zc_engine import LatentStore, digest_tensor  # noqa: E402
 
 # family -> {stream name: shape}; "latent_tensor" is the video (or image) stream.
 SHAPES = {

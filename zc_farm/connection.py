@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ._pack import log
+from .. import zc_log as log
 from .config import FarmConfig
 
 REDIS_PIN = "redis==8.1.0"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import threading
 
-from ._pack import log
+from .. import zc_log as log
 
 
 class Subscriber:

@@ -22,7 +22,8 @@ import uuid
 from dataclasses import dataclass
 
 from . import identity, transfer
-from ._pack import CorruptFile, GenerationExists, NotFound, log
+from .. import zc_log as log
+from ..zc_engine import CorruptFile, GenerationExists, NotFound
 from .config import FarmConfig
 from .connection import Connection, FarmUnavailable
 from .eviction import FIX, EvictionPolicy, evicted_keys, read_policy

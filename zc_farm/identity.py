@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from ._pack import digest_bytes
+from ..zc_engine.store import digest_bytes
 
 WORKER_KEY = "farm_worker"
 """The worker that made the shot (ZEROCOPY_WORKER_ID)."""

@@ -17,8 +17,8 @@ from __future__ import annotations
 import collections
 import threading
 
+from .. import zc_log as log
 from . import publishing
-from ._pack import log
 from .connection import FarmUnavailable
 
 SHOT, CATCH_UP = "shot", "catch_up"

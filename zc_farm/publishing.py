@@ -19,8 +19,10 @@ import json
 import math
 import time
 
+from .. import zc_log as log
+from ..zc_engine import GenerationExists, NotFound
+from ..zc_engine.store import digest_bytes
 from . import identity, transfer
-from ._pack import GenerationExists, NotFound, digest_bytes, log
 from .connection import FarmUnavailable
 from .records import MAX_GENERATION, ShotRecord
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from ._pack import CorruptFile
+from ..zc_engine import CorruptFile
 
 FORMAT = "zc-farm-1"
 MAX_CHUNKS = 1 << 20

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import uuid
 
-from ._pack import CorruptFile, digest_bytes
+from ..zc_engine import CorruptFile
+from ..zc_engine.store import digest_bytes
 from .keys import UPLOAD_TTL_S, Keys
 from .records import ShotRecord, generation_of
 

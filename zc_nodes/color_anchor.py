@@ -27,14 +27,9 @@ import re
 
 import torch
 
-from ._pack import log
-
-if __package__ and "." in __package__:  # <pack>.zc_nodes
-    from ..zc_continuity import color
-    from ..zc_engine import NotFound
-else:  # zc_nodes on sys.path beside zc_continuity and zc_engine (the tests)
-    from zc_continuity import color
-    from zc_engine import NotFound
+from .. import zc_log as log
+from ..zc_continuity import color
+from ..zc_engine import NotFound
 
 ANCHOR_KEY = "color_anchor"
 SOURCE_KEY = "color_anchor_from"

@@ -132,7 +132,6 @@ def model_facts(model):
 
 def _read_model_facts(model):
     from ..zc_continuity.shot import ModelFacts
-    from .adapters import model_variant
 
     name, geometry = latent_format_facts(latent_format_of_model(model))
     facts = ModelFacts(latent_format=name, identity=model_identity(model), generic_geometry=geometry)
@@ -241,6 +240,17 @@ MODEL_PROBES = {
 }
 """The checks the family catalog's model variants name (``ModelVariant.probe``), by that name:
 each says whether a connected model is of the variant."""
+
+
+def model_variant(spec, model) -> str | None:
+    """What the Store records about a model beyond its family, for a later Handoff without it:
+    the first of the family's variants whose probe the model passes."""
+    if model is None:
+        return None
+    for variant in spec.variants:
+        if MODEL_PROBES[variant.probe](model):
+            return variant.name
+    return None
 
 
 def ltx_append_guide(positive, negative, samples, noise_mask, guide, frame_idx, strength,

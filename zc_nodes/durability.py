@@ -45,7 +45,7 @@ import threading
 import weakref
 
 from . import ui_events
-from ._pack import log
+from .. import zc_log as log
 
 _lock = threading.RLock()  # RLock: a signal handler may interrupt the main thread holding it
 # Shots stored since the last flush: (tag, generation, node id or None).

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .api_version import ComfyExtension, io
 
-from ._pack import log
+from .. import zc_log as log
 
 PACK_ROOT = Path(__file__).resolve().parent.parent  # whatever custom_nodes/ calls the folder
 ENGINE_ROUTE = "/zerocopy/engine"

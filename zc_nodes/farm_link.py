@@ -21,7 +21,7 @@ import os
 import threading
 
 from . import runtime, ui_events
-from ._pack import log
+from .. import zc_log as log
 
 _lock = threading.Lock()
 _farm = None
@@ -147,10 +147,7 @@ def complete_film(tag: str) -> int:
 
 def origin_notes(meta: dict) -> list[str]:
     """Certificate lines for a shot another worker made (its farm metadata says which)."""
-    if __package__ and "." in __package__:  # <pack>.zc_nodes
-        from ..zc_farm import identity
-    else:  # zc_nodes on sys.path beside zc_farm (the tests)
-        from zc_farm import identity
+    from ..zc_farm import identity
     worker = meta.get(identity.WORKER_KEY)
     farm = active()
     own = farm.config.worker_id if farm is not None else None

@@ -35,7 +35,7 @@ import torch
 from .api_version import io
 
 from . import comfy_calls, film_line, runtime
-from ._pack import log
+from .. import zc_log as log
 from .tag_inputs import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import film_join
 from ..zc_continuity.errors import ContinuityError

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .api_version import io
 
 from . import farm_link, film_view, runtime
-from ._pack import log
+from .. import zc_log as log
 from .tag_inputs import store_state
 from ..zc_continuity import bundle_layout, film_join
 from ..zc_continuity.errors import ContinuityError

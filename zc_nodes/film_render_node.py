@@ -18,7 +18,7 @@ from pathlib import Path
 from .api_version import FOLDED, io
 
 from . import comfy_calls, film_line, runtime, ui_events
-from ._pack import log
+from .. import zc_log as log
 from .sockets import ContinuityToken
 from .tag_inputs import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity.errors import ContinuityError

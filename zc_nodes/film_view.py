@@ -15,12 +15,9 @@ function here that reads the store takes it as an argument (default: the pack's 
 from __future__ import annotations
 
 from . import farm_link, runtime, ui_events
-from ._pack import log
+from .. import zc_log as log
 
-if __package__ and "." in __package__:  # <pack>.zc_nodes
-    from ..zc_engine import CorruptFile, NotFound, film as engine_film
-else:  # zc_nodes on sys.path beside zc_engine (the tests)
-    from zc_engine import CorruptFile, NotFound, film as engine_film
+from ..zc_engine import CorruptFile, NotFound, film as engine_film
 
 START_IMAGE = "start_image"
 

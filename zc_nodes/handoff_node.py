@@ -20,7 +20,7 @@ from .api_version import FOLDED, io
 
 from . import (adapters, comfy_calls, cpu_threads, family_resolution, handoff_tail, pixel_bridge,
                prepared_latents, prompt_cache, runtime, ui_events)
-from ._pack import log
+from .. import zc_log as log
 from .sockets import ContinuityToken
 from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
 from . import farm_link, film_view

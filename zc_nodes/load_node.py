@@ -18,7 +18,7 @@ import math
 from .api_version import io
 
 from . import comfy_calls, family_resolution, farm_link, film_view, load_lineage, runtime
-from ._pack import log
+from .. import zc_log as log
 from .tag_inputs import DEFAULT_TAG, store_state, tag_problem, validate_tag
 from ..zc_continuity import bundle_layout, latent_cut
 from ..zc_continuity.errors import ContinuityError

@@ -21,7 +21,8 @@ already short of memory.
 from __future__ import annotations
 
 from . import prepared_latents
-from ._pack import HookSet, log, mark
+from .. import zc_log as log
+from ..zc_residency.hooks import HookSet, mark
 
 MARKER = "__zc_store_release_hook__"
 _hooks = HookSet(MARKER)

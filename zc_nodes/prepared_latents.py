@@ -36,7 +36,7 @@ import threading
 
 import torch
 
-from ._pack import log
+from .. import zc_log as log
 
 MIN_BYTES = 1 << 20
 MAX_KEPT = 4

@@ -11,12 +11,9 @@ is POSIX-only: RAM comes from psutil (which ComfyUI depends on) on every OS.
 
 from __future__ import annotations
 
-import atexit
 import os
 import threading
 from pathlib import Path
-
-from ._pack import log
 
 _lock = threading.Lock()
 _store = None
@@ -26,6 +23,8 @@ _store = None
 _last_tag_by_node: dict[str, str] = {}
 _tags_stored: dict[str, None] = {}
 _MAX_REMEMBERED = 1024
+_on_open: list = []  # called with the store each time it opens (store_wiring)
+_before_reset: list = []  # called before reset() closes the store (store_wiring)
 
 
 def default_spill_dir() -> Path:
@@ -81,46 +80,36 @@ def default_device_budget() -> int:
 
 
 def store():
-    """The shared LatentStore (created, and its spill directory indexed, on first use). The
-    store gives memory back when ComfyUI needs it (memory_release)."""
+    """The shared LatentStore (created, and its spill directory indexed, on first use). What the
+    pack does when it opens (memory given back when ComfyUI needs it, the exit flush, the log
+    line, the rejected files' report) is registered with ``on_open`` by store_wiring."""
     global _store
     with _lock:
         if _store is None:
             from ..zc_engine import LatentStore
-            from . import memory_release
-            spill = default_spill_dir()
             _store = LatentStore(depth=int(os.environ.get("ZEROCOPY_DEPTH", "4")),
                                  host_budget_bytes=default_host_budget(),
-                                 device_budget_bytes=default_device_budget(), spill_dir=spill)
-            hooked = memory_release.install(lambda: _store)  # None after reset(): nothing to release
-            if not _exit_hook:
-                atexit.register(_flush_at_exit)  # queued spills reach the disk when Python exits
-                _exit_hook.append(True)
-            log.info("latent store ready: spill directory %s, %d tags on disk%s", spill,
-                     len(_store.tags()), f"; gives memory back through {', '.join(hooked)}" if hooked else "")
-            from . import durability
-            durability.report_rejected(_store)  # planted, damaged or foreign files: kept, renamed aside
+                                 device_budget_bytes=default_device_budget(), spill_dir=default_spill_dir())
+            for opened in _on_open:
+                opened(_store)
         return _store
+
+
+def on_open(call) -> None:
+    """Call ``call(store)`` each time the shared store opens (under the store's lock, in the order
+    registered)."""
+    _on_open.append(call)
+
+
+def before_reset(call) -> None:
+    """Call ``call()`` each time reset() is about to close the shared store, in the order registered."""
+    _before_reset.append(call)
 
 
 def store_if_open():
     """The shared LatentStore if it was opened, else None (never opens one). Lock-free (one
     reference read): a signal handler calls it, and may interrupt the main thread inside _lock."""
     return _store
-
-
-_exit_hook: list = []
-
-
-def _flush_at_exit() -> None:
-    """Close the shared store at interpreter exit: its writer thread finishes the queued spills
-    first (a shot stored just before ComfyUI quits is on disk for the next start)."""
-    try:
-        from . import durability
-        durability.make_durable("ComfyUI is exiting")  # says which shots could not be written
-        reset()
-    except Exception as exc:  # noqa: BLE001 - exiting anyway; say what could not be written
-        log.error("the latent store could not finish its spills at exit: %s", exc)
 
 
 def _remember(table: dict, key, value) -> None:
@@ -153,11 +142,11 @@ def reset(spill_dir: str | os.PathLike | None = None) -> None:
     """Close the shared store (flushing spills); the next use opens a fresh one.
 
     With spill_dir, the next store uses that directory (tests, and users who
-    move their spill directory at runtime). The farm link goes first: it publishes from the store."""
+    move their spill directory at runtime). What registered with ``before_reset`` goes first (the
+    farm link: it publishes from the store)."""
     global _store
-    from . import farm_link, load_lineage
-    farm_link.close()
-    load_lineage.forget_all()  # what the Loads served was of the closed store
+    for closing in _before_reset:
+        closing()
     with _lock:
         if _store is not None:
             _store.close()

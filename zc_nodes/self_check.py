@@ -30,7 +30,7 @@ import inspect
 import threading
 from dataclasses import asdict, dataclass, field
 
-from ._pack import log
+from .. import zc_log as log
 
 ON, OFF, ABSENT = "on", "off", "absent"
 

@@ -18,7 +18,7 @@ from .api_version import io
 
 from . import (color_anchor, comfy_calls, durability, farm_link, load_lineage, prompt_graph, runtime,
                ui_events)
-from ._pack import log
+from .. import zc_log as log
 from .sockets import ContinuityToken
 from .tag_inputs import DEFAULT_TAG, tag_problem, validate_tag
 from ..zc_continuity import lineage, ltx, seam_plan, shot as shot_description

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import sys
 
-from ._pack import log
+from .. import zc_log as log
 
 # Events sent since start, by name (read by tests and the status route; never reset).
 SENT: dict[str, int] = {}

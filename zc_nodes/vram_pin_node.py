@@ -7,7 +7,7 @@ from __future__ import annotations
 from .api_version import io
 
 from . import self_check, ui_events
-from ._pack import log
+from .. import zc_log as log
 from ..zc_residency import get_service
 from ..zc_residency.cuda_allocator import inspect_and_tune
 from ..zc_residency.comfy_memory import dynamic_vram_enabled, is_dynamic_patcher

@@ -93,12 +93,12 @@ def lock_state(service, lock) -> dict:
     return state
 
 
-def report(service=None) -> dict:
-    """Every lock, the process's memory-management mode and recent lock events, as JSON values.
-    Used by the pack's web API (GET /zerocopy/residency), from another thread than ComfyUI's
-    worker: containers are copied (list(...)) before they are iterated."""
-    from . import comfy_memory, get_service
-    service = service or get_service()
+def report(service) -> dict:
+    """Every lock of ``service`` (the process's, ``get_service()``), the process's memory-management
+    mode and recent lock events, as JSON values. Used by the pack's web API (GET
+    /zerocopy/residency), from another thread than ComfyUI's worker: containers are copied
+    (list(...)) before they are iterated."""
+    from . import comfy_memory
     locks = [lock_state(service, lock) for lock in service.registry.locks()]
     try:
         dynamic = comfy_memory.dynamic_vram_enabled()

@@ -13,10 +13,7 @@ import collections
 import time
 from dataclasses import dataclass, field
 
-if __package__ and "." in __package__:  # <pack>.zc_residency, inside ComfyUI
-    from .. import zc_log as log
-else:  # zc_residency on sys.path beside zc_engine (the tests, the benchmark)
-    import zc_log as log
+from .. import zc_log as log
 from . import budget, causes, classic, comfy_memory, dynamic_hooks
 from .budget import BudgetCheck
 from .dynamic import ComfyAimdoPort, DynamicResidency

@@ -63,7 +63,7 @@ def spin(torch, device) -> None:
 
 def stream_interface():
     """How a consumer on another stream asks the store to wait for the producer, if the store can."""
-    from zc_engine import LatentStore
+    from zc_pack.zc_engine import LatentStore
     if "stream" in inspect.signature(LatentStore.get).parameters:
         return True, "LatentStore.get(tag, stream=consumer): the store makes the consumer stream wait"
     return False, ("LatentStore.get has no stream parameter: the consumer reads the views with a plain get "
@@ -79,7 +79,7 @@ class DeviceTier:
     this plumbing with a fake of torch.cuda on the CPU (tests/python/test_bench_gpu_tools.py)."""
 
     def __init__(self, torch, reps: int, device=None):
-        from zc_engine import LatentStore
+        from zc_pack.zc_engine import LatentStore
         self.torch, self.reps = torch, reps
         self.device = device if device is not None else torch.device("cuda", 0)
         self.store = LatentStore(depth=4)
@@ -137,7 +137,7 @@ class DeviceTier:
         return {"verify_s": t["verify"], "what": "LatentStore.verify of a tensor put with a host copy"}
 
     def in_place_write(self) -> dict:
-        from zc_engine import CorruptFile
+        from zc_pack.zc_engine import CorruptFile
         torch = self.torch
         out = {}
         for name, options in (("node_path", {"host_copy": True}),
@@ -216,7 +216,7 @@ class DeviceTier:
         if torch.cuda.device_count() < 2:
             return {"not_measured": f"one GPU (torch.cuda.device_count() == {torch.cuda.device_count()}): "
                                     "no second device"}
-        from zc_engine import CorruptFile
+        from zc_pack.zc_engine import CorruptFile
         with torch.cuda.device(0):
             x1 = torch.randn(LATENT_SHAPE, device="cuda:1")
             self.store.put("two", {"latent": x1}, host_copy=True)

@@ -190,10 +190,10 @@ def one_run(opts) -> dict:
     import comfy.sample
     import comfy.sd
 
-    from zc_residency import get_service
-    from zc_residency.cuda_allocator import TorchCuda, describe_figures
-    from zc_residency.load_evidence import recopied_bytes, signature_snapshot
-    from zc_residency.report import lock_state
+    from zc_pack.zc_residency import get_service
+    from zc_pack.zc_residency.cuda_allocator import TorchCuda, describe_figures
+    from zc_pack.zc_residency.load_evidence import recopied_bytes, signature_snapshot
+    from zc_pack.zc_residency.report import lock_state
 
     device = mm.get_torch_device()
     cuda = TorchCuda()
@@ -301,7 +301,7 @@ def allocator_figures(cuda, device, backend: str) -> dict:
     retries, OOMs, largest free block; device free/total) plus, for native, the segment count and how
     many segments are expandable (memory_snapshot), and the peaks. For any other backend, every
     non-zero figure of memory_stats() as PyTorch reports it (cudaMallocAsync fills only a few)."""
-    from zc_residency.cuda_allocator import fragmentation
+    from zc_pack.zc_residency.cuda_allocator import fragmentation
     figures = fragmentation(cuda, device, backend)
     stats = cuda.stats(device)
     for name, key in (("reserved_peak", "reserved_bytes.all.peak"), ("allocated_peak", "allocated_bytes.all.peak")):

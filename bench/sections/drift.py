@@ -171,7 +171,7 @@ def store_chain(z0: torch.Tensor, hops: int, spill_dir: Path, tag: str = STORE_T
     (digest-verified) on get: a restart. Each hop records the MSE against z0, bitwise
     equality, the engine's digest of the slot and a re-digest of the returned tensor.
     """
-    from zc_engine import LatentStore, digest_tensor
+    from zc_pack.zc_engine import LatentStore, digest_tensor
 
     chain = StoreChain(reference_digest=digest_tensor(z0))
     store = LatentStore(spill_dir=spill_dir)

@@ -468,7 +468,7 @@ def idlest_cpu(cpus: set[int]) -> int:
 
 def child_machine(tmp: Path) -> dict:
     """What the figures depend on beyond bench.md's machine line."""
-    from zc_engine._library import lib
+    from zc_pack.zc_engine._library import lib
     mount, fstype, dev, best = "?", "?", "?", ""
     for line in read_text("/proc/mounts").splitlines():
         parts = line.split()
@@ -505,8 +505,8 @@ def log(msg: str) -> None:
 def put_vs_clone(shape: tuple, reps: int, cpu: int) -> dict:
     import torch
 
-    from zc_engine import LatentStore, dlpack
-    from zc_engine._library import check, lib
+    from zc_pack.zc_engine import LatentStore, dlpack
+    from zc_pack.zc_engine._library import check, lib
 
     x = torch.randn(shape)
     nbytes = x.numel() * x.element_size()
@@ -566,7 +566,7 @@ def get_latency(calls: int, reps: int, cpu: int) -> dict:
     """Each call timed alone (microseconds: a whole-loop time would hide the distribution)."""
     import torch
 
-    from zc_engine import LatentStore
+    from zc_pack.zc_engine import LatentStore
 
     store = LatentStore(depth=4)
     tags = []
@@ -619,7 +619,7 @@ def get_latency(calls: int, reps: int, cpu: int) -> dict:
 def digest_vs_memcpy(nbytes: int, small: int, reps: int, cpu: int) -> dict:
     import torch
 
-    from zc_engine._library import lib
+    from zc_pack.zc_engine._library import lib
 
     digest = getattr(lib, DIGEST)
     try:
@@ -687,7 +687,7 @@ def drop_caches() -> bool:
 
 
 def spill_write(x, mib: int, reps: int, tmp: Path) -> dict:
-    from zc_engine import LatentStore
+    from zc_pack.zc_engine import LatentStore
 
     nbytes = mib * MiB
     spill_dir, dd_file = tmp / "spill", tmp / "dd.bin"
@@ -743,8 +743,8 @@ def spill_write(x, mib: int, reps: int, tmp: Path) -> dict:
 def restore_read(x, reps: int, tmp: Path, may_drop: bool) -> dict:
     import torch
 
-    from zc_engine import LatentStore
-    from zc_engine._library import FileTensor, check, lib
+    from zc_pack.zc_engine import LatentStore
+    from zc_pack.zc_engine._library import FileTensor, check, lib
 
     spill_dir = tmp / "spill"
     writer = LatentStore(depth=1, spill_dir=spill_dir)
@@ -821,7 +821,7 @@ def restore_read(x, reps: int, tmp: Path, may_drop: bool) -> dict:
 def rss_cycles(cycles: int, warmup: int, cpu: int) -> dict:
     import torch
 
-    from zc_engine import LatentStore
+    from zc_pack.zc_engine import LatentStore
 
     x = torch.randn(IMAGE_SHAPE)
     store = LatentStore(depth=4)

@@ -32,14 +32,14 @@ WORKERS = 4
 
 WORKER = r"""
 import sys, time, torch
-from zc_engine import LatentStore
+from zc_pack.zc_engine import LatentStore
 url, spill, tag, shots = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 torch.set_num_threads(1)
 latent = torch.randn(1, 16, 21, 90, 160, generator=torch.Generator().manual_seed(len(tag)))
 with LatentStore(spill_dir=spill) as store:
     farm = None
     if url != "-":
-        from zc_farm import Farm, FarmConfig
+        from zc_pack.zc_farm import Farm, FarmConfig
         farm = Farm(store, FarmConfig(url=url, worker_id=tag, keep=16))  # keeps all: none skipped
     sys.stdout.write("ready\n"); sys.stdout.flush()
     sys.stdin.readline()
@@ -73,8 +73,8 @@ def _latent():
 
 def single_shot(ctx: Context, url: str, tmp: Path) -> dict:
     """F1 and F2: median seconds of each side, interleaved."""
-    from zc_engine import LatentStore
-    from zc_farm import Farm, FarmConfig
+    from zc_pack.zc_engine import LatentStore
+    from zc_pack.zc_farm import Farm, FarmConfig
 
     latent = {"latent_tensor": _latent()}
     reps = ctx.pick(15, 5, 2)

@@ -214,8 +214,8 @@ def put_shot(store, engine, lineage, tag: str, seed: int, shape, parent: tuple[i
 def build_films(spill: Path, plan: Plan) -> dict[str, int]:
     """The three films, each a line of shots continuing one another, in one spill folder (the
     store is closed after: each child opens it as ComfyUI does after a restart)."""
-    import zc_engine
-    from zc_continuity import lineage
+    from zc_pack import zc_engine
+    from zc_pack.zc_continuity import lineage
 
     made = {}
     with zc_engine.LatentStore(spill_dir=str(spill)) as store:
@@ -521,8 +521,8 @@ def direct_film(folder: Path, plan: Plan, shots: int, fmt_name: str, crossfade: 
     frames of each shot (uint8), with the stand-in's frames and, with ``audio``, a tone per shot."""
     import numpy as np
 
-    from zc_film import formats, pieces, render
-    from zc_film.segment_cache import SegmentCache
+    from zc_pack.zc_film import formats, pieces, render
+    from zc_pack.zc_film.segment_cache import SegmentCache
 
     latents, head = [], None
     for index in range(shots):
@@ -568,7 +568,7 @@ def measure_lossless(work: Path, plan: Plan) -> dict:
     """M5c: a lossless film (FFV1, cuts): every frame against the decoded shots after their trims."""
     import numpy as np
 
-    from zc_film import pieces
+    from zc_pack.zc_film import pieces
 
     job, report, decoded = direct_film(work / "lossless", plan, plan.lossless_shots, "ffv1-mkv", 0, audio=False)
     film = pieces.read_frames(job.output)

@@ -22,7 +22,7 @@ import torch
 def build_app(store):
     from aiohttp import web
 
-    from zc_nodes.api import buffers, routes
+    from zc_pack.zc_nodes.api import buffers, routes
 
     app = web.Application()
 
@@ -44,7 +44,7 @@ def build_app(store):
 async def serve(spill_dir: str, tags: int) -> None:
     from aiohttp import web
 
-    from zc_engine import LatentStore
+    from zc_pack.zc_engine import LatentStore
 
     torch.set_num_threads(1)
     store = LatentStore(spill_dir=spill_dir)

@@ -223,7 +223,7 @@ class EngineRoutes:
     """Without ComfyUI: the engine work of the two nodes, and a fsynced safetensors round trip."""
 
     def __init__(self, ctx: Context):
-        from zc_engine import LatentStore
+        from zc_pack.zc_engine import LatentStore
         self.ctx = ctx
         self.store = LatentStore(spill_dir=str(ctx.tmp_dir / "overhead_spill"))
         self.files = ctx.tmp_dir / "overhead_files"
@@ -280,8 +280,8 @@ def seam_cost(ctx: Context, reps: int) -> list[dict]:
     after the put, on its spill writer's thread before it writes the file) against a put of the
     same shot without it (spill on, as the Store puts), interleaved, an idle gap before each call.
     CPU, float32 latents as ComfyUI's samplers return them."""
-    from zc_continuity import families
-    from zc_engine import LatentStore
+    from zc_pack.zc_continuity import families
+    from zc_pack.zc_engine import LatentStore
 
     store = LatentStore(spill_dir=str(ctx.tmp_dir / "seam_cost_spill"))
     by_key = {s.key: s for s in SHAPES}
@@ -300,9 +300,9 @@ def seam_cost_of(store, shape: Shape, spec, reps: int) -> dict:
     path (``deferred``): the hop measured (both summaries of the new shot, the cut from the
     parent's stored tail, the record), timed as the first ``hop_seam`` of a shot put without a
     spill, so that nothing measured it before (its Python call included)."""
-    from zc_continuity import lineage, seam_plan
-    from zc_engine._library import check, lib
-    from zc_engine.store import SeamRequest
+    from zc_pack.zc_continuity import lineage, seam_plan
+    from zc_pack.zc_engine._library import check, lib
+    from zc_pack.zc_engine.store import SeamRequest
 
     names = ("latent_tensor", "latent_tensor_1")
     tag = f"seam_cost_{shape.key}"
@@ -736,7 +736,7 @@ def hot_path_rows(results: list[dict], via_nodes: bool) -> list[Row]:
 
 
 def seam_cost_details(results: list[dict]) -> str:
-    from zc_continuity.seam_plan import MAX_VALUES
+    from zc_pack.zc_continuity.seam_plan import MAX_VALUES
     rows = [[r["label"], fmt_bytes(r["bytes"]), fmt_time(median(r["plan"])), fmt_time(median(r["put"])),
              f"{r['ratio']:.3f}", f"{r['difference_ratio']:+.3f}", fmt_time(median(r["put_seam"])), f"{r['end_to_end_ratio']:+.3f}",
              fmt_time(median(r["warm_seam"])), fmt_time(median(r["warm_put"])),

@@ -25,7 +25,7 @@ SOAK_SHAPE = (1, 16, 21, 90, 160)  # Wan 2.1 720p, 81 frames: 19.4 MB
 
 
 def by_size(ctx: Context) -> list[dict]:
-    from zc_engine import LatentStore
+    from zc_pack.zc_engine import LatentStore
     sizes = ctx.pick([1, 4, 16, 64, 256, 1024], [1, 4, 16, 64, 256], [1, 4])
     rows = []
     store = LatentStore(depth=1)
@@ -82,7 +82,7 @@ def line_fit(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
 
 
 def by_tags(ctx: Context) -> list[dict]:
-    from zc_engine import LatentStore
+    from zc_pack.zc_engine import LatentStore
     counts = ctx.pick([1, 10, 100, 1000, 10000], [1, 100, 10000], [1, 100])
     calls = ctx.pick(2000, 400, 50)
     rng = random.Random(7)
@@ -286,7 +286,7 @@ def queue_under_listings(ctx: Context) -> dict | None:
 def soak(ctx: Context) -> dict:
     """Shot-sized cycles on one tag (depth 4): put, verified get, drop the views; every 25th
     cycle spilled to disk too. RSS sampled after the warm-up and along the way."""
-    from zc_engine import LatentStore
+    from zc_pack.zc_engine import LatentStore
     cycles = ctx.pick(3000, 600, 40)
     warmup = ctx.pick(100, 40, 8)
     x = torch.randn(SOAK_SHAPE)

@@ -695,7 +695,7 @@ def test_a_tag_held_only_on_disk_reads_what_is_known_and_no_farm_line_shows(serv
     """After a restart a tag is on disk only: the listing (zc_nodes.api.buffers.buffer_doc of such a
     tag, added to the real server's listing on its way to the page) has no shape, size, digest or
     age; the row says where it is and what is known. No farm was configured: no farm line."""
-    from zc_nodes.api.buffers import buffer_doc
+    from zc_pack.zc_nodes.api.buffers import buffer_doc
 
     disk_only = buffer_doc({"tag": DISK_TAG, "depth": 8, "slots": [], "disk_generations": [1, 2, 3]})
     _open_page(browser, server, frontend)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from zc_engine import LatentStore, digest_tensor
+from zc_pack.zc_engine import LatentStore, digest_tensor
 
 REPO = Path(__file__).resolve().parents[2]
 ZC = REPO / "build" / "zc"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from conftest import Graph
-from zc_engine import digest_tensor
+from zc_pack.zc_engine import digest_tensor
 from test_families_support import (handoff, ksampler, pack, same_bits, shared_store,  # noqa: F401
                                    tiny_flux, unet)
 

@@ -41,7 +41,7 @@ def shot_graph(unet_name, vae_name, tag, seed, fallback=False, generation=0):
 
 
 def test_lineage_is_recorded_through_real_samplers(comfyui, captures, pack, tiny_wan21_t2v, wan21_vae):
-    from zc_engine import digest_tensor
+    from zc_pack.zc_engine import digest_tensor
 
     tag = "film_lineage"
     store = shared_store(pack)
@@ -79,7 +79,7 @@ def rewrite_tail(path: Path, *, scale: float):
     must not."""
     from safetensors import safe_open
     from safetensors.torch import save_file
-    from zc_engine import digest_tensor
+    from zc_pack.zc_engine import digest_tensor
 
     with safe_open(str(path), "pt") as f:
         meta = dict(f.metadata())
@@ -211,8 +211,8 @@ def test_takes_choices_stale_shots_restart_tamper_and_assembly(comfyui, captures
 def store_av_film(store, tag, video_shape, audio_shape, family, adapter, shots=3, trim=8):
     """``shots`` audio-video shots of seeded noise stored under ``tag`` as bundles of ``family``, each
     continuing the one before (one tail frame, ``trim`` pixel frames repeated), spilled."""
-    from zc_continuity import bundle_layout, lineage
-    from zc_engine import digest_tensor
+    from zc_pack.zc_continuity import bundle_layout, lineage
+    from zc_pack.zc_engine import digest_tensor
 
     parent = None
     for seed in range(1, shots + 1):

@@ -41,7 +41,7 @@ def test_the_spec_inputs_come_first_and_the_expert_rest_is_folded_where_supporte
 
 
 def test_the_size_tooltips_name_every_family_of_the_catalog(handoff_inputs):
-    from zc_continuity import families
+    from zc_pack.zc_continuity import families
 
     width, length = handoff_inputs["width"][1]["tooltip"], handoff_inputs["length"][1]["tooltip"]
     for spec in families.concrete_families():

@@ -103,7 +103,7 @@ def film_doc(comfyui, pack, tag):
 @pytest.mark.parametrize("cache_iterations", [False, True], ids=["every_iteration_runs", "cache_iterations"])
 def test_a_six_shot_film_in_one_prompt(comfyui, captures, pack, loop_nodes, tiny_wan21_t2v, wan21_vae,  # noqa: F811
                                        cache_iterations):
-    from zc_engine import digest_tensor
+    from zc_pack.zc_engine import digest_tensor
 
     tag = f"loop_film_{int(cache_iterations)}"
     store = shared_store(pack)

@@ -99,8 +99,8 @@ def new_farm(tmp_path):
     """new_farm(url, name, store_dir=None, on_event=None, on_warning=None, **config) -> a Farm, worker
     ``name`` on the Redis at ``url`` (retry_s 0.2 unless given), on its own LatentStore in
     ``store_dir`` (default: the test's spill-<name>); every one closed, then its store, at the end."""
-    from zc_engine import LatentStore
-    from zc_farm import Farm, FarmConfig
+    from zc_pack.zc_engine import LatentStore
+    from zc_pack.zc_farm import Farm, FarmConfig
 
     made = []
 

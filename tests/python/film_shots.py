@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from zc_continuity import lineage
-from zc_engine import digest_tensor
+from zc_pack.zc_continuity import lineage
+from zc_pack.zc_engine import digest_tensor
 
 
 def put_shot(store, tag: str, seed: int, parent: int | None = None, *, parent_tag: str | None = None) -> int:

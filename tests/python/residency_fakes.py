@@ -20,8 +20,8 @@ import uuid
 
 import torch
 
-from zc_residency import comfy_memory
-from zc_residency.causes import CacheMode
+from zc_pack.zc_residency import comfy_memory
+from zc_pack.zc_residency.causes import CacheMode
 
 PAGE = 32 << 20
 GIB = 1 << 30

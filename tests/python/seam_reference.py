@@ -45,8 +45,8 @@ import math
 
 import torch
 
-from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
-from zc_continuity.seam_plan import (  # noqa: F401 - the plan's names; tests read them here
+from zc_pack.zc_continuity.bundle_layout import VIDEO_KEY, stream_key
+from zc_pack.zc_continuity.seam_plan import (  # noqa: F401 - the plan's names; tests read them here
     AUDIO_WINDOW,
     GREEN_BELOW,
     MAX_VALUES,

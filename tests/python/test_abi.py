@@ -31,9 +31,9 @@ from pathlib import Path
 import pytest
 import seam_reference as seam
 
-import zc_engine._library as library
-from zc_engine import errors, film, store
-from zc_nodes.api import routes, validation
+from zc_pack.zc_engine import _library as library
+from zc_pack.zc_engine import errors, film, store
+from zc_pack.zc_nodes.api import routes, validation
 
 REPO = Path(__file__).resolve().parents[2]
 HEADERS = [REPO / "engine" / "include" / "zc.h", REPO / "engine" / "include" / "zc_dlpack.h"]
@@ -131,7 +131,7 @@ def structures() -> dict[str, type]:
     found = {}
     for module in (library, store, film):
         for name, cls in inspect.getmembers(module, inspect.isclass):
-            if issubclass(cls, ctypes.Structure) and cls.__module__.startswith("zc_engine"):
+            if issubclass(cls, ctypes.Structure) and cls.__module__.startswith("zc_pack.zc_engine"):
                 found[name] = cls
     return found
 

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from zc_continuity import families
+from zc_pack.zc_continuity import families
 
 REPO = Path(__file__).resolve().parents[2]
 PACK = "zc_adapter_choice_pack"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from zc_nodes.api.redaction import redact_paths
+from zc_pack.zc_nodes.api.redaction import redact_paths
 
 SPILL = "/srv/comfy/user/zerocopy_continuity/spill"
 
@@ -49,7 +49,7 @@ def test_a_windows_spill_folder_is_recognised():
 
 def test_without_the_folder_named_it_is_the_stores(monkeypatch, tmp_path):
     monkeypatch.setenv("ZEROCOPY_SPILL_DIR", str(tmp_path / "spill"))
-    from zc_nodes import runtime
+    from zc_pack.zc_nodes import runtime
     monkeypatch.setattr(runtime, "_store", None)  # no store open: the folder the next one will use
     assert redact_paths(f"cannot write {tmp_path}/spill/t.g1.zc") == "cannot write <spill folder>/t.g1.zc"
     assert redact_paths(f"cannot read {tmp_path}/other/t.g1.zc") == "cannot read <server path>/t.g1.zc"
@@ -68,10 +68,10 @@ import re  # noqa: E402
 import torch  # noqa: E402
 from film_shots import put_shot  # noqa: E402
 
-from zc_engine import LatentStore  # noqa: E402
-from zc_engine import film as engine_film  # noqa: E402
-from zc_nodes import color_anchor  # noqa: E402
-from zc_nodes.api import routes  # noqa: E402
+from zc_pack.zc_engine import LatentStore  # noqa: E402
+from zc_pack.zc_engine import film as engine_film  # noqa: E402
+from zc_pack.zc_nodes import color_anchor  # noqa: E402
+from zc_pack.zc_nodes.api import routes  # noqa: E402
 
 FILM = "walk_film"
 # An absolute path anywhere in a string: /x/ or C:\x\ after a start, a space, a quote or (=:.

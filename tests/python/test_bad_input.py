@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zc_engine import (BudgetExceeded, InvalidInput, LatentStore, LimitExceeded, NotFound,
+from zc_pack.zc_engine import (BudgetExceeded, InvalidInput, LatentStore, LimitExceeded, NotFound,
                        Unsupported)
 
 
@@ -115,6 +115,6 @@ def test_wrong_types(store_with_a_shot):
 def test_unwritable_spill_dir_is_reported(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    from zc_engine import EngineIOError
+    from zc_pack.zc_engine import EngineIOError
     with pytest.raises(EngineIOError, match="not a directory|cannot create"):
         LatentStore(spill_dir=blocker / "sub")

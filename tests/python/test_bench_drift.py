@@ -13,7 +13,7 @@ import torch
 from bench.common import INFO, NOT_MEASURED, PASS, Context, png_roundtrip
 from bench.sections import drift
 from bench.sections import tiny_video_ae as tiny
-from zc_engine.store import is_bookkeeping_file
+from zc_pack.zc_engine.store import is_bookkeeping_file
 
 # --------------------------------------------------------------------------- generated video
 

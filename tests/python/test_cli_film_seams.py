@@ -13,7 +13,7 @@ from test_cli import ZC, digest, run, save_zc
 torch = pytest.importorskip("torch")
 import seam_reference as seam
 
-from zc_continuity import lineage
+from zc_pack.zc_continuity import lineage
 
 pytestmark = pytest.mark.skipif(not ZC.is_file(), reason=f"zc binary not found at {ZC}")
 
@@ -40,8 +40,8 @@ def shots(drift_at=3):
 def engine_film(folder, drift_at=3):
     """The four shots of tag "seams" put through the engine as the Store puts them: the seam of each
     hop measured by the engine after the put and kept in the shot's file."""
-    from zc_engine import LatentStore
-    from zc_engine.store import SeamRequest
+    from zc_pack.zc_engine import LatentStore
+    from zc_pack.zc_engine.store import SeamRequest
     latents = shots(drift_at)
     with LatentStore(spill_dir=str(folder)) as store:
         for gen, latent in latents.items():

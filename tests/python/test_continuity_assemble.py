@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import ContinuityError, take_tail, temporal_inpaint, wan_i2v_concat
+from zc_pack.zc_continuity import ContinuityError, take_tail, temporal_inpaint, wan_i2v_concat
 
 
 def bits(t: torch.Tensor) -> torch.Tensor:

@@ -9,8 +9,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import ContinuityError
-from zc_continuity.blend import blend
+from zc_pack.zc_continuity import ContinuityError
+from zc_pack.zc_continuity.blend import blend
 
 shapes = st.tuples(st.integers(1, 2), st.integers(1, 4), st.integers(1, 3), st.integers(1, 4),
                    st.integers(1, 4))

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import (FLUX, HUNYUAN_VIDEO, HUNYUAN_VIDEO_15, LTX2, LTXV, MINIMAX_H3, WAN21,
+from zc_pack.zc_continuity import (FLUX, HUNYUAN_VIDEO, HUNYUAN_VIDEO_15, LTX2, LTXV, MINIMAX_H3, WAN21,
                            WAN22_5B, ContinuityError, aligned_tail_frames, family_by_name,
                            family_from_latent_format, infer_family_from_latent,
                            infer_family_from_streams, latent_frames, overlap_pixel_frames,

@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import Certificate
+from zc_pack.zc_continuity import Certificate
 
 DIGEST = "xxh3:0123456789abcdef"
 OTHER = "xxh3:fedcba9876543210"

@@ -6,12 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import (ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V, GENERIC_VIDEO,
+from zc_pack.zc_continuity import (ADAPTER_TEMPORAL_INPAINT, ADAPTER_WAN_I2V, GENERIC_VIDEO,
                            HUNYUAN_VIDEO, LTX2, WAN21, WAN22_5B,
                            ContinuityError, FamilySpec, LengthRule, causal_length_rule,
                            family_by_name, family_from_latent_format, infer_family_from_latent,
                            known_families)
-from zc_continuity import families as families_module
+from zc_pack.zc_continuity import families as families_module
 
 
 def test_wan21_facts():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zc_continuity import ContinuityError
-from zc_continuity.family_clues import (PartEvidence, families_for_streams, families_for_text_encoder,
+from zc_pack.zc_continuity import ContinuityError
+from zc_pack.zc_continuity.family_clues import (PartEvidence, families_for_streams, families_for_text_encoder,
                                        families_for_vae, infer_family)
 
 WAN21_VAE = PartEvidence("VAE", "WanVAE", ("comfy.ldm.wan.vae.WanVAE", "torch.nn.modules.module.Module"),

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zc_continuity import ContinuityError
-from zc_continuity.film_join import (
+from zc_pack.zc_continuity import ContinuityError
+from zc_pack.zc_continuity.film_join import (
     FrameJoiner,
     join_audio,
     join_frames,

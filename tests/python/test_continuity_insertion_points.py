@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import ContinuityError, hunyuan, kontext, ltx, minimax, take_tail
+from zc_pack.zc_continuity import ContinuityError, hunyuan, kontext, ltx, minimax, take_tail
 
 
 def bits(t):

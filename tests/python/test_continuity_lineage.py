@@ -7,9 +7,9 @@ import json
 import pytest
 import torch
 
-from zc_continuity import ContinuityError, lineage
-from zc_continuity.shot import describe_shot
-from zc_nodes.prompt_graph import sampler_seed
+from zc_pack.zc_continuity import ContinuityError, lineage
+from zc_pack.zc_continuity.shot import describe_shot
+from zc_pack.zc_nodes.prompt_graph import sampler_seed
 
 MARK = lineage.marker(parent_tag="film", parent_generation=3, tail_frames=1, tail_digest="xxh3:01",
                       used_digest="xxh3:01", adapter="temporal_inpaint", trim=1,

@@ -28,7 +28,7 @@ def test_only_torch_and_stdlib_are_imported():
 
 
 def test_import_loads_no_comfy_module():
-    code = ("import sys, zc_continuity; "
+    code = ("import sys; from zc_pack import zc_continuity; "
             "bad = [m for m in sys.modules if m.split('.')[0] in "
             "('comfy', 'nodes', 'folder_paths', 'comfy_extras', 'comfy_api', 'server')]; "
             "print(bad); sys.exit(1 if bad else 0)")
@@ -42,8 +42,8 @@ def test_node_layer_module_names_resolve():
     # calls module functions; a re-exported function must never shadow a module name.
     import types
 
-    import zc_continuity
-    from zc_continuity import assemble, blend, families, resample, shapes, tail
+    from zc_pack import zc_continuity
+    from zc_pack.zc_continuity import assemble, blend, families, resample, shapes, tail
     for module in (assemble, blend, families, resample, shapes, tail, zc_continuity.certificate):
         assert isinstance(module, types.ModuleType)
     assert callable(blend.blend) and callable(assemble.overlap_pixel_frames)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import RESAMPLE_METHODS, ContinuityError, center_crop_box, resample_frames
+from zc_pack.zc_continuity import RESAMPLE_METHODS, ContinuityError, center_crop_box, resample_frames
 
 sizes = st.integers(1, 12)
 

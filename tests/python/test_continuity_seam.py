@@ -11,7 +11,7 @@ import pytest
 import seam_reference as seam
 import torch
 
-from zc_continuity import families, lineage
+from zc_pack.zc_continuity import families, lineage
 
 
 def walk(frames: int, *, channels: int = 16, seed: int = 0, start=None, step: float = 0.1,
@@ -157,7 +157,7 @@ def test_lineage_records_the_seam_as_version_2_and_reads_version_1():
 
 
 def test_the_certificate_carries_the_seam_of_the_hop_that_made_the_continued_shot():
-    from zc_continuity.certificate import Certificate
+    from zc_pack.zc_continuity.certificate import Certificate
 
     s = seam.measure(walk(5), walk(5, seed=3))
     cert = Certificate(tag="film", generation=3, stored_digest="xxh3:01", used_digest="xxh3:01",

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import (GENERIC_VIDEO, WAN21, ContinuityError, FamilySpec, latent_frames,
+from zc_pack.zc_continuity import (GENERIC_VIDEO, WAN21, ContinuityError, FamilySpec, latent_frames,
                            latent_size, overlap_pixel_frames, pixel_frames, target_shape,
                            validate_canvas, validate_latent_for_family, validate_length)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zc_continuity import ContinuityError, ltx
-from zc_continuity.shot import ModelFacts, describe_shot, metadata_for
+from zc_pack.zc_continuity import ContinuityError, ltx
+from zc_pack.zc_continuity.shot import ModelFacts, describe_shot, metadata_for
 
 
 def test_a_model_names_the_family_and_is_recorded():
@@ -60,7 +60,7 @@ def test_metadata_for_no_family():
 
 
 def test_large_fresh_latents_get_the_first_touch_hint():
-    from zc_continuity import assemble, fresh_latents
+    from zc_pack.zc_continuity import assemble, fresh_latents
 
     seen = []
     fresh_latents.set_first_touch_hint(lambda t: seen.append(t.numel() * t.element_size()))

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import (LTX2, MINIMAX_H3, WAN21, ContinuityError, aligned_tail_frames,
+from zc_pack.zc_continuity import (LTX2, MINIMAX_H3, WAN21, ContinuityError, aligned_tail_frames,
                            overlap_pixel_frames, pixel_frames, streams)
 
 

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zc_continuity import ContinuityError, take_tail
+from zc_pack.zc_continuity import ContinuityError, take_tail
 
 
 class FakeNested:

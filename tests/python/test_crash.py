@@ -15,7 +15,7 @@ import safetensors.torch
 import torch
 
 from conftest import BUILD
-from zc_engine import LatentStore
+from zc_pack.zc_engine import LatentStore
 
 CHILD = BUILD / "crash_child"
 

@@ -11,7 +11,7 @@ import gc
 import pytest
 import torch
 
-from zc_engine import LatentStore, device
+from zc_pack.zc_engine import LatentStore, device
 
 
 def storage_ref(tensor: torch.Tensor):
@@ -38,7 +38,7 @@ def test_host_copy_on_the_cpu_is_a_plain_copy_and_waits_are_no_ops_without_an_ev
 
 @pytest.mark.parametrize("what", ["host_copy", "describe the host copy"])
 def test_a_failing_put_by_reference_leaks_nothing(monkeypatch, what):
-    from zc_engine import dlpack
+    from zc_pack.zc_engine import dlpack
 
     def broken(*args, **kwargs):
         raise RuntimeError("copy failed")

@@ -11,8 +11,8 @@ import pytest
 import torch
 import xxhash
 
-from zc_engine import LatentStore, digest_bytes, digest_tensor, format_digest
-from zc_engine._library import LIBRARY_PATH, lib
+from zc_pack.zc_engine import LatentStore, digest_bytes, digest_tensor, format_digest
+from zc_pack.zc_engine._library import LIBRARY_PATH, lib
 
 KERNELS = ("scalar", "sse2", "avx2", "avx512")
 

@@ -9,9 +9,9 @@ import gc
 import pytest
 import torch
 
-from zc_engine import LatentStore
-from zc_engine import dlpack as zdl
-from zc_engine._library import lib
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_engine import dlpack as zdl
+from zc_pack.zc_engine._library import lib
 
 pytestmark = pytest.mark.asan
 
@@ -105,14 +105,14 @@ def test_by_reference_with_host_copy_has_digest():
     with LatentStore() as store:
         x = torch.randn(33)
         store.put_by_reference("ref", {"latent_tensor": x}, host_copy=True)
-        from zc_engine import digest_tensor
+        from zc_pack.zc_engine import digest_tensor
         assert store.get("ref").info["latent_tensor"].digest == digest_tensor(x)
 
 
 def test_failed_put_releases_consumed_references():
     before = kept_count()
     with LatentStore(depth=1, device_budget_bytes=16) as store:
-        from zc_engine import BudgetExceeded
+        from zc_pack.zc_engine import BudgetExceeded
         with pytest.raises(BudgetExceeded):
             store.put_by_reference("ref", {"latent_tensor": torch.zeros(100)})
         assert store.stats()["device_bytes"] == 0
@@ -165,7 +165,7 @@ def test_slots_released_at_interpreter_exit_run_their_deleters_without_a_crash(t
     from pathlib import Path
     script = (
         "import torch\n"
-        "from zc_engine import LatentStore\n"
+        "from zc_pack.zc_engine import LatentStore\n"
         "store = LatentStore(depth=2)\n"
         "store.put_by_reference('a', {'latent_tensor': torch.arange(100.0)})\n"
         "store.put_by_reference('b', {'latent_tensor': torch.arange(50.0)}, host_copy=True)\n"

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from zc_engine import LatentStore
-from zc_nodes import durability, runtime
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_nodes import durability, runtime
 
 REPO = Path(__file__).resolve().parents[2]
 POSIX_ONLY = pytest.mark.skipif(os.name == "nt", reason="skipped: POSIX signals and RLIMIT_FSIZE")
@@ -72,9 +72,9 @@ FAILING_SPILL = textwrap.dedent("""
     import json, resource, signal, sys
     sys.path.insert(0, sys.argv[1])
     import torch
-    from zc_engine import LatentStore
-    import zc_log as log
-    from zc_nodes import durability, runtime, ui_events
+    from zc_pack.zc_engine import LatentStore
+    from zc_pack import zc_log as log
+    from zc_pack.zc_nodes import durability, runtime, ui_events
     import logging
     lines = []
     class Keep(logging.Handler):
@@ -140,8 +140,8 @@ SIGNAL_CHILD = textwrap.dedent("""
     import os, signal, sys, time
     sys.path.insert(0, sys.argv[1])
     import torch
-    from zc_engine import LatentStore
-    from zc_nodes import durability, runtime
+    from zc_pack.zc_engine import LatentStore
+    from zc_pack.zc_nodes import durability, runtime
     mode = sys.argv[3]
     marker = os.path.join(sys.argv[2], "previous-handler-saw")
     if mode == "chain":
@@ -222,7 +222,7 @@ def test_signal_handlers_are_installed_only_from_the_main_thread():
 
 
 def test_the_listing_never_names_a_generation_that_exists_nowhere():
-    from zc_nodes.api.buffers import buffers_doc
+    from zc_pack.zc_nodes.api.buffers import buffers_doc
     description = {"spill_dir": "/srv/x/spill", "spill_problem": 'the spill of tag "f" generation 9 failed: '
                    'cannot create "/srv/x/spill/.zc-tmp-1-f@00000000000000000009.latent": No space left on device',
                    "tags": [{"tag": "f", "depth": 4, "last_generation": 10, "disk_generations": [3, 4],

@@ -21,7 +21,7 @@ def import_engine(env_changes: dict, prelude: str = "") -> subprocess.CompletedP
     env = {k: v for k, v in os.environ.items() if k != "ZC_LIBRARY"}
     env.update(env_changes)
     env["PYTHONPATH"] = str(REPO)
-    code = f"{prelude}import zc_engine._library as L; print(L.LIBRARY_PATH)"
+    code = f"{prelude}from zc_pack.zc_engine import _library as L; print(L.LIBRARY_PATH)"
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                           timeout=120)
 
@@ -35,7 +35,7 @@ def engine_error(result: subprocess.CompletedProcess) -> str:
 
 @pytest.mark.skipif("ZC_LIBRARY" in os.environ, reason="skipped: ZC_LIBRARY overrides the package")
 def test_the_pack_loads_the_library_of_the_installed_package():
-    from zc_engine import _library
+    from zc_pack.zc_engine import _library
     assert _library.LIBRARY_PATH == zerocopy_engine.library_path()
     assert "site-packages" in _library.LIBRARY_PATH.parts
 
@@ -64,7 +64,7 @@ def test_a_library_for_another_platform_is_one_line_naming_platform_file_and_fix
 
 
 def test_an_engine_of_another_version_is_refused(monkeypatch):
-    from zc_engine import _locate
+    from zc_pack.zc_engine import _locate
     monkeypatch.setattr(_locate, "ENGINE_VERSION", "9.1.0")
     with pytest.raises(_locate.EngineMissing) as caught:
         _locate.load()
@@ -73,7 +73,7 @@ def test_an_engine_of_another_version_is_refused(monkeypatch):
 
 
 def test_the_fix_names_this_python_and_the_portable_build(monkeypatch):
-    from zc_engine import _locate
+    from zc_pack.zc_engine import _locate
     monkeypatch.setattr(sys, "executable", r"C:\ComfyUI_windows_portable\python_embeded\python.exe")
     assert _locate.pip_command() == r"python_embeded\python.exe -m pip install zerocopy-engine==0.4.0"
     monkeypatch.setattr(sys, "executable", "/opt/Comfy Desktop/.venv/bin/python")
@@ -81,7 +81,7 @@ def test_the_fix_names_this_python_and_the_portable_build(monkeypatch):
 
 
 def test_file_names_per_os_agree_between_pack_and_package():
-    from zc_engine import _locate
+    from zc_pack.zc_engine import _locate
     for system, name in (("Linux", "libzc.so"), ("Windows", "zc.dll"), ("Darwin", "libzc.dylib")):
         assert _locate.library_name(system) == zerocopy_engine.library_name(system) == name
 
@@ -99,7 +99,7 @@ def test_zc_entry_point_runs_the_bundled_tool_with_its_exit_status(tmp_path):
 
 
 def test_one_engine_version_everywhere():
-    from zc_engine import _library, _locate
+    from zc_pack.zc_engine import _library, _locate
     version = _locate.ENGINE_VERSION
     header = (REPO / "engine" / "include" / "zc.h").read_text()
     assert f'#define ZC_VERSION_STRING "{version}"' in header

@@ -9,10 +9,10 @@ import pickle
 
 import pytest
 
-from zc_continuity.errors import ContinuityError
-from zc_engine import errors as engine_errors
-from zc_farm.config import FarmConfigError
-from zc_film.errors import RenderError
+from zc_pack.zc_continuity.errors import ContinuityError
+from zc_pack.zc_engine import errors as engine_errors
+from zc_pack.zc_farm.config import FarmConfigError
+from zc_pack.zc_film.errors import RenderError
 
 
 def full_type_name(klass):  # ComfyUI's execution.full_type_name, verbatim in behaviour

@@ -17,8 +17,8 @@ import torch
 
 from conftest import REPO, same_bits
 from redis_server import RedisServer, TcpProxy, skip_reason
-from zc_continuity import lineage
-from zc_engine import CorruptFile, LatentStore
+from zc_pack.zc_continuity import lineage
+from zc_pack.zc_engine import CorruptFile, LatentStore
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
@@ -40,7 +40,7 @@ def shot(seed: int, shape=(1, 16, 3, 16, 16)) -> torch.Tensor:
 
 
 def lineage_of(parent: int, latent: torch.Tensor) -> str:
-    from zc_engine import digest_tensor
+    from zc_pack.zc_engine import digest_tensor
     tail = digest_tensor(latent[:, :, -1:])
     return lineage.record(lineage.marker(parent_tag=TAG, parent_generation=parent, tail_frames=1,
                                          tail_digest=tail, used_digest=tail, adapter="temporal_inpaint", trim=1))
@@ -93,7 +93,7 @@ def test_values_are_chunked_and_redis_keeps_the_newest_n(workers, server):
 
 
 def test_redis_stopped_mid_publish_then_started_nothing_lost(workers, server, monkeypatch, caplog):
-    from zc_farm import transfer
+    from zc_pack.zc_farm import transfer
 
     a = workers("a", chunk_bytes=64 << 10)
     b = workers("b")
@@ -193,7 +193,7 @@ def test_a_corrupted_blob_is_refused_and_nothing_local_changes(workers, server, 
         assert words in message
     assert b.store.generations(TAG) == [] and not list((tmp_path / "spill-host-b:2").glob("film@*"))
     # the same damage with the record's blob digest made to match: the engine's tensor digest refuses it
-    from zc_engine.store import digest_bytes
+    from zc_pack.zc_engine.store import digest_bytes
     client.hset(f"zc:tag:{TAG}:shot:1", "blob_digest", digest_bytes(bad))
     with pytest.raises(CorruptFile) as caught:
         b.pull(TAG)
@@ -213,7 +213,7 @@ def test_a_blob_whose_record_changed_is_refused_naming_the_field(workers, server
     at = good.index(b'"latent_tensor":{"dtype":"F32"') + len(b'"latent_tensor":{"dtype":"')
     bad = good[:at] + b"I" + good[at + 1:]
     client.lset(blob, 0, bad)
-    from zc_engine.store import digest_bytes
+    from zc_pack.zc_engine.store import digest_bytes
     client.hset(f"zc:tag:{TAG}:shot:1", "blob_digest", digest_bytes(bad))
     with pytest.raises(CorruptFile) as caught:
         b.pull(TAG)
@@ -239,7 +239,7 @@ def test_other_workers_shots_are_heard(workers):
 
 
 def test_a_password_is_used_and_never_shown(tmp_path, caplog):
-    from zc_farm import Farm, FarmConfig
+    from zc_pack.zc_farm import Farm, FarmConfig
 
     srv = RedisServer(tmp_path / "redis-pw", password="s3cret-pw").start()
     caplog.set_level(logging.DEBUG, logger="zerocopy_continuity")
@@ -301,8 +301,8 @@ def test_a_restarted_worker_publishes_what_redis_lacks(workers, server, tmp_path
 
 RACER = """
 import sys, torch
-from zc_engine import LatentStore
-from zc_farm import Farm, FarmConfig
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_farm import Farm, FarmConfig
 url, spill, name, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 with LatentStore(spill_dir=spill) as store:
     farm = Farm(store, FarmConfig(url=url, worker_id=name, keep=8))

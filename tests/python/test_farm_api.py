@@ -10,8 +10,8 @@ import torch
 
 from redis_server import RedisServer, skip_reason
 from web_api_helpers import SyncClient
-from zc_engine import LatentStore
-from zc_nodes.api import routes
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_nodes.api import routes
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
@@ -24,8 +24,8 @@ class FarmLink:
         self.store, self.farm, self.url = store, None, None
 
     def configure(self, url):
-        from zc_farm import Farm, FarmConfig
-        from zc_farm.config import check_url
+        from zc_pack.zc_farm import Farm, FarmConfig
+        from zc_pack.zc_farm.config import check_url
         url = check_url(url, "the Redis URL") if url else None
         if self.farm is not None:
             self.farm.close(timeout=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from zc_farm.config import FarmConfig, FarmConfigError, default_worker_id, redact_url
+from zc_pack.zc_farm.config import FarmConfig, FarmConfigError, default_worker_id, redact_url
 
 
 @pytest.mark.parametrize("url, shown", [
@@ -74,7 +74,7 @@ def unix_socket(tmp_path):
 @pytest.mark.parametrize("from_settings", [False, True])
 @pytest.mark.parametrize("url", ["unix:///etc/passwd", "unix:///etc", "unix:///dev/null"])
 def test_a_unix_url_naming_a_file_that_is_no_socket_is_refused(url, from_settings):
-    from zc_farm.config import check_url
+    from zc_pack.zc_farm.config import check_url
 
     with pytest.raises(FarmConfigError) as caught:
         check_url(url, "the Redis URL", from_settings=from_settings)
@@ -86,7 +86,7 @@ def test_a_unix_url_naming_a_file_that_is_no_socket_is_refused(url, from_setting
 
 
 def test_a_unix_url_naming_a_socket_is_accepted(unix_socket):
-    from zc_farm.config import check_url
+    from zc_pack.zc_farm.config import check_url
 
     url = f"unix://{unix_socket}?db=2"
     assert check_url(url, from_settings=True) == url
@@ -94,7 +94,7 @@ def test_a_unix_url_naming_a_socket_is_accepted(unix_socket):
 
 
 def test_a_missing_socket_is_refused_from_the_settings_panel_and_left_to_later_from_the_environment(tmp_path):
-    from zc_farm.config import check_url
+    from zc_pack.zc_farm.config import check_url
 
     url = f"unix://{tmp_path}/not-yet.sock"
     with pytest.raises(FarmConfigError, match="does not exist"):
@@ -105,7 +105,7 @@ def test_a_missing_socket_is_refused_from_the_settings_panel_and_left_to_later_f
 @pytest.mark.parametrize("url", ["unix://relative/redis.sock", "unix://host/run/redis.sock", "unix://",
                                  "file:///etc/passwd", "redis+sentinel://h/0", "unix:///run/x\x00.sock"])
 def test_other_forms_are_refused_naming_the_accepted_ones(url):
-    from zc_farm.config import check_url
+    from zc_pack.zc_farm.config import check_url
 
     with pytest.raises(FarmConfigError) as caught:
         check_url(url, from_settings=True)
@@ -113,7 +113,7 @@ def test_other_forms_are_refused_naming_the_accepted_ones(url):
 
 
 def test_the_settings_panel_may_not_name_files_in_the_query():
-    from zc_farm.config import check_url
+    from zc_pack.zc_farm.config import check_url
 
     url = "rediss://h:6380/0?ssl_ca_certs=/etc/passwd"
     with pytest.raises(FarmConfigError, match="ssl_ca_certs"):

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from redis_server import RedisServer, skip_reason
-from zc_engine import NotFound
+from zc_pack.zc_engine import NotFound
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
@@ -126,7 +126,7 @@ def test_a_worker_whose_published_shot_was_evicted_names_it_and_why(servers, far
         assert "tag 'mA' generation 1" in note and "evicted" in note, note
         assert "maxmemory-policy allkeys-lru, maxmemory 2 MiB" in note and "noeviction" in note, note
         # the Load and the Handoff read through film_view.continue_from: its NotFound carries the note
-        from zc_nodes import farm_link, film_view
+        from zc_pack.zc_nodes import farm_link, film_view
         monkeypatch.setattr(farm_link, "active", lambda: b)
         with pytest.raises(NotFound) as raised:
             film_view.continue_from(b.store, "mA", 1)
@@ -171,7 +171,7 @@ def test_a_shot_still_held_when_a_newer_one_was_evicted_is_continued_with_the_no
             break
     else:
         pytest.fail("Redis evicted nothing of tag mA generation 2")
-    from zc_nodes import farm_link, film_view
+    from zc_pack.zc_nodes import farm_link, film_view
     monkeypatch.setattr(farm_link, "active", lambda: b)
     bundle, notes = film_view.continue_from(b.store, "mA", 0)
     assert bundle.generation == 1

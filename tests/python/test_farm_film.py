@@ -20,8 +20,8 @@ import torch
 import comfy_api_standin
 from conftest import REPO, same_bits
 from redis_server import skip_reason
-from zc_continuity import lineage
-from zc_engine import digest_tensor
+from zc_pack.zc_continuity import lineage
+from zc_pack.zc_engine import digest_tensor
 
 pytestmark = pytest.mark.skipif(skip_reason() is not None, reason=skip_reason() or "")
 
@@ -208,7 +208,7 @@ def test_a_counter_that_is_no_generation_is_repaired_with_a_warning_naming_key_a
 
 
 def test_a_counter_at_the_highest_generation_refuses_with_a_clear_error(workers, server):
-    from zc_engine import GenerationExists
+    from zc_pack.zc_engine import GenerationExists
 
     a = workers("a")
     server.client().set(f"zc:tag:{TAG}:next", str((1 << 63) - 1))

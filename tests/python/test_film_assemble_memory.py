@@ -16,9 +16,9 @@ import weakref
 import pytest
 import torch
 
-from zc_continuity import lineage
-from zc_continuity.film_join import join_frames
-from zc_engine import LatentStore, digest_tensor
+from zc_pack.zc_continuity import lineage
+from zc_pack.zc_continuity.film_join import join_frames
+from zc_pack.zc_engine import LatentStore, digest_tensor
 
 TAG = "longfilm"
 PACK = "zc_assemble_memory_pack"  # the package name conftest.assemble_node loads the pack under

@@ -17,9 +17,9 @@ from pathlib import Path
 import film_shots
 import pytest
 
-from zc_engine import LatentStore
-from zc_engine import film as engine_film
-from zc_engine.errors import InvalidState
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_engine import film as engine_film
+from zc_pack.zc_engine.errors import InvalidState
 
 TAG = "film"
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +63,7 @@ def test_choosing_take_3_makes_the_line_pass_through_it_and_choosing_4_back(spil
     engine_film.choose(spill_dir, TAG, 3)
     assert engine_film.describe_film(spill_dir, TAG)["end"] == 3
     with LatentStore(spill_dir=spill_dir) as store:
-        from zc_nodes import film_view
+        from zc_pack.zc_nodes import film_view
         bundle, notes = film_view.newest(store, TAG)
         assert bundle.generation == 3 and "generation 3 ends the chosen line" in notes[0]
 
@@ -107,7 +107,7 @@ def test_the_choose_route_answers_the_line_and_refuses_a_broken_take(tmp_path):
     import aiohttp
     from web_api_helpers import SyncClient
 
-    from zc_nodes.api import routes
+    from zc_pack.zc_nodes.api import routes
     spill = tmp_path / "spill"
     takes_film(spill)
 
@@ -139,7 +139,7 @@ def test_the_choose_route_answers_the_line_and_refuses_a_broken_take(tmp_path):
 CHOICES = (2, 3, 4, 5, 6)
 CHILD = """
 import json, sys, time
-from zc_engine import film
+from zc_pack.zc_engine import film
 spill, order = sys.argv[1], json.loads(sys.argv[2])
 out = []
 for g in order:

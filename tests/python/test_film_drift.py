@@ -15,11 +15,11 @@ import pytest
 import seam_reference as seam
 import torch
 
-from zc_continuity import families, lineage
-from zc_continuity.bundle_layout import VIDEO_KEY
-from zc_engine import LatentStore
-from zc_engine.film import describe_film
-from zc_engine.store import SeamRequest
+from zc_pack.zc_continuity import families, lineage
+from zc_pack.zc_continuity.bundle_layout import VIDEO_KEY
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_engine.film import describe_film
+from zc_pack.zc_engine.store import SeamRequest
 
 ZC = Path(os.environ.get("ZC_BIN", Path(__file__).resolve().parents[2] / "build" / "zc"))
 

@@ -19,8 +19,8 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from zc_engine import InvalidInput, NotFound  # noqa: E402
-from zc_engine.film import choose_take, clear_choices, describe_film, has_choices  # noqa: E402
+from zc_pack.zc_engine import InvalidInput, NotFound  # noqa: E402
+from zc_pack.zc_engine.film import choose_take, clear_choices, describe_film, has_choices  # noqa: E402
 
 TAG = "film"
 

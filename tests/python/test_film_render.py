@@ -18,10 +18,10 @@ import torch
 
 av = pytest.importorskip("av")
 
-from zc_continuity import film_join
-from zc_film import formats, pieces, plan, render
-from zc_film.errors import RenderError
-from zc_film.segment_cache import SegmentCache
+from zc_pack.zc_continuity import film_join
+from zc_pack.zc_film import formats, pieces, plan, render
+from zc_pack.zc_film.errors import RenderError
+from zc_pack.zc_film.segment_cache import SegmentCache
 
 REPO = Path(__file__).resolve().parents[2]
 H, W, N = 48, 64, 17  # frames of each stand-in shot
@@ -175,7 +175,7 @@ KILLED_RENDER = textwrap.dedent("""
     import os, signal, sys
     sys.path[:0] = [{repo!r}, {tests!r}]
     from test_film_render import Decoder, job_for, line
-    from zc_film import render
+    from zc_pack.zc_film import render
     from pathlib import Path
     class Killing(Decoder):
         def __call__(self, shot):
@@ -247,7 +247,7 @@ HOLD_LOCK = textwrap.dedent("""
     import sys, time
     sys.path.insert(0, {repo!r})
     from pathlib import Path
-    from zc_film import film_lock
+    from zc_pack.zc_film import film_lock
     with film_lock.held(Path({folder!r}), "film"):
         print("held", flush=True)
         time.sleep(60)

@@ -10,8 +10,8 @@ import pytest
 
 otio = pytest.importorskip("opentimelineio", reason="opentimelineio not installed (requirements-test.txt)")
 
-from zc_film import plan, timeline
-from zc_film.errors import RenderError
+from zc_pack.zc_film import plan, timeline
+from zc_pack.zc_film.errors import RenderError
 
 RATE = 24.0
 

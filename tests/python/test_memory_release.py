@@ -7,8 +7,8 @@ import types
 
 import torch
 
-from zc_engine import LatentStore
-from zc_nodes import memory_release
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_nodes import memory_release
 
 
 def shots(store, count):

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from film_shots import put_shot
 
-from zc_engine import LatentStore, NotFound
-from zc_engine import film as engine_film
-from zc_nodes import film_view, runtime
+from zc_pack.zc_engine import LatentStore, NotFound
+from zc_pack.zc_engine import film as engine_film
+from zc_pack.zc_nodes import film_view, runtime
 
 TAG = "next_shot"
 

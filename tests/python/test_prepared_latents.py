@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from zc_continuity import assemble, fresh_latents
-from zc_nodes import memory_release, prepared_latents
-from zc_nodes.prepared_latents import PreparedLatents
+from zc_pack.zc_continuity import assemble, fresh_latents
+from zc_pack.zc_nodes import memory_release, prepared_latents
+from zc_pack.zc_nodes.prepared_latents import PreparedLatents
 
 SHAPE = (1, 16, 5, 60, 104)  # 2 MB of float32: above MIN_BYTES
 FILL = torch.linspace(-1.0, 1.0, 16)

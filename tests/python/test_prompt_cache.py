@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from zc_nodes import prompt_cache
+from zc_pack.zc_nodes import prompt_cache
 
 
 class CountingClip:

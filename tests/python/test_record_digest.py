@@ -26,12 +26,12 @@ import torch
 
 from conftest import REPO
 from test_film_assemble_memory import PACK, Decoder, mount  # noqa: F401 - PACK: for conftest.assemble_node
-from zc_continuity import families, lineage
+from zc_pack.zc_continuity import families, lineage
 import seam_reference as seam
-from zc_engine import CorruptFile, LatentStore, digest_tensor
-from zc_engine import film as engine_film
-from zc_engine.store import SeamRequest
-from zc_nodes import film_view, runtime
+from zc_pack.zc_engine import CorruptFile, LatentStore, digest_tensor
+from zc_pack.zc_engine import film as engine_film
+from zc_pack.zc_engine.store import SeamRequest
+from zc_pack.zc_nodes import film_view, runtime
 
 ZC = Path(os.environ.get("ZC_BIN", REPO / "build" / "zc"))
 TAG = "rec"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zc_residency.budget import check
+from zc_pack.zc_residency.budget import check
 
 GIB = 1 << 30
 

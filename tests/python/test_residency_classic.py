@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from zc_residency import classic
+from zc_pack.zc_residency import classic
 
 
 class FakeService:

@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from zc_residency.cuda_allocator import (
+from zc_pack.zc_residency.cuda_allocator import (
     expandable_in,
     inspect_and_tune,
     split_conf,

@@ -9,10 +9,10 @@ import gc
 import pytest
 from residency_fakes import GIB, PAGE, FakeAimdo, FakeBaseModel, FakeComfy, FakeModule, FakePatcher
 
-from zc_residency import dynamic_hooks
-from zc_residency.policy import Policy
-from zc_residency.report import lock_state, report
-from zc_residency.service import ResidencyService
+from zc_pack.zc_residency import dynamic_hooks
+from zc_pack.zc_residency.policy import Policy
+from zc_pack.zc_residency.report import lock_state, report
+from zc_pack.zc_residency.service import ResidencyService
 
 DEVICE = "cuda:0"
 STAGED = 10 * PAGE  # 320 MiB of staged weights

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import types
 
-from zc_residency.hooks import HookSet, is_ours, mark
+from zc_pack.zc_residency.hooks import HookSet, is_ours, mark
 
 
 def make_module():

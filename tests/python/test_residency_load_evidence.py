@@ -6,7 +6,7 @@ import ctypes
 
 from residency_fakes import PAGE, FakeModule
 
-from zc_residency.load_evidence import (
+from zc_pack.zc_residency.load_evidence import (
     OUTSIDE_RUN,
     RUNS_KEPT,
     LockEvidence,

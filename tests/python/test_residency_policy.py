@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zc_residency.policy import Action, Policy, UnloadReason, action_for, classify_unload, parse_policy
+from zc_pack.zc_residency.policy import Action, Policy, UnloadReason, action_for, classify_unload, parse_policy
 
 R = UnloadReason
 EXPECTED = {  # (policy, reason) -> action, the table in policy.py's docstring

@@ -24,8 +24,8 @@ from residency_fakes import (
     FakePatcher,
 )
 
-from zc_residency import classic, comfy_memory, dynamic_hooks
-from zc_residency.causes import (
+from zc_pack.zc_residency import classic, comfy_memory, dynamic_hooks
+from zc_pack.zc_residency.causes import (
     FIRST_LOAD,
     CacheMode,
     CauseKind,
@@ -35,11 +35,11 @@ from zc_residency.causes import (
     model_change,
     patch_change,
 )
-from zc_residency.load_evidence import RELOADS_PER_RUN, RunEvidence
-from zc_residency.policy import Policy
-from zc_residency.reasons import OWNERS_KEPT, PENDING_KEPT, LockReasons, OwnerHistory, Reload
-from zc_residency.report import lock_state, node_report, report
-from zc_residency.service import ResidencyService
+from zc_pack.zc_residency.load_evidence import RELOADS_PER_RUN, RunEvidence
+from zc_pack.zc_residency.policy import Policy
+from zc_pack.zc_residency.reasons import OWNERS_KEPT, PENDING_KEPT, LockReasons, OwnerHistory, Reload
+from zc_pack.zc_residency.report import lock_state, node_report, report
+from zc_pack.zc_residency.service import ResidencyService
 
 DEVICE = "cuda:0"
 SIZE = 2 * GIB

@@ -6,8 +6,8 @@ import gc
 
 import pytest
 
-from zc_residency.policy import Policy
-from zc_residency.registry import COLLECTED, LockRegistry
+from zc_pack.zc_residency.policy import Policy
+from zc_pack.zc_residency.registry import COLLECTED, LockRegistry
 
 
 class BaseModel:  # stands in for comfy.model_base.BaseModel: any weak-referenceable object

@@ -7,7 +7,7 @@ import builtins
 import os
 import sys
 
-from zc_nodes import runtime
+from zc_pack.zc_nodes import runtime
 
 
 def block_psutil(monkeypatch):

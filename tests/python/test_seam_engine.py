@@ -13,11 +13,11 @@ import seam_reference as seam
 import torch
 from test_continuity_seam import walk_along
 
-from zc_continuity import families
-from zc_continuity.bundle_layout import VIDEO_KEY, stream_key
-from zc_engine import LatentStore
-from zc_engine._library import SeamStats, check, lib
-from zc_engine.store import SEAM_STAT_FIELDS, SeamRequest
+from zc_pack.zc_continuity import families
+from zc_pack.zc_continuity.bundle_layout import VIDEO_KEY, stream_key
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_engine._library import SeamStats, check, lib
+from zc_pack.zc_engine.store import SEAM_STAT_FIELDS, SeamRequest
 
 
 AUDIO_KEY = stream_key(1)

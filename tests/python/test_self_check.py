@@ -9,8 +9,8 @@ import types
 import pytest
 import torch
 
-from zc_nodes import self_check
-from zc_nodes.self_check import ABSENT, OFF, ON
+from zc_pack.zc_nodes import self_check
+from zc_pack.zc_nodes.self_check import ABSENT, OFF, ON
 
 
 # ---------------------------------------------------------------- fakes of ComfyUI's internals

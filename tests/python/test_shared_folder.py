@@ -15,12 +15,12 @@ import safetensors.torch
 import torch
 
 from conftest import REPO, same_bits
-from zc_engine import CorruptFile, GenerationExists, LatentStore, NotFound, Unsupported
-from zc_engine.store import is_bookkeeping_file
+from zc_pack.zc_engine import CorruptFile, GenerationExists, LatentStore, NotFound, Unsupported
+from zc_pack.zc_engine.store import is_bookkeeping_file
 
 WRITER = """
 import sys, torch
-from zc_engine import LatentStore
+from zc_pack.zc_engine import LatentStore
 spill, writer, shots = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 with LatentStore(spill_dir=spill) as store:
     for index in range(1, shots + 1):
@@ -83,7 +83,7 @@ def test_bookkeeping_files_are_named_apart(spill_dir):
         assert ".zc-gen-t" in names and ".zc-lock" in names
         assert any(n.startswith(".zc-owner-") for n in names)
         assert store.describe()["spill_locks"] is True
-        from zc_engine import film
+        from zc_pack.zc_engine import film
         film.choose_take(spill_dir, "t", 1)  # a film's chosen takes live beside the shots
         assert film.choices_file(spill_dir, "t").exists()
         assert [n for n in sorted(p.name for p in spill_dir.iterdir()) if not is_bookkeeping_file(n)] == [
@@ -154,7 +154,7 @@ def test_meta_without_a_look_reads_what_this_store_knows(spill_dir):
 
 
 def test_metadata_larger_than_the_read_buffer_is_read_whole():
-    from zc_engine.store import META_READ_BYTES
+    from zc_pack.zc_engine.store import META_READ_BYTES
     big = {f"k{i:03d}": "é" * 200 for i in range(2 * META_READ_BYTES // 400)}
     with LatentStore() as store:
         store.put("t", {"latent_tensor": torch.zeros(2)}, big)

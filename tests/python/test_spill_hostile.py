@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from zc_engine import LatentStore
-from zc_engine.errors import BudgetExceeded
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_engine.errors import BudgetExceeded
 
 
 def test_planted_name_is_rejected_at_open_and_counted(spill_dir: Path):
@@ -107,7 +107,7 @@ def test_planted_counter_fifo_is_refused_without_blocking(tmp_path):
 
 
 def test_the_pack_says_a_refused_file_once_with_the_engines_words(tmp_path, monkeypatch):
-    from zc_nodes import durability, ui_events
+    from zc_pack.zc_nodes import durability, ui_events
     said = []
     monkeypatch.setattr(ui_events, "warn", lambda title, message, **kw: said.append((title, message)))
     spill = tmp_path / "spill"
@@ -133,8 +133,8 @@ def _secret_shot(other: Path, generation: int = 1) -> Path:
 
 
 def test_a_hard_linked_shot_of_another_folder_is_not_served(tmp_path):
-    from zc_engine import film
-    from zc_engine.errors import CorruptFile
+    from zc_pack.zc_engine import film
+    from zc_pack.zc_engine.errors import CorruptFile
     theirs = _secret_shot(tmp_path / "other")
     before = theirs.read_bytes()
     spill = tmp_path / "spill"
@@ -205,8 +205,8 @@ def _as_user(uid: int, work, timeout: float = 120.0):
                     reason="needs root to give a file to another uid and to run a child as a third one "
                            "(os.chown, os.setuid); as an ordinary user no second uid is at hand")
 def test_another_users_private_newest_shot_falls_back_with_its_owner_and_mode():
-    from zc_engine.errors import AccessDenied
-    from zc_nodes import film_view
+    from zc_pack.zc_engine.errors import AccessDenied
+    from zc_pack.zc_nodes import film_view
     worker, owner = 54321, 54322  # the user ComfyUI runs as, and another user
     # Not under pytest's tmp_path: its parents are root's alone, and the worker must reach it.
     base = Path(tempfile.mkdtemp(prefix="zc-perm-", dir="/tmp"))

@@ -15,8 +15,8 @@ import torch
 import xxhash
 
 from conftest import run_python, same_bits
-from zc_engine import CorruptFile, LatentStore, NotFound
-from zc_engine.store import is_bookkeeping_file
+from zc_pack.zc_engine import CorruptFile, LatentStore, NotFound
+from zc_pack.zc_engine.store import is_bookkeeping_file
 
 
 def spill_files(directory: Path) -> list[str]:
@@ -57,7 +57,7 @@ def test_restart_in_a_new_process_restores_bit_identically(spill_dir):
         digest = store.get("chain").info["latent_tensor"].digest
     code = f"""
 import torch
-from zc_engine import LatentStore
+from zc_pack.zc_engine import LatentStore
 with LatentStore(spill_dir={str(spill_dir)!r}) as store:
     got = store.get("chain")
     print(got.generation, got.meta["shot"], got.info["latent_tensor"].digest)
@@ -168,7 +168,7 @@ def _block_folder(spill_dir):
 
 
 def test_spill_error_is_reported_by_every_flush_until_the_shot_is_written(spill_dir):
-    from zc_engine import EngineIOError
+    from zc_pack.zc_engine import EngineIOError
     with LatentStore(spill_dir=spill_dir) as store:
         _block_folder(spill_dir)
         store.put("x", {"latent_tensor": torch.zeros(4)}, spill=True)
@@ -197,7 +197,7 @@ def test_a_spill_folder_removed_under_the_store_is_created_again(spill_dir):
 
 
 def test_dropping_a_tag_keeps_other_tags_spill_errors_for_flush(spill_dir):
-    from zc_engine import EngineIOError
+    from zc_pack.zc_engine import EngineIOError
     with LatentStore(spill_dir=spill_dir) as store:
         store.put("kept", {"latent_tensor": torch.zeros(4)}, spill=True)
         store.flush()

@@ -22,8 +22,8 @@ import pytest
 import torch
 from test_film_assemble_memory import TAG, Decoder, film_of, mount
 
-from zc_engine import EngineIOError, LatentStore
-from zc_nodes import durability, film_view, runtime
+from zc_pack.zc_engine import EngineIOError, LatentStore
+from zc_pack.zc_nodes import durability, film_view, runtime
 
 RO_TAG = "ro_film"
 PACK = "zc_spill_trouble_pack"  # the package name conftest.assemble_node loads the pack under
@@ -103,7 +103,7 @@ def test_another_tags_failed_spill_never_fails_this_film(assemble_node, monkeypa
     aiohttp = pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's web server)")
     from web_api_helpers import SyncClient
 
-    from zc_nodes.api import routes
+    from zc_pack.zc_nodes.api import routes
     app = aiohttp.web.Application()
     routes.add_to_app(app, routes.Services(store=lambda: store, projection_for=lambda meta, channels: None,
                                            residency_report=lambda: {"available": False}, notify=None,

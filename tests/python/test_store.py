@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import ALL_DTYPES, canonical_bytes, random_tensor, same_bits
-from zc_engine import InvalidInput, LatentStore, check_tag, digest_tensor, format_digest
+from zc_pack.zc_engine import InvalidInput, LatentStore, check_tag, digest_tensor, format_digest
 
 
 @st.composite
@@ -108,7 +108,7 @@ def test_eviction_never_takes_a_slot_a_torch_view_holds():
         store.put("a", {"latent_tensor": torch.full((1024,), 1.0)})
         store.put("a", {"latent_tensor": torch.full((1024,), 2.0)})
         held = store.get("a", 1).tensors["latent_tensor"]
-        from zc_engine import BudgetExceeded
+        from zc_pack.zc_engine import BudgetExceeded
         with pytest.raises(BudgetExceeded, match="held by readers"):
             store.put("b", {"latent_tensor": torch.zeros(1024)})
         assert held[0] == 1.0

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from conftest import same_bits
-from zc_engine import CorruptFile, LatentStore, NotFound
+from zc_pack.zc_engine import CorruptFile, LatentStore, NotFound
 
 
 def fill(store, tag, count):

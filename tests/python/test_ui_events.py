@@ -9,9 +9,9 @@ import types
 import pytest
 import torch
 
-from zc_continuity.certificate import Certificate
-from zc_engine import LatentStore
-from zc_nodes import runtime, ui_events
+from zc_pack.zc_continuity.certificate import Certificate
+from zc_pack.zc_engine import LatentStore
+from zc_pack.zc_nodes import runtime, ui_events
 
 
 class RecordingServer:

@@ -12,7 +12,7 @@ import safetensors.torch
 import torch
 import xxhash
 
-from zc_engine import CorruptFile, LatentStore
+from zc_pack.zc_engine import CorruptFile, LatentStore
 
 LATENT = (1, 16, 3, 8, 8)
 NBYTES = 16 * 3 * 8 * 8 * 4

@@ -16,9 +16,9 @@ aiohttp = pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed 
 
 from web_api_helpers import RoutesHarness, SyncClient, read_png  # noqa: E402
 
-from zc_engine import LatentStore  # noqa: E402
-from zc_nodes.api import preview, routes  # noqa: E402
-from zc_nodes.api.validation import MAX_BODY_BYTES  # noqa: E402
+from zc_pack.zc_engine import LatentStore  # noqa: E402
+from zc_pack.zc_nodes.api import preview, routes  # noqa: E402
+from zc_pack.zc_nodes.api.validation import MAX_BODY_BYTES  # noqa: E402
 
 CHANNELS = 16
 FACTORS = [[((c * 7 + k * 3) % 11 - 5) / 20.0 for k in range(3)] for c in range(CHANNELS)]
@@ -461,7 +461,7 @@ def test_listings_run_off_the_event_loop_and_concurrent_ones_share_a_run(tmp_pat
 def test_the_listing_decodes_and_encodes_tag_by_tag_to_the_same_values(tmp_path):
     """What the listing's thread does in small pieces (so that the event loop gets the interpreter
     lock between them) gives exactly what one json.loads / json.dumps would."""
-    from zc_nodes.api import buffers
+    from zc_pack.zc_nodes.api import buffers
 
     with LatentStore(spill_dir=tmp_path / "spill") as store:
         for i in range(100):

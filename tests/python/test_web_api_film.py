@@ -12,8 +12,8 @@ aiohttp = pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed 
 from film_shots import put_shot  # noqa: E402
 from web_api_helpers import RoutesHarness  # noqa: E402
 
-from zc_engine import LatentStore  # noqa: E402
-from zc_engine import film as engine_film  # noqa: E402
+from zc_pack.zc_engine import LatentStore  # noqa: E402
+from zc_pack.zc_engine import film as engine_film  # noqa: E402
 
 TAG = "web_film"
 

@@ -11,8 +11,8 @@ pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's
 import seam_reference as seam
 from test_web_api_film import TAG, Harness
 
-from zc_continuity import lineage
-from zc_engine import digest_tensor
+from zc_pack.zc_continuity import lineage
+from zc_pack.zc_engine import digest_tensor
 
 
 def put(api, latent, parent=None):

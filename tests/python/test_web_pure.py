@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from web_api_helpers import read_png
 
-from zc_engine import InvalidInput, LatentStore, check_tag
-from zc_nodes.api import buffers, preview
-from zc_nodes.api.validation import ApiError, parse_int, parse_tag
+from zc_pack.zc_engine import InvalidInput, LatentStore, check_tag
+from zc_pack.zc_nodes.api import buffers, preview
+from zc_pack.zc_nodes.api.validation import ApiError, parse_int, parse_tag
 
 
 def engine_accepts(tag: str) -> bool:

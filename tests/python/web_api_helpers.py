@@ -70,7 +70,7 @@ class RoutesHarness:
     def __init__(self, store, **services):
         import aiohttp.web
 
-        from zc_nodes.api import routes
+        from zc_pack.zc_nodes.api import routes
 
         self.store = store
         app = aiohttp.web.Application()

@@ -91,7 +91,7 @@ FRESH_CHECK = textwrap.dedent("""
     from pathlib import Path
     import torch
     import zerocopy_engine
-    from zc_engine import LatentStore, _library
+    from zc_pack.zc_engine import LatentStore, _library
     out = {"compilers": [c for c in ("cc", "gcc", "clang") if shutil.which(c)],
            "package": str(zerocopy_engine.library_path()), "loaded": str(_library.LIBRARY_PATH),
            "repo_root": str(_library.REPO_ROOT)}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from .. import comfy_calls
+from ..comfy_calls import model_variant
 from ...zc_continuity.errors import ContinuityError
 from ...zc_continuity.families import ADAPTER_PIXEL_BRIDGE, insertion_points, known_families
 from .base import Adapter, BuildRequest, BuildResult
@@ -52,17 +52,6 @@ COMBO = [AUTO, *REGISTRY, PIXEL_BRIDGE]
 
 __all__ = ["AUTO", "COMBO", "PIXEL_BRIDGE", "REGISTRY", "Adapter", "BuildRequest", "BuildResult",
            "auto_choice", "choose", "model_variant"]
-
-
-def model_variant(spec, model) -> str | None:
-    """What the Store records about a model beyond its family, for a later Handoff without it:
-    the first of the family's variants whose probe the model passes."""
-    if model is None:
-        return None
-    for variant in spec.variants:
-        if comfy_calls.MODEL_PROBES[variant.probe](model):
-            return variant.name
-    return None
 
 
 def auto_choice(spec, model, meta: dict | None) -> tuple[str, str]:

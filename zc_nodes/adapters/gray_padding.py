@@ -45,7 +45,7 @@ from typing import NamedTuple
 
 import torch
 
-from .._pack import log
+from ... import zc_log as log
 from ...zc_engine import digest_bytes, digest_tensor
 
 GRAY = 0.5

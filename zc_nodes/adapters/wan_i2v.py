@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 
 from .. import comfy_calls, ui_events
-from .._pack import log
+from ... import zc_log as log
 from ...zc_continuity import assemble
 from ...zc_continuity._checks import shape_text
 from ...zc_continuity.errors import ContinuityError

@@ -8,7 +8,7 @@ this module may import ComfyUI lazily, inside functions.
 
 from __future__ import annotations
 
-from .._pack import log
+from ... import zc_log as log
 
 _registered = False
 
@@ -45,10 +45,11 @@ def projection_for(meta: dict, channels: int):
 def residency_report() -> dict:
     """GET /zerocopy/residency: zc_residency's ``report()``, or why there is none. Called only
     inside ComfyUI (``register``), where the pack's packages are siblings."""
+    from ...zc_residency import get_service
     from ...zc_residency.report import report
 
     try:
-        data = report()
+        data = report(get_service())
     except Exception as exc:  # noqa: BLE001 - shown to the user, logged in full
         log.exception("residency report() failed")
         return {"available": False, "reason": f"the residency report failed: {type(exc).__name__}: {exc}"}

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from .._pack import log
+from ... import zc_log as log
 from . import buffers, preview
 from .redaction import redact_document, spill_folder as redaction_folder
 from .validation import (
