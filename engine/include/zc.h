@@ -623,8 +623,8 @@ ZC_API int zc_store_describe_tag_json(zc_store *store, const char *tag, char *bu
 ZC_API int zc_store_changes(zc_store *store, uint64_t *out);
 
 /* ------------------------------------------------------------------------ */
-/* HowTo: measure the seam of a hop at put time (zc_continuity/seam.py is the */
-/* reference definition; docs/film.md says what the numbers mean)             */
+/* HowTo: measure the seam of a hop at put time (reference definition:      */
+/* tests/python/seam_reference.py; docs/film.md says what the numbers mean) */
 /*                                                                            */
 /* A seam compares the parent shot's last frames with the new shot's first    */
 /* ones after those that repeat the parent.  The engine keeps, per tensor, a  */
@@ -693,7 +693,7 @@ ZC_API int zc_bundle_seam_plan(zc_bundle *bundle, const char *name, const zc_sea
 ZC_API int zc_bundle_seam_parent(zc_bundle *bundle, const char *parent_tag, uint64_t parent_generation);
 
 /* The seam record of the hop that made tag@generation, as JSON (the object
- * zc_continuity/seam.py defines: version, frames, skip, mean_step, std_step,
+ * tests/python/seam_reference.py defines: version, frames, skip, mean_step, std_step,
  * rms_step, correlation, within_correlation, audio (for two audio streams),
  * score; numbers at 4 significant digits), from memory (measured now if the
  * spill writer has not yet) or from its spill file.  NUL-terminated into
@@ -1151,7 +1151,7 @@ ZC_API uint32_t zc_bundle_count(const zc_bundle *bundle);
  * BF16, F64, or a device tensor without a host copy); ZC_E_NOMEM. */
 ZC_API int zc_bundle_seam_summarize(zc_bundle *bundle, uint32_t index, const zc_seam_layout *layout);
 
-/* The statistics of one cut, as zc_continuity/seam.py defines them (the
+/* The statistics of one cut, as tests/python/seam_reference.py defines them (the
  * score, the rounding and the audio level in dB are the caller's). */
 typedef struct {
     int measured;              /* 0: the shapes differ off the time axis, or neither side has

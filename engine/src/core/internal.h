@@ -411,7 +411,7 @@ int zc__seam_side_moments(const zc_seam_side *side, double *mean, double *std);
  * (zeros when their layouts differ or they have too few frames); ZC_E_INVALID when the
  * two were sampled on different grids. */
 int zc__seam_compare(const zc_seam_side *p, const zc_seam_side *n, zc_seam_stats *out);
-/* num / den capped at seam.py's CAP (100); 0 for 0 / 0, CAP for x / 0. */
+/* num / den capped at seam_reference.py's CAP (100); 0 for 0 / 0, CAP for x / 0. */
 double zc__seam_ratio(double num, double den);
 
 #endif /* ZC_INTERNAL_H */

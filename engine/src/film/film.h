@@ -28,13 +28,13 @@ enum {
 };
 enum { FILM_LINE = 0, FILM_ALTERNATIVE, FILM_STALE, FILM_BROKEN };
 
-/* The seam thresholds (docs/film.md; zc_continuity/seam.py GREEN_BELOW, RED_FROM): a score under
+/* The seam thresholds (docs/film.md; zc_continuity/seam_plan.py GREEN_BELOW, RED_FROM): a score under
  * GREEN_BELOW is green, from RED_FROM red, amber between. */
 #define ZC_FILM_SEAM_GREEN_BELOW 2.0
 #define ZC_FILM_SEAM_RED_FROM 4.0
 
 /* The seam of the hop that made a shot, as its lineage (version 2) records it: latent statistics
- * the Store measured at put time (zc_continuity/seam.py).  present: the lineage has a seam object
+ * the Store measured at put time (tests/python/seam_reference.py).  present: the lineage has a seam object
  * with a finite score; the other numbers are NaN when absent or not finite. */
 typedef struct {
     int present, audio;

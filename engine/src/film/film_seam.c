@@ -2,7 +2,7 @@
  * film_seam.c — the seam of each hop as the film shows it: read from the
  * shot file's "zc.hop_seam" record (the engine measures it after the put,
  * seam_hop.c) or, in files of the version before, the lineage's "seam"
- * object (zc_continuity/seam.py), written into the film JSON, and the worst
+ * object (tests/python/seam_reference.py), written into the film JSON, and the worst
  * seam of the chosen line.  The numbers are latent statistics, not perceptual
  * scores; their meaning is in docs/film.md.
  */

@@ -5,7 +5,7 @@
  * summary and a new shot's head summary (zc__seam_compare; zc_store_seam, in
  * seam_hop.c, finds the two in the store).
  *
- * The definition is zc_continuity/seam.py's (_frames, _Cut, _video): the
+ * The definition is tests/python/seam_reference.py's (_frames, _Cut, _video): the
  * same grid of samples, the same two-pass means and standard deviations,
  * the same ratios, FLOOR and CAP; tests/python/test_seam_engine.py holds the
  * two to each other on every family layout.  Sums run in double over the
@@ -22,8 +22,8 @@
 #include "core/internal.h"
 
 #define SEAM_VERSION 1
-#define SEAM_CAP 100.0   /* zc_continuity/seam.py CAP: ratios are capped here */
-#define SEAM_FLOOR 1e-3  /* seam.py FLOOR: within-shot steps below this fraction of the spread */
+#define SEAM_CAP 100.0   /* seam_reference.py CAP: ratios are capped here */
+#define SEAM_FLOOR 1e-3  /* seam_reference.py FLOOR: within-shot steps below this fraction of the spread */
 #define SEAM_MAX_SAMPLES (1u << 24) /* samples of one window: a hostile file cannot ask more */
 #define SEAM_PREFETCH 32            /* samples ahead the gather asks the cache for */
 #if defined(__GNUC__) || defined(__clang__)
@@ -35,7 +35,7 @@
 /* ---- samples ---- */
 
 /* The grid of one frame: the axes other than time and channels, each read with step (1 for a
- * batch on axis 0 when time is another axis), as zc_continuity/seam.py _frames does. */
+ * batch on axis 0 when time is another axis), as tests/python/seam_reference.py's _frames does. */
 typedef struct {
     int32_t count;                 /* rest axes */
     int32_t axis[ZC_MAX_RANK];
@@ -197,7 +197,7 @@ static zc_seam_side *side_new(uint32_t frames, uint32_t channels, uint64_t value
     return s;
 }
 
-/* The statistics of frames x [F][C][N] into s (two passes, as seam.py's _Cut). */
+/* The statistics of frames x [F][C][N] into s (two passes, as seam_reference.py's _Cut). */
 static void side_stats(zc_seam_side *s, const float *x)
 {
     uint64_t C = s->channels, N = s->values;
@@ -461,7 +461,7 @@ static double corr_of(double cov, double pa, double pb)
 }
 
 /* Mean of each side's per-channel std over its frames: its norm (spread), and the RMS of the std
- * over frames and channels (rms_spread), as seam.py's _Cut. */
+ * over frames and channels (rms_spread), as seam_reference.py's _Cut. */
 static void side_spread(const zc_seam_side *s, double *spread, double *rms_spread)
 {
     double norm = 0, sq = 0;

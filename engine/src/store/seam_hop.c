@@ -8,7 +8,7 @@
  * for the video stream and, when both have one, the audio stream.  The record
  * is kept with the slot and written into the file ("zc.hop_seam").
  *
- * The record is zc_continuity/seam.py's (_assemble, from_engine): the same
+ * The record is tests/python/seam_reference.py's (_assemble, from_engine): the same
  * keys, the same score (the worst of the mean and std steps, the RMS step's
  * severity either way, and the audio level step at DB_PER_STEP dB a step),
  * every number at 4 significant digits.  tests/python/test_seam_engine.py
@@ -23,8 +23,8 @@
 #include "core/jsonbuf.h"
 #include "store_internal.h"
 
-#define HOP_RECORD_VERSION 1   /* seam.py VERSION */
-#define HOP_DB_PER_STEP 3.0    /* seam.py DB_PER_STEP */
+#define HOP_RECORD_VERSION 1   /* seam_reference.py VERSION */
+#define HOP_DB_PER_STEP 3.0    /* seam_reference.py DB_PER_STEP */
 #define HOP_AUDIO_TENSOR ZC_FILE_LATENT_TENSOR "_1" /* zc_continuity.bundle_layout.stream_key(1) */
 
 int zc_bundle_seam_parent(zc_bundle *b, const char *tag, uint64_t generation)
@@ -42,7 +42,7 @@ int zc_bundle_seam_parent(zc_bundle *b, const char *tag, uint64_t generation)
     return ZC_OK;
 }
 
-/* A frame-to-frame step far above the shots' own, or far below (a freeze), as seam.py. */
+/* A frame-to-frame step far above the shots' own, or far below (a freeze), as seam_reference.py. */
 static double severity(double rms_step)
 {
     double inverse = zc__seam_ratio(1.0, rms_step);
