@@ -61,6 +61,11 @@ def raw_one(field_json, data=f32(4)):
     return image(b'{"x":' + field_json + b"}", data)
 
 
+def raw_shape(dims, dtype=b"F32"):
+    """A tensor "x" whose shape is the given raw JSON text (what stands between its brackets)."""
+    return raw_one(b'{"dtype":"' + dtype + b'","shape":[' + dims + b'],"data_offsets":[0,16]}')
+
+
 GOOD = entry()
 
 
@@ -90,20 +95,14 @@ def json_syntax():
     case("missing_colon", image(b'{"x" 1}'), "':' after an object key")
     case("missing_comma", image(b'{"a":"b" "c":"d"}'), "',' or '}'")
     case("trailing_comma_object", image(b'{"__metadata__":{"a":"b",}}'), "string key")
-    case("trailing_comma_array", raw_one(b'{"dtype":"F32","shape":[2,2,],"data_offsets":[0,16]}'),
-         "a JSON value")
+    case("trailing_comma_array", raw_shape(b"2,2,"), "a JSON value")
     case("single_quotes", image(b"{'x':1}"), "string key")
     case("unterminated_string", image(b'{"x'), "unterminated string")
-    case("bad_literal", raw_one(b'{"dtype":"F32","shape":[nul],"data_offsets":[0,16]}'),
-         "a JSON value")
-    case("leading_zero", raw_one(b'{"dtype":"F32","shape":[02,2],"data_offsets":[0,16]}'),
-         "leading zero")
-    case("minus_only", raw_one(b'{"dtype":"F32","shape":[-,2],"data_offsets":[0,16]}'),
-         "expected a digit")
-    case("fraction_without_digits", raw_one(b'{"dtype":"F32","shape":[2.,2],"data_offsets":[0,16]}'),
-         "after the decimal point")
-    case("exponent_without_digits", raw_one(b'{"dtype":"F32","shape":[2e,2],"data_offsets":[0,16]}'),
-         "in the exponent")
+    case("bad_literal", raw_shape(b"nul"), "a JSON value")
+    case("leading_zero", raw_shape(b"02,2"), "leading zero")
+    case("minus_only", raw_shape(b"-,2"), "expected a digit")
+    case("fraction_without_digits", raw_shape(b"2.,2"), "after the decimal point")
+    case("exponent_without_digits", raw_shape(b"2e,2"), "in the exponent")
     case("deep_nesting", image(b'{"x":' + b"[" * 20000 + b"]" * 20000 + b"}"),
          "nested deeper than")
     case("deep_nesting_objects", image(b'{"x":' + b'{"a":' * 5000 + b"1" + b"}" * 5000 + b"}"),
@@ -166,20 +165,15 @@ def tensors():
     case("shape_not_array", raw_one(b'{"dtype":"F32","shape":4,"data_offsets":[0,16]}'),
          "shape is a JSON number")
     case("negative_dim", one(entry(shape=(-2, -2))), "shape[0] is -2")
-    case("float_dim", raw_one(b'{"dtype":"F32","shape":[2.0,2],"data_offsets":[0,16]}'),
-         "shape[0] is 2.0")
-    case("exponent_dim", raw_one(b'{"dtype":"F32","shape":[2,2e0],"data_offsets":[0,16]}'),
-         "shape[1] is 2e0")
-    case("dim_true", raw_one(b'{"dtype":"F32","shape":[true,2],"data_offsets":[0,16]}'),
-         "shape[0] is a JSON true")
-    case("dim_null", raw_one(b'{"dtype":"F32","shape":[2,null],"data_offsets":[0,16]}'),
-         "shape[1] is a JSON null")
-    case("dim_string", raw_one(b'{"dtype":"F32","shape":["2",2],"data_offsets":[0,16]}'),
-         "shape[0] is a JSON string")
-    case("dim_over_int64", raw_one(b'{"dtype":"U8","shape":[9223372036854775808],'
-                                   b'"data_offsets":[0,16]}'), "shape[0] is 9223372036854775808")
-    case("dim_over_uint64", raw_one(b'{"dtype":"U8","shape":[99999999999999999999999],'
-                                    b'"data_offsets":[0,16]}'), "shape[0] is 99999999999999999999999")
+    case("float_dim", raw_shape(b"2.0,2"), "shape[0] is 2.0")
+    case("exponent_dim", raw_shape(b"2,2e0"), "shape[1] is 2e0")
+    case("dim_true", raw_shape(b"true,2"), "shape[0] is a JSON true")
+    case("dim_null", raw_shape(b"2,null"), "shape[1] is a JSON null")
+    case("dim_string", raw_shape(b'"2",2'), "shape[0] is a JSON string")
+    case("dim_over_int64", raw_shape(b"9223372036854775808", b"U8"),
+         "shape[0] is 9223372036854775808")
+    case("dim_over_uint64", raw_shape(b"99999999999999999999999", b"U8"),
+         "shape[0] is 99999999999999999999999")
     case("shape_overflow", one(entry(shape=(1 << 32, 1 << 32, 1 << 32))), "overflows 64 bits")
     case("shape_overflow_elem_size", one(entry(dtype="F64", shape=(1 << 61,))),
          "overflows 64 bits")
