@@ -66,6 +66,11 @@ def raw_shape(dims, dtype=b"F32"):
     return raw_one(b'{"dtype":"' + dtype + b'","shape":[' + dims + b'],"data_offsets":[0,16]}')
 
 
+def metadata_string(text):
+    """A header of only __metadata__, whose one string "a" holds the raw bytes text."""
+    return image(b'{"__metadata__":{"a":"' + text + b'"}}')
+
+
 GOOD = entry()
 
 
@@ -124,16 +129,18 @@ def strings():
                                          f32(4)), "invalid UTF-8")
     case("utf8_above_10ffff", image(b'{"x\xf4\x90\x80\x80":' + json.dumps(GOOD).encode() + b"}",
                                     f32(4)), "invalid UTF-8")
-    case("utf8_truncated_sequence", image(b'{"__metadata__":{"a":"\xe6\x97"}}'), "invalid UTF-8")
-    case("lone_high_surrogate", image(b'{"__metadata__":{"a":"\\ud800"}}'), "high surrogate")
-    case("lone_low_surrogate", image(b'{"__metadata__":{"a":"\\udc00"}}'), "lone low surrogate")
-    case("high_surrogate_then_bmp", image(b'{"__metadata__":{"a":"\\ud800\\u0041"}}'),
-         "not a low surrogate")
-    case("escaped_nul", image(b'{"__metadata__":{"a":"x\\u0000y"}}'), "\\u0000")
-    case("raw_control_char", image(b'{"__metadata__":{"a":"x\x01y"}}'), "raw control character")
-    case("raw_newline_in_string", image(b'{"__metadata__":{"a":"x\ny"}}'), "raw control character")
-    case("invalid_escape", image(b'{"__metadata__":{"a":"\\x41"}}'), "invalid escape \\x")
-    case("short_unicode_escape", image(b'{"__metadata__":{"a":"\\u12"}}'), "4 hex digits")
+    for name, text, expect in (  # the metadata string "a" holds the raw bytes `text`
+            ("utf8_truncated_sequence", b"\xe6\x97", "invalid UTF-8"),
+            ("lone_high_surrogate", b"\\ud800", "high surrogate"),
+            ("lone_low_surrogate", b"\\udc00", "lone low surrogate"),
+            ("high_surrogate_then_bmp", b"\\ud800\\u0041", "not a low surrogate"),
+            ("escaped_nul", b"x\\u0000y", "\\u0000"),
+            ("raw_control_char", b"x\x01y", "raw control character"),
+            ("raw_newline_in_string", b"x\ny", "raw control character"),
+            ("invalid_escape", b"\\x41", "invalid escape \\x"),
+            ("short_unicode_escape", b"\\u12", "4 hex digits"),
+    ):
+        case(name, metadata_string(text), expect)
     case("duplicate_tensor_name",
          image(b'{"x":' + json.dumps(GOOD).encode() + b',"x":' + json.dumps(GOOD).encode() + b"}",
                f32(4)), 'duplicate key "x"')
