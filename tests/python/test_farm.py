@@ -177,13 +177,19 @@ def test_a_partitioned_worker_never_overwrites_or_is_confused(workers, server, c
     proxy.cut()
 
 
-def test_a_corrupted_blob_is_refused_and_nothing_local_changes(workers, server, tmp_path):
+def published_blob(workers, server, seed: int):
+    """host-a:1 publishes one shot of `seed` as generation 1 of TAG.
+    -> (the worker host-b:2, a Redis client, the blob's key, the blob's bytes)."""
     a, b = workers("host-a:1"), workers("host-b:2")
-    a.put(TAG, {"latent_tensor": shot(5)}, {"family": "wan21"})
+    a.put(TAG, {"latent_tensor": shot(seed)}, {"family": "wan21"})
     assert a.wait_published(10)
     client = server.client()
     blob = f"zc:tag:{TAG}:blob:1"
-    good = client.lindex(blob, 0)
+    return b, client, blob, client.lindex(blob, 0)
+
+
+def test_a_corrupted_blob_is_refused_and_nothing_local_changes(workers, server, tmp_path):
+    b, client, blob, good = published_blob(workers, server, seed=5)
     bad = good[:-3] + bytes([good[-3] ^ 0x01]) + good[-2:]  # one bit of the last tensor bytes
     client.lset(blob, 0, bad)
     with pytest.raises(CorruptFile) as caught:
@@ -204,12 +210,7 @@ def test_a_corrupted_blob_is_refused_and_nothing_local_changes(workers, server, 
 def test_a_blob_whose_record_changed_is_refused_naming_the_field(workers, server, tmp_path):
     """One byte of the shot's header changed in Redis (its dtype F32 -> I32, the blob's digest made
     to match): the engine's record digest refuses the import, naming the tensor and the field."""
-    a, b = workers("host-a:1"), workers("host-b:2")
-    a.put(TAG, {"latent_tensor": shot(6)}, {"family": "wan21"})
-    assert a.wait_published(10)
-    client = server.client()
-    blob = f"zc:tag:{TAG}:blob:1"
-    good = client.lindex(blob, 0)
+    b, client, blob, good = published_blob(workers, server, seed=6)
     at = good.index(b'"latent_tensor":{"dtype":"F32"') + len(b'"latent_tensor":{"dtype":"')
     bad = good[:at] + b"I" + good[at + 1:]
     client.lset(blob, 0, bad)

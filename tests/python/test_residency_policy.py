@@ -7,19 +7,17 @@ import pytest
 from zc_pack.zc_residency.policy import Action, Policy, UnloadReason, action_for, classify_unload, parse_policy
 
 R = UnloadReason
-EXPECTED = {  # (policy, reason) -> action, the table in policy.py's docstring
-    (Policy.YIELD, R.USER_FREE): Action.STEP_ASIDE,
-    (Policy.YIELD, R.OOM): Action.RELEASE,
-    (Policy.YIELD, R.END_OF_PROMPT): Action.HOLD,
-    (Policy.YIELD, R.OTHER): Action.HOLD,
-    (Policy.SURVIVE_FREE, R.USER_FREE): Action.HOLD,
-    (Policy.SURVIVE_FREE, R.OOM): Action.RELEASE,
-    (Policy.SURVIVE_FREE, R.END_OF_PROMPT): Action.HOLD,
-    (Policy.SURVIVE_FREE, R.OTHER): Action.HOLD,
-    (Policy.SURVIVE_FREE_AND_OOM, R.USER_FREE): Action.HOLD,
-    (Policy.SURVIVE_FREE_AND_OOM, R.OOM): Action.HOLD,
-    (Policy.SURVIVE_FREE_AND_OOM, R.END_OF_PROMPT): Action.HOLD,
-    (Policy.SURVIVE_FREE_AND_OOM, R.OTHER): Action.HOLD,
+A = Action
+REASONS = (R.USER_FREE, R.OOM, R.END_OF_PROMPT, R.OTHER)
+ROWS = {  # the table in policy.py's docstring: policy -> actions for REASONS, in order
+    Policy.YIELD: (A.STEP_ASIDE, A.RELEASE, A.HOLD, A.HOLD),
+    Policy.SURVIVE_FREE: (A.HOLD, A.RELEASE, A.HOLD, A.HOLD),
+    Policy.SURVIVE_FREE_AND_OOM: (A.HOLD, A.HOLD, A.HOLD, A.HOLD),
+}
+EXPECTED = {  # (policy, reason) -> action
+    (policy, reason): action
+    for policy, row in ROWS.items()
+    for reason, action in zip(REASONS, row)
 }
 
 
