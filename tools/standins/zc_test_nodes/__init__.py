@@ -57,6 +57,23 @@ def _text_seed(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little") & (2**63 - 1)
 
 
+def _fake_object_node(node_id: str, display_name: str, description: str, make,
+                      inputs=(), outputs=(io.Vae.Output(),)) -> type[io.ComfyNode]:
+    """A node whose one job is to hand out the fake(s) ``make(**inputs)`` builds (a CLIP, a VAE):
+    one value, or a tuple of them for several outputs."""
+
+    def define_schema(cls):
+        return io.Schema(node_id=node_id, display_name=display_name, category=CATEGORY,
+                         description=description, inputs=list(inputs), outputs=list(outputs))
+
+    def execute(cls, **values) -> io.NodeOutput:
+        made = make(**values)
+        return io.NodeOutput(*made) if isinstance(made, tuple) else io.NodeOutput(made)
+
+    return type(node_id, (io.ComfyNode,), {"define_schema": classmethod(define_schema),
+                                           "execute": classmethod(execute)})
+
+
 class FakeUMT5Clip:
     """Stands in for ComfyUI's CLIP object wrapping UMT5-XXL (which cannot be built tiny).
 
@@ -169,38 +186,15 @@ class ZCTestConditioning(io.ComfyNode):
         return io.NodeOutput([[_seeded_randn(seed, 1, tokens, WAN_TEXT_DIM), {}]])
 
 
-class ZCTestClip(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestClip",
-            display_name="ZC TEST fake UMT5 CLIP (text hash)",
-            category=CATEGORY,
-            description="TEST ONLY. A CLIP stand-in whose encodings are seeded from a hash of the text.",
-            inputs=[io.Int.Input("tokens", default=8, min=1, max=512)],
-            outputs=[io.Clip.Output()],
-        )
-
-    @classmethod
-    def execute(cls, tokens) -> io.NodeOutput:
-        return io.NodeOutput(FakeUMT5Clip(tokens))
+ZCTestClip = _fake_object_node(
+    "ZCTestClip", "ZC TEST fake UMT5 CLIP (text hash)",
+    "TEST ONLY. A CLIP stand-in whose encodings are seeded from a hash of the text.",
+    FakeUMT5Clip, [io.Int.Input("tokens", default=8, min=1, max=512)], [io.Clip.Output()])
 
 
-class ZCTestRaisingVAE(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestRaisingVAE",
-            display_name="ZC TEST fake VAE (raises if used)",
-            category=CATEGORY,
-            description="TEST ONLY. A Wan 2.1-shaped VAE whose encode/decode raise AssertionError.",
-            inputs=[],
-            outputs=[io.Vae.Output()],
-        )
-
-    @classmethod
-    def execute(cls) -> io.NodeOutput:
-        return io.NodeOutput(RaisingVAE())
+ZCTestRaisingVAE = _fake_object_node(
+    "ZCTestRaisingVAE", "ZC TEST fake VAE (raises if used)",
+    "TEST ONLY. A Wan 2.1-shaped VAE whose encode/decode raise AssertionError.", RaisingVAE)
 
 
 class ZCTestNoiseImage(io.ComfyNode):
@@ -314,25 +308,16 @@ def conditioning_dims(seed: int, tokens: int, dim: int, pooled_dim: int, attenti
     return [[_seeded_randn(seed, 1, tokens, dim), extra]]
 
 
-class ZCTestClipDims(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestClipDims",
-            display_name="ZC TEST fake text encoder (any width)",
-            category=CATEGORY,
-            description="TEST ONLY. A CLIP stand-in with the text-state width, pooled output and "
-                        "attention mask a tiny DiT of another family expects.",
-            inputs=[io.Int.Input("tokens", default=8, min=1, max=512),
-                    io.Int.Input("dim", default=WAN_TEXT_DIM, min=1, max=16384),
-                    io.Int.Input("pooled_dim", default=0, min=0, max=16384),
-                    io.Boolean.Input("attention_mask", default=False)],
-            outputs=[io.Clip.Output()],
-        )
-
-    @classmethod
-    def execute(cls, tokens, dim, pooled_dim, attention_mask) -> io.NodeOutput:
-        return io.NodeOutput(FakeTextEncoderDims(tokens, dim, pooled_dim, attention_mask))
+ZCTestClipDims = _fake_object_node(
+    "ZCTestClipDims", "ZC TEST fake text encoder (any width)",
+    "TEST ONLY. A CLIP stand-in with the text-state width, pooled output and "
+    "attention mask a tiny DiT of another family expects.",
+    FakeTextEncoderDims,
+    [io.Int.Input("tokens", default=8, min=1, max=512),
+     io.Int.Input("dim", default=WAN_TEXT_DIM, min=1, max=16384),
+     io.Int.Input("pooled_dim", default=0, min=0, max=16384),
+     io.Boolean.Input("attention_mask", default=False)],
+    [io.Clip.Output()])
 
 
 class ZCTestConditioningDims(io.ComfyNode):
@@ -384,22 +369,10 @@ class FakeLTXAudioVAE:
         raise AssertionError(VAE_MUST_NOT_BE_CALLED + " (audio decode was called)")
 
 
-class ZCTestLTXAudioVAE(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestLTXAudioVAE",
-            display_name="ZC TEST fake LTX-2 audio VAE (geometry only)",
-            category=CATEGORY,
-            description="TEST ONLY. An audio VAE stand-in for LTXVEmptyLatentAudio: 8 channels, "
-                        "16 frequency bins, 25 latents per second; encode/decode raise.",
-            inputs=[],
-            outputs=[io.Vae.Output()],
-        )
-
-    @classmethod
-    def execute(cls) -> io.NodeOutput:
-        return io.NodeOutput(FakeLTXAudioVAE())
+ZCTestLTXAudioVAE = _fake_object_node(
+    "ZCTestLTXAudioVAE", "ZC TEST fake LTX-2 audio VAE (geometry only)",
+    "TEST ONLY. An audio VAE stand-in for LTXVEmptyLatentAudio: 8 channels, "
+    "16 frequency bins, 25 latents per second; encode/decode raise.", FakeLTXAudioVAE)
 
 
 class ZCTestCaptureAny(io.ComfyNode):
@@ -451,24 +424,13 @@ class ShapeOnlyVAE(RaisingVAE):
         return self.ratio
 
 
-class ZCTestShapeOnlyVAE(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestShapeOnlyVAE",
-            display_name="ZC TEST fake VAE (encode = seeded noise of the latent shape)",
-            category=CATEGORY,
-            description="TEST ONLY. encode returns seeded noise shaped like the family's latent; "
-                        "decode raises.",
-            inputs=[io.Int.Input("channels", default=16, min=1, max=1024),
-                    io.Int.Input("ratio", default=8, min=1, max=64),
-                    io.Boolean.Input("video", default=True)],
-            outputs=[io.Vae.Output()],
-        )
-
-    @classmethod
-    def execute(cls, channels, ratio, video) -> io.NodeOutput:
-        return io.NodeOutput(ShapeOnlyVAE(channels, ratio, video))
+ZCTestShapeOnlyVAE = _fake_object_node(
+    "ZCTestShapeOnlyVAE", "ZC TEST fake VAE (encode = seeded noise of the latent shape)",
+    "TEST ONLY. encode returns seeded noise shaped like the family's latent; decode raises.",
+    ShapeOnlyVAE,
+    [io.Int.Input("channels", default=16, min=1, max=1024),
+     io.Int.Input("ratio", default=8, min=1, max=64),
+     io.Boolean.Input("video", default=True)])
 
 
 class ZCTestSeededLatent(io.ComfyNode):
@@ -547,40 +509,19 @@ class FakeDecodingH3AudioVAE:
         return wave.movedim(1, -1).contiguous()  # [B, samples, channels]
 
 
-class ZCTestDecodingH3AudioVAE(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestDecodingH3AudioVAE",
-            display_name="ZC TEST fake decoding MiniMax H3 audio VAE",
-            category=CATEGORY,
-            description="TEST ONLY. A fake H3 audio VAE whose decode is a fixed function of the latent "
-                        "(800 samples per latent step at 32 kHz).",
-            inputs=[],
-            outputs=[io.Vae.Output(display_name="audio_vae")],
-        )
-
-    @classmethod
-    def execute(cls) -> io.NodeOutput:
-        return io.NodeOutput(FakeDecodingH3AudioVAE())
+ZCTestDecodingH3AudioVAE = _fake_object_node(
+    "ZCTestDecodingH3AudioVAE", "ZC TEST fake decoding MiniMax H3 audio VAE",
+    "TEST ONLY. A fake H3 audio VAE whose decode is a fixed function of the latent "
+    "(800 samples per latent step at 32 kHz).",
+    FakeDecodingH3AudioVAE, outputs=[io.Vae.Output(display_name="audio_vae")])
 
 
-class ZCTestDecodingVAEs(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestDecodingVAEs",
-            display_name="ZC TEST fake decoding video + audio VAEs",
-            category=CATEGORY,
-            description="TEST ONLY. Fake VAEs whose decode is a fixed function of the latent (LTX "
-                        "geometry; 640 audio samples per latent step at 16 kHz).",
-            inputs=[],
-            outputs=[io.Vae.Output(display_name="video_vae"), io.Vae.Output(display_name="audio_vae")],
-        )
-
-    @classmethod
-    def execute(cls) -> io.NodeOutput:
-        return io.NodeOutput(FakeDecodingVideoVAE(), FakeDecodingAudioVAE())
+ZCTestDecodingVAEs = _fake_object_node(
+    "ZCTestDecodingVAEs", "ZC TEST fake decoding video + audio VAEs",
+    "TEST ONLY. Fake VAEs whose decode is a fixed function of the latent (LTX "
+    "geometry; 640 audio samples per latent step at 16 kHz).",
+    lambda: (FakeDecodingVideoVAE(), FakeDecodingAudioVAE()),
+    outputs=[io.Vae.Output(display_name="video_vae"), io.Vae.Output(display_name="audio_vae")])
 
 
 class ZCTestHold(io.ComfyNode):
