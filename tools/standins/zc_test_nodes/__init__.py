@@ -57,21 +57,32 @@ def _text_seed(text: str) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little") & (2**63 - 1)
 
 
+def _node(node_id: str, display_name: str, description: str, execute, inputs=(), outputs=(),
+          fingerprint=None, **schema) -> type[io.ComfyNode]:
+    """A V3 stand-in node: its schema (in CATEGORY) and ``execute(**inputs) -> io.NodeOutput``;
+    ``fingerprint(**inputs)`` becomes its fingerprint_inputs; ``schema`` adds Schema fields."""
+
+    def define_schema(cls):
+        return io.Schema(node_id=node_id, display_name=display_name, category=CATEGORY,
+                         description=description, inputs=list(inputs), outputs=list(outputs), **schema)
+
+    methods = {"define_schema": classmethod(define_schema),
+               "execute": classmethod(lambda cls, **values: execute(**values))}
+    if fingerprint is not None:
+        methods["fingerprint_inputs"] = classmethod(lambda cls, **values: fingerprint(**values))
+    return type(node_id, (io.ComfyNode,), methods)
+
+
 def _fake_object_node(node_id: str, display_name: str, description: str, make,
                       inputs=(), outputs=(io.Vae.Output(),)) -> type[io.ComfyNode]:
     """A node whose one job is to hand out the fake(s) ``make(**inputs)`` builds (a CLIP, a VAE):
     one value, or a tuple of them for several outputs."""
 
-    def define_schema(cls):
-        return io.Schema(node_id=node_id, display_name=display_name, category=CATEGORY,
-                         description=description, inputs=list(inputs), outputs=list(outputs))
-
-    def execute(cls, **values) -> io.NodeOutput:
+    def execute(**values) -> io.NodeOutput:
         made = make(**values)
         return io.NodeOutput(*made) if isinstance(made, tuple) else io.NodeOutput(made)
 
-    return type(node_id, (io.ComfyNode,), {"define_schema": classmethod(define_schema),
-                                           "execute": classmethod(execute)})
+    return _node(node_id, display_name, description, execute, inputs, outputs)
 
 
 class FakeUMT5Clip:
@@ -168,22 +179,16 @@ class RaisingVAE:
         return False
 
 
-class ZCTestConditioning(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestConditioning",
-            display_name="ZC TEST fake conditioning (seeded randn)",
-            category=CATEGORY,
-            description="TEST ONLY. CONDITIONING [[randn(1, tokens, 4096), {}]] seeded by `seed`.",
-            inputs=[io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
-                    io.Int.Input("tokens", default=8, min=1, max=512)],
-            outputs=[io.Conditioning.Output()],
-        )
+def _conditioning(seed, tokens) -> io.NodeOutput:
+    return io.NodeOutput([[_seeded_randn(seed, 1, tokens, WAN_TEXT_DIM), {}]])
 
-    @classmethod
-    def execute(cls, seed, tokens) -> io.NodeOutput:
-        return io.NodeOutput([[_seeded_randn(seed, 1, tokens, WAN_TEXT_DIM), {}]])
+
+ZCTestConditioning = _node(
+    "ZCTestConditioning", "ZC TEST fake conditioning (seeded randn)",
+    "TEST ONLY. CONDITIONING [[randn(1, tokens, 4096), {}]] seeded by `seed`.", _conditioning,
+    [io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
+     io.Int.Input("tokens", default=8, min=1, max=512)],
+    [io.Conditioning.Output()])
 
 
 ZCTestClip = _fake_object_node(
@@ -197,78 +202,63 @@ ZCTestRaisingVAE = _fake_object_node(
     "TEST ONLY. A Wan 2.1-shaped VAE whose encode/decode raise AssertionError.", RaisingVAE)
 
 
-class ZCTestNoiseImage(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestNoiseImage",
-            display_name="ZC TEST seeded noise IMAGE",
-            category=CATEGORY,
-            description="TEST ONLY. IMAGE [frames, height, width, 3] of seeded uniform noise in [0, 1].",
-            inputs=[io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
-                    io.Int.Input("width", default=64, min=8, max=4096, step=8),
-                    io.Int.Input("height", default=64, min=8, max=4096, step=8),
-                    io.Int.Input("frames", default=1, min=1, max=1024)],
-            outputs=[io.Image.Output()],
-        )
-
-    @classmethod
-    def execute(cls, seed, width, height, frames) -> io.NodeOutput:
-        generator = torch.Generator().manual_seed(seed)
-        return io.NodeOutput(torch.rand(frames, height, width, 3, generator=generator))
+def _noise_image(seed, width, height, frames) -> io.NodeOutput:
+    generator = torch.Generator().manual_seed(seed)
+    return io.NodeOutput(torch.rand(frames, height, width, 3, generator=generator))
 
 
-class ZCTestFrameMask(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestFrameMask",
-            display_name="ZC TEST per-frame MASK (0 = keep)",
-            category=CATEGORY,
-            description="TEST ONLY. MASK [frames, height, width]: 0 on the first `keep_first` frames, "
-                        "1 after. Build it at the exact latent size: SetLatentNoiseMask reads "
-                        "[T, H, W] as frames.",
-            inputs=[io.Int.Input("frames", default=3, min=1, max=1024),
-                    io.Int.Input("height", default=8, min=1, max=4096),
-                    io.Int.Input("width", default=8, min=1, max=4096),
-                    io.Int.Input("keep_first", default=1, min=0, max=1024)],
-            outputs=[io.Mask.Output()],
-        )
-
-    @classmethod
-    def execute(cls, frames, height, width, keep_first) -> io.NodeOutput:
-        mask = torch.ones(frames, height, width)
-        mask[:keep_first] = 0.0
-        return io.NodeOutput(mask)
+ZCTestNoiseImage = _node(
+    "ZCTestNoiseImage", "ZC TEST seeded noise IMAGE",
+    "TEST ONLY. IMAGE [frames, height, width, 3] of seeded uniform noise in [0, 1].", _noise_image,
+    [io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
+     io.Int.Input("width", default=64, min=8, max=4096, step=8),
+     io.Int.Input("height", default=64, min=8, max=4096, step=8),
+     io.Int.Input("frames", default=1, min=1, max=1024)],
+    [io.Image.Output()])
 
 
-class ZCTestCaptureLatent(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestCaptureLatent",
-            display_name="ZC TEST capture LATENT",
-            category=CATEGORY,
-            description="TEST ONLY. Records a clone of the LATENT it receives under `label`.",
-            inputs=[io.Latent.Input("samples"),
-                    io.String.Input("label", default="out"),
-                    io.Boolean.Input("always_run", default=False, optional=True,
-                                     tooltip="re-run even when ComfyUI's cache would skip it")],
-            outputs=[],
-            is_output_node=True,
-        )
+def _frame_mask(frames, height, width, keep_first) -> io.NodeOutput:
+    mask = torch.ones(frames, height, width)
+    mask[:keep_first] = 0.0
+    return io.NodeOutput(mask)
 
-    @classmethod
-    def fingerprint_inputs(cls, samples=None, label="out", always_run=False):
-        return float("nan") if always_run else label
 
-    @classmethod
-    def execute(cls, samples, label, always_run=False) -> io.NodeOutput:
-        captured = _clone_value(samples)
-        CAPTURED[label] = captured
-        CAPTURE_LOG.append((label, captured))
-        shape = list(getattr(samples.get("samples"), "shape", []))
-        return io.NodeOutput(ui={"zc_test_capture": [{"label": label, "shape": shape}]})
+ZCTestFrameMask = _node(
+    "ZCTestFrameMask", "ZC TEST per-frame MASK (0 = keep)",
+    "TEST ONLY. MASK [frames, height, width]: 0 on the first `keep_first` frames, "
+    "1 after. Build it at the exact latent size: SetLatentNoiseMask reads "
+    "[T, H, W] as frames.", _frame_mask,
+    [io.Int.Input("frames", default=3, min=1, max=1024),
+     io.Int.Input("height", default=8, min=1, max=4096),
+     io.Int.Input("width", default=8, min=1, max=4096),
+     io.Int.Input("keep_first", default=1, min=0, max=1024)],
+    [io.Mask.Output()])
+
+
+def _capture(label, value):
+    captured = _clone_value(value)
+    CAPTURED[label] = captured
+    CAPTURE_LOG.append((label, captured))
+
+
+def _capture_latent(samples, label, always_run=False) -> io.NodeOutput:
+    _capture(label, samples)
+    shape = list(getattr(samples.get("samples"), "shape", []))
+    return io.NodeOutput(ui={"zc_test_capture": [{"label": label, "shape": shape}]})
+
+
+def _capture_latent_fingerprint(samples=None, label="out", always_run=False):
+    return float("nan") if always_run else label
+
+
+ZCTestCaptureLatent = _node(
+    "ZCTestCaptureLatent", "ZC TEST capture LATENT",
+    "TEST ONLY. Records a clone of the LATENT it receives under `label`.", _capture_latent,
+    [io.Latent.Input("samples"),
+     io.String.Input("label", default="out"),
+     io.Boolean.Input("always_run", default=False, optional=True,
+                      tooltip="re-run even when ComfyUI's cache would skip it")],
+    fingerprint=_capture_latent_fingerprint, is_output_node=True)
 
 
 class FakeTextEncoderDims(FakeUMT5Clip):
@@ -320,26 +310,17 @@ ZCTestClipDims = _fake_object_node(
     [io.Clip.Output()])
 
 
-class ZCTestConditioningDims(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestConditioningDims",
-            display_name="ZC TEST fake conditioning (any width)",
-            category=CATEGORY,
-            description="TEST ONLY. CONDITIONING [[randn(1, tokens, dim), {pooled_output, "
-                        "attention_mask?}]] seeded by `seed`.",
-            inputs=[io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
-                    io.Int.Input("tokens", default=8, min=1, max=512),
-                    io.Int.Input("dim", default=WAN_TEXT_DIM, min=1, max=16384),
-                    io.Int.Input("pooled_dim", default=0, min=0, max=16384),
-                    io.Boolean.Input("attention_mask", default=False)],
-            outputs=[io.Conditioning.Output()],
-        )
-
-    @classmethod
-    def execute(cls, seed, tokens, dim, pooled_dim, attention_mask) -> io.NodeOutput:
-        return io.NodeOutput(conditioning_dims(seed, tokens, dim, pooled_dim, attention_mask))
+ZCTestConditioningDims = _node(
+    "ZCTestConditioningDims", "ZC TEST fake conditioning (any width)",
+    "TEST ONLY. CONDITIONING [[randn(1, tokens, dim), {pooled_output, "
+    "attention_mask?}]] seeded by `seed`.",
+    lambda **values: io.NodeOutput(conditioning_dims(**values)),
+    [io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
+     io.Int.Input("tokens", default=8, min=1, max=512),
+     io.Int.Input("dim", default=WAN_TEXT_DIM, min=1, max=16384),
+     io.Int.Input("pooled_dim", default=0, min=0, max=16384),
+     io.Boolean.Input("attention_mask", default=False)],
+    [io.Conditioning.Output()])
 
 
 class FakeLTXAudioVAE:
@@ -375,30 +356,17 @@ ZCTestLTXAudioVAE = _fake_object_node(
     "16 frequency bins, 25 latents per second; encode/decode raise.", FakeLTXAudioVAE)
 
 
-class ZCTestCaptureAny(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestCaptureAny",
-            display_name="ZC TEST capture any value",
-            category=CATEGORY,
-            description="TEST ONLY. Records a clone of whatever it receives (CONDITIONING, ...) "
-                        "under `label` in CAPTURED.",
-            inputs=[io.AnyType.Input("value"), io.String.Input("label", default="any")],
-            outputs=[],
-            is_output_node=True,
-        )
+def _capture_any(value, label) -> io.NodeOutput:
+    _capture(label, value)
+    return io.NodeOutput()
 
-    @classmethod
-    def fingerprint_inputs(cls, value=None, label="any"):
-        return float("nan")
 
-    @classmethod
-    def execute(cls, value, label) -> io.NodeOutput:
-        captured = _clone_value(value)
-        CAPTURED[label] = captured
-        CAPTURE_LOG.append((label, captured))
-        return io.NodeOutput()
+ZCTestCaptureAny = _node(
+    "ZCTestCaptureAny", "ZC TEST capture any value",
+    "TEST ONLY. Records a clone of whatever it receives (CONDITIONING, ...) "
+    "under `label` in CAPTURED.", _capture_any,
+    [io.AnyType.Input("value"), io.String.Input("label", default="any")],
+    fingerprint=lambda value=None, label="any": float("nan"), is_output_node=True)
 
 
 class ShapeOnlyVAE(RaisingVAE):
@@ -433,31 +401,25 @@ ZCTestShapeOnlyVAE = _fake_object_node(
      io.Boolean.Input("video", default=True)])
 
 
-class ZCTestSeededLatent(io.ComfyNode):
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestSeededLatent",
-            display_name="ZC TEST seeded video LATENT (per-channel scale and shift)",
-            category=CATEGORY,
-            description="TEST ONLY. LATENT [1, channels, frames, height, width]: seeded randn, "
-                        "channel c multiplied by scale**(c+1) and shifted by shift*(c+1) "
-                        "(a controlled per-channel drift).",
-            inputs=[io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
-                    io.Int.Input("channels", default=16, min=1, max=1024),
-                    io.Int.Input("frames", default=3, min=1, max=1024),
-                    io.Int.Input("height", default=8, min=1, max=4096),
-                    io.Int.Input("width", default=8, min=1, max=4096),
-                    io.Float.Input("scale", default=1.0, min=0.0, max=100.0, step=0.001),
-                    io.Float.Input("shift", default=0.0, min=-100.0, max=100.0, step=0.001)],
-            outputs=[io.Latent.Output()],
-        )
+def _seeded_latent(seed, channels, frames, height, width, scale, shift) -> io.NodeOutput:
+    x = _seeded_randn(seed, 1, channels, frames, height, width)
+    c = torch.arange(1, channels + 1, dtype=torch.float32).view(1, channels, 1, 1, 1)
+    return io.NodeOutput({"samples": x * scale ** c + shift * c})
 
-    @classmethod
-    def execute(cls, seed, channels, frames, height, width, scale, shift) -> io.NodeOutput:
-        x = _seeded_randn(seed, 1, channels, frames, height, width)
-        c = torch.arange(1, channels + 1, dtype=torch.float32).view(1, channels, 1, 1, 1)
-        return io.NodeOutput({"samples": x * scale ** c + shift * c})
+
+ZCTestSeededLatent = _node(
+    "ZCTestSeededLatent", "ZC TEST seeded video LATENT (per-channel scale and shift)",
+    "TEST ONLY. LATENT [1, channels, frames, height, width]: seeded randn, "
+    "channel c multiplied by scale**(c+1) and shifted by shift*(c+1) "
+    "(a controlled per-channel drift).", _seeded_latent,
+    [io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
+     io.Int.Input("channels", default=16, min=1, max=1024),
+     io.Int.Input("frames", default=3, min=1, max=1024),
+     io.Int.Input("height", default=8, min=1, max=4096),
+     io.Int.Input("width", default=8, min=1, max=4096),
+     io.Float.Input("scale", default=1.0, min=0.0, max=100.0, step=0.001),
+     io.Float.Input("shift", default=0.0, min=-100.0, max=100.0, step=0.001)],
+    [io.Latent.Output()])
 
 
 class FakeDecodingVideoVAE:
@@ -524,25 +486,17 @@ ZCTestDecodingVAEs = _fake_object_node(
     outputs=[io.Vae.Output(display_name="video_vae"), io.Vae.Output(display_name="audio_vae")])
 
 
-class ZCTestHold(io.ComfyNode):
+def _hold(samples, seconds) -> io.NodeOutput:
     """TEST ONLY: keeps a prompt running after its Store (the stop-signal tests)."""
+    time.sleep(seconds)
+    return io.NodeOutput()
 
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestHold",
-            display_name="ZC TEST hold the prompt (sleep)",
-            category=CATEGORY,
-            is_output_node=True,
-            description="TEST ONLY. Sleeps the given seconds after its input arrived, then ends.",
-            inputs=[io.Latent.Input("samples"), io.Float.Input("seconds", default=5.0, min=0.0, max=600.0)],
-            outputs=[],
-        )
 
-    @classmethod
-    def execute(cls, samples, seconds) -> io.NodeOutput:
-        time.sleep(seconds)
-        return io.NodeOutput()
+ZCTestHold = _node(
+    "ZCTestHold", "ZC TEST hold the prompt (sleep)",
+    "TEST ONLY. Sleeps the given seconds after its input arrived, then ends.", _hold,
+    [io.Latent.Input("samples"), io.Float.Input("seconds", default=5.0, min=0.0, max=600.0)],
+    is_output_node=True)
 
 
 NODES = [ZCTestHold, ZCTestConditioning, ZCTestClip, ZCTestRaisingVAE, ZCTestNoiseImage, ZCTestFrameMask,
@@ -550,32 +504,25 @@ NODES = [ZCTestHold, ZCTestConditioning, ZCTestClip, ZCTestRaisingVAE, ZCTestNoi
          ZCTestCaptureAny, ZCTestDecodingVAEs, ZCTestDecodingH3AudioVAE]
 
 
-class ZCTestContinueLatent(io.ComfyNode):
+def _continue_latent(samples, seed, step) -> io.NodeOutput:
     """A stand-in for a sampler that continues its first latent frame: what a real one does with
     the frame a Handoff placed, without a model."""
+    x = samples["samples"].clone()
+    scale = step * float(x[:, :, 0].std())
+    noise = _seeded_randn(seed, *x[:, :, 1:].shape) * scale
+    x[:, :, 1:] = x[:, :, :1] + noise.cumsum(dim=2)
+    return io.NodeOutput({**samples, "samples": x})
 
-    @classmethod
-    def define_schema(cls):
-        return io.Schema(
-            node_id="ZCTestContinueLatent",
-            display_name="ZC TEST continue a video LATENT from its first frame",
-            category=CATEGORY,
-            description="TEST ONLY. The LATENT with frames 1.. replaced by a seeded random walk from "
-                        "frame 0 (each step `step` times frame 0's standard deviation); its other "
-                        "keys (a Handoff's lineage marker, noise_mask) pass through.",
-            inputs=[io.Latent.Input("samples"),
-                    io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
-                    io.Float.Input("step", default=0.1, min=0.0, max=10.0, step=0.001)],
-            outputs=[io.Latent.Output()],
-        )
 
-    @classmethod
-    def execute(cls, samples, seed, step) -> io.NodeOutput:
-        x = samples["samples"].clone()
-        scale = step * float(x[:, :, 0].std())
-        noise = _seeded_randn(seed, *x[:, :, 1:].shape) * scale
-        x[:, :, 1:] = x[:, :, :1] + noise.cumsum(dim=2)
-        return io.NodeOutput({**samples, "samples": x})
+ZCTestContinueLatent = _node(
+    "ZCTestContinueLatent", "ZC TEST continue a video LATENT from its first frame",
+    "TEST ONLY. The LATENT with frames 1.. replaced by a seeded random walk from "
+    "frame 0 (each step `step` times frame 0's standard deviation); its other "
+    "keys (a Handoff's lineage marker, noise_mask) pass through.", _continue_latent,
+    [io.Latent.Input("samples"),
+     io.Int.Input("seed", default=0, min=0, max=2**63 - 1),
+     io.Float.Input("step", default=0.1, min=0.0, max=10.0, step=0.001)],
+    [io.Latent.Output()])
 
 
 NODES.append(ZCTestContinueLatent)
