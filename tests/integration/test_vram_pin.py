@@ -22,19 +22,16 @@ import torch
 from conftest import Graph
 
 REPO = Path(__file__).resolve().parents[2]
-HERE = Path(__file__).resolve().parent
 CANVAS = {"width": 64, "height": 64, "length": 5}  # latent [1,16,2,8,8]
 CPU = torch.device("cpu")
 
 
 @pytest.fixture(scope="session")
 def residency_pack(comfyui, zc_test_nodes):
-    """The pack as ComfyUI loaded it (reused if another test module loaded it), plus the
-    test-only OOM node."""
+    """The pack as ComfyUI loaded it (reused if another test module loaded it); the test-only
+    OOM node, ZCResidencyTestRaiseOOM, comes with zc_test_nodes."""
     name = str(REPO.resolve()).replace(".", "_x_")
-    module = sys.modules.get(name) or comfyui.load_custom_node(REPO)
-    comfyui.load_custom_node(HERE / "zc_residency_test_nodes")
-    return module
+    return sys.modules.get(name) or comfyui.load_custom_node(REPO)
 
 
 @pytest.fixture(scope="session")

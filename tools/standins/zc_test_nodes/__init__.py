@@ -8,7 +8,8 @@ Written against ComfyUI's V3 node API (comfy_api.latest io.ComfyNode / io.Schema
 ComfyExtension + comfy_entrypoint) and loaded with ``nodes.load_custom_node(<this dir>)``:
 the module must NOT define NODE_CLASS_MAPPINGS, or ComfyUI takes the V1 branch and never
 calls comfy_entrypoint. V3 classes are cloned per execution, so all state lives in the
-module-level ``CAPTURED`` / ``CAPTURE_LOG`` below. Every node id starts with ``ZCTest``.
+module-level ``CAPTURED`` / ``CAPTURE_LOG`` below. Every node id starts with ``ZCTest``, but
+ZCResidencyTestRaiseOOM (it raises a CUDA out-of-memory error).
 """
 
 from __future__ import annotations
@@ -526,6 +527,24 @@ ZCTestContinueLatent = _node(
 
 
 NODES.append(ZCTestContinueLatent)
+
+
+# ComfyUI's real out-of-memory recovery (execution.py: is_oom -> unload_all_models), driven on a
+# CPU-only machine (the residency-lock tests, tests/integration/test_vram_pin.py).
+FAKE_OOM_MESSAGE = "ZCResidencyTestRaiseOOM: simulated CUDA out of memory (test-only node)"
+
+
+def _raise_oom(samples, attempt=0) -> io.NodeOutput:
+    raise torch.cuda.OutOfMemoryError(FAKE_OOM_MESSAGE)
+
+
+NODES.append(_node(
+    "ZCResidencyTestRaiseOOM", "ZC TEST raise CUDA OOM",
+    "TEST ONLY. Raises torch.cuda.OutOfMemoryError after its input is ready.", _raise_oom,
+    [io.Latent.Input("samples", tooltip="anything to order it after the sampler"),
+     io.Int.Input("attempt", default=0, min=0, max=1 << 30,
+                  tooltip="change it to make the node run again")],
+    is_output_node=True))
 
 
 class ZCTestNodesExtension(ComfyExtension):
