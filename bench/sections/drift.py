@@ -23,18 +23,8 @@ from pathlib import Path
 
 import torch
 
-from bench.common import (
-    FAIL,
-    INFO,
-    NOT_MEASURED,
-    PASS,
-    Context,
-    Row,
-    Section,
-    md_table,
-    png_roundtrip,
-    pyplot,
-)
+from bench.common import FAIL, INFO, NOT_MEASURED, PASS, Context, Row, Section, md_table, png_roundtrip
+from bench.common import pyplot
 from bench.sections import tiny_video_ae as tiny
 
 SEED = 0

@@ -32,25 +32,8 @@ from pathlib import Path
 
 import torch
 
-from bench.common import (
-    FAIL,
-    INFO,
-    NOT_MEASURED,
-    PASS,
-    Context,
-    Row,
-    Section,
-    fmt_bytes,
-    fmt_time,
-    interleaved,
-    md_table,
-    median,
-    meminfo,
-    pairwise_ratio,
-    png_roundtrip,
-    pyplot,
-    timed,
-)
+from bench.common import FAIL, INFO, NOT_MEASURED, PASS, Context, Row, Section, fmt_bytes, fmt_time
+from bench.common import interleaved, md_table, median, meminfo, pairwise_ratio, png_roundtrip, pyplot, timed
 
 OURS_VS_VAE_GOAL = 1 / 100
 OURS_VS_FILE_GOAL = 1 / 10

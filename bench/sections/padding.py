@@ -33,21 +33,8 @@ from __future__ import annotations
 
 import torch
 
-from bench.common import (
-    FAIL,
-    INFO,
-    NOT_MEASURED,
-    PASS,
-    Context,
-    Row,
-    Section,
-    fmt_bytes,
-    fmt_time,
-    interleaved,
-    md_table,
-    median,
-    pairwise_ratio,
-)
+from bench.common import FAIL, INFO, NOT_MEASURED, PASS, Context, Row, Section, fmt_bytes, fmt_time
+from bench.common import interleaved, md_table, median, pairwise_ratio
 from bench.sections.overhead import Memcpy
 
 NAME, TITLE = "padding", "Wan I2V gray padding (as core builds it)"

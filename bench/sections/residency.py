@@ -25,21 +25,8 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import (
-    FAIL,
-    INFO,
-    NOT_MEASURED,
-    PASS,
-    REPO,
-    Context,
-    Row,
-    Section,
-    fmt_bytes,
-    fmt_time,
-    md_table,
-    median,
-    pyplot,
-)
+from bench.common import FAIL, INFO, NOT_MEASURED, PASS, REPO, Context, Row, Section, fmt_bytes, fmt_time
+from bench.common import md_table, median, pyplot
 
 NAME = "residency"
 TITLE = "3. Residency: ZeroCopyVRAMPin across shots"
