@@ -1,11 +1,15 @@
-/* posix_error.c — errno values: their classes and their wording. */
+/* posix_error.c — errno values: their classes and their wording (the native
+ * part of zc_os_error_is and zc_os_error_text, error_words.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "error_words.h"
 
-int zc_os_error_is(int err, zc_os_error_class cls)
+const char zc__os_link_kind[] = "symbolic link";
+const char zc__os_odd_kinds[] = "a FIFO, device, socket or directory";
+
+int zc__os_error_is_native(int err, zc_os_error_class cls)
 {
     switch (cls) {
     case ZC_OS_NOT_FOUND: return err == ENOENT || err == ENOTDIR;
@@ -15,18 +19,13 @@ int zc_os_error_is(int err, zc_os_error_class cls)
     case ZC_OS_UNSUPPORTED:
         return err == ENOTSUP || err == EOPNOTSUPP || err == ENOSYS || err == ENOLCK;
     case ZC_OS_LINK:
-    case ZC_OS_NOT_PRIVATE: return zc__os_error_is_engine(err, cls);
+    case ZC_OS_NOT_PRIVATE: return 0;
     }
     return 0;
 }
 
-const char *zc_os_error_text(int err, char *buf, size_t cap)
+void zc__os_error_native_text(int err, char *buf, size_t cap)
 {
-    if (cap == 0)
-        return "";
-    buf[0] = '\0';
-    if (zc__os_error_words(err, buf, cap, "symbolic link", "a FIFO, device, socket or directory"))
-        return buf;
     /* glibc with _GNU_SOURCE has the GNU strerror_r, which returns the text
      * (maybe a static string); everyone else has the XSI one, which fills buf. */
 #if defined(__GLIBC__) && defined(_GNU_SOURCE)
@@ -37,7 +36,4 @@ const char *zc_os_error_text(int err, char *buf, size_t cap)
     if (strerror_r(err, buf, cap) != 0)
         buf[0] = '\0';
 #endif
-    if (buf[0] == '\0')
-        snprintf(buf, cap, "error %d", err);
-    return buf;
 }

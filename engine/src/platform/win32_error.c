@@ -1,11 +1,15 @@
-/* win32_error.c — GetLastError() codes: their classes and their wording. */
+/* win32_error.c — GetLastError() codes: their classes and their wording (the
+ * native part of zc_os_error_is and zc_os_error_text, error_words.h). */
 #include <stdio.h>
 #include <string.h>
 
 #include "error_words.h"
 #include "win32_internal.h"
 
-int zc_os_error_is(int err, zc_os_error_class cls)
+const char zc__os_link_kind[] = "symbolic link or junction";
+const char zc__os_odd_kinds[] = "a device, pipe, directory or reparse point";
+
+int zc__os_error_is_native(int err, zc_os_error_class cls)
 {
     DWORD e = (DWORD)err;
     switch (cls) {
@@ -22,25 +26,19 @@ int zc_os_error_is(int err, zc_os_error_class cls)
         return e == ERROR_NOT_SUPPORTED || e == ERROR_INVALID_FUNCTION ||
                e == ERROR_CALL_NOT_IMPLEMENTED;
     case ZC_OS_LINK:
-    case ZC_OS_NOT_PRIVATE: return zc__os_error_is_engine(err, cls);
+    case ZC_OS_NOT_PRIVATE: return 0;
     }
     return 0;
 }
 
-const char *zc_os_error_text(int err, char *buf, size_t cap)
+void zc__os_error_native_text(int err, char *buf, size_t cap)
 {
-    if (cap == 0)
-        return "";
-    buf[0] = '\0';
     if (err == ZC_WIN_ERROR_TARGET_OPEN) {
         snprintf(buf, cap, "the destination is open in another program or handle, and this "
                  "Windows version or file system cannot replace an open file (Windows 10 1709+ "
                  "on NTFS can); close it and try again");
-        return buf;
+        return;
     }
-    if (zc__os_error_words(err, buf, cap, "symbolic link or junction",
-                           "a device, pipe, directory or reparse point"))
-        return buf;
     wchar_t wide[512];
     DWORD n = FormatMessageW(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, NULL,
                              (DWORD)err, 0, wide, sizeof wide / sizeof wide[0], NULL);
@@ -50,5 +48,4 @@ const char *zc_os_error_text(int err, char *buf, size_t cap)
     if (n > 0 && zc__win_utf8(wide, text, sizeof text) != 0)
         text[0] = '\0';
     snprintf(buf, cap, "%s%s(Windows error %lu)", text, text[0] ? " " : "", (unsigned long)(DWORD)err);
-    return buf;
 }
