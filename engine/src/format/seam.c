@@ -107,6 +107,35 @@ static void grid_offsets(int64_t *off, int32_t ndim, const int64_t *shape, const
     }
 }
 
+/* The planes (frame, channel) of a gather, walked from frame first: where each begins. */
+typedef struct {
+    int64_t first, frame_stride, channel_stride;
+    uint64_t channels;
+} plane_walk;
+
+static inline int64_t plane_base(const plane_walk *w, uint64_t plane)
+{
+    return (w->first + (int64_t)(plane / w->channels)) * w->frame_stride +
+           (int64_t)(plane % w->channels) * w->channel_stride;
+}
+
+/* The prefetch cursor that runs ahead of the float32 gather: element p of plane. */
+typedef struct {
+    uint64_t plane, p;
+    int64_t base;
+} ahead_cursor;
+
+static inline void prefetch_step(ahead_cursor *a, const plane_walk *w, const float *src,
+                                 const int64_t *off, uint64_t n)
+{
+    ZC_PREFETCH(src + a->base + off[a->p]);
+    if (++a->p == n) {
+        a->p = 0;
+        a->plane++;
+        a->base = plane_base(w, a->plane);
+    }
+}
+
 /* Gather frames [first, first + count) of a contiguous tensor on the grid (offsets off) into
  * out [count][C][N]: float32 read directly (one flat walk, prefetched ahead: the loads miss the
  * cache, so many are kept in flight), the other dtypes converted. */
@@ -119,42 +148,27 @@ static void gather(float *out, const uint8_t *bytes, int dtype, int32_t ndim, co
         estride[d] = acc;
         acc *= shape[d];
     }
-    uint64_t channels = (uint64_t)shape[1], planes = (uint64_t)count * channels;
+    plane_walk w = {first, estride[axis], estride[1], (uint64_t)shape[1]};
+    uint64_t planes = (uint64_t)count * w.channels;
     if (dtype == ZC_F32) {
         const float *src = (const float *)(const void *)bytes;
-        uint64_t total = planes * n, ahead_plane = 0, ahead_p = 0;
-        int64_t ahead_base = first * estride[axis];
-        for (uint64_t i = 0; i < SEAM_PREFETCH && i < total; i++) { /* prime the walk ahead */
-            ZC_PREFETCH(src + ahead_base + off[ahead_p]);
-            if (++ahead_p == n) {
-                ahead_p = 0;
-                ahead_plane++;
-                ahead_base = (first + (int64_t)(ahead_plane / channels)) * estride[axis] +
-                             (int64_t)(ahead_plane % channels) * estride[1];
-            }
-        }
+        uint64_t total = planes * n;
+        ahead_cursor ahead = {0, 0, plane_base(&w, 0)};
+        for (uint64_t i = 0; i < SEAM_PREFETCH && i < total; i++) /* prime the walk ahead */
+            prefetch_step(&ahead, &w, src, off, n);
         for (uint64_t plane = 0; plane < planes; plane++) {
-            int64_t base = (first + (int64_t)(plane / channels)) * estride[axis] +
-                           (int64_t)(plane % channels) * estride[1];
+            int64_t base = plane_base(&w, plane);
             float *dst = out + plane * n;
             for (uint64_t p = 0; p < n; p++) {
-                if (ahead_plane < planes) {
-                    ZC_PREFETCH(src + ahead_base + off[ahead_p]);
-                    if (++ahead_p == n) {
-                        ahead_p = 0;
-                        ahead_plane++;
-                        ahead_base = (first + (int64_t)(ahead_plane / channels)) * estride[axis] +
-                                     (int64_t)(ahead_plane % channels) * estride[1];
-                    }
-                }
+                if (ahead.plane < planes)
+                    prefetch_step(&ahead, &w, src, off, n);
                 dst[p] = src[base + off[p]];
             }
         }
         return;
     }
     for (uint64_t plane = 0; plane < planes; plane++) {
-        int64_t base = (first + (int64_t)(plane / channels)) * estride[axis] +
-                       (int64_t)(plane % channels) * estride[1];
+        int64_t base = plane_base(&w, plane);
         for (uint64_t p = 0; p < n; p++)
             out[plane * n + p] =
                 (float)zc__dtype_decode_float(dtype, bytes + (size_t)(base + off[p]) * elem);
