@@ -17,6 +17,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 FRONTENDS_FILE = REPO / "requirements-frontends.txt"
 FRONTEND_VERSIONS = re.findall(r"^comfyui-frontend-package==(\S+)$", FRONTENDS_FILE.read_text(), re.MULTILINE)
+SCREENSHOT_DIR = REPO / "build" / "browser"
+RENDERERS = ("classic", "vue")  # vue: Nodes 2.0 (Comfy.VueNodes.Enabled)
+MATRIX = [(version, renderer) for version in FRONTEND_VERSIONS for renderer in RENDERERS]
+SIDEBAR_BUTTON = '[data-testid="zerocopy-buffers-tab-button"], .zerocopy-buffers-tab-button'
 
 
 def frontend_root(version: str) -> Path:
@@ -114,3 +118,19 @@ def returning_user(base: Path, renderer: str) -> None:
         "Comfy.Release.Timestamp": int(time.time() * 1000),
         "Comfy.Workflow.ShowMissingModelsWarning": False, "Comfy.Workflow.ShowMissingNodesWarning": False,
         "Comfy.VueNodes.Enabled": renderer == "vue", "Comfy.VersionCompatibility.DisableWarnings": True}))
+
+
+def comfy_base(tmp_path_factory, name: str, renderer: str, *, test_nodes: bool = False) -> Path:
+    """A fresh ComfyUI base folder for one browser run: this pack (and with ``test_nodes`` the
+    stand-in zc_test_nodes) in its custom_nodes, a returning user's settings with ``renderer``, and
+    the screenshot folder made; skipped, naming the fix, when the C engine is not built."""
+    if not (REPO / "build" / "libzc.so").is_file():
+        pytest.skip("skipped: the C engine is not built (make)")
+    base = tmp_path_factory.mktemp(name)
+    (base / "custom_nodes").mkdir()
+    (base / "custom_nodes" / "ComfyUI-ZeroCopy-Continuity").symlink_to(REPO)
+    if test_nodes:
+        (base / "custom_nodes" / "zc_test_nodes").symlink_to(REPO / "tools" / "standins" / "zc_test_nodes")
+    returning_user(base, renderer)
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    return base

@@ -18,13 +18,11 @@ import os
 from pathlib import Path
 
 import pytest
-from browser import FRONTEND_VERSIONS, chromium, need_frontend, requirements, wait_for
+from browser import FRONTEND_VERSIONS, SCREENSHOT_DIR, SIDEBAR_BUTTON, chromium, need_frontend, requirements, wait_for
 from comfy_server import STARTUP_TIMEOUT_S, Server, get
 
 REPO = Path(__file__).resolve().parents[2]
-SCREENSHOT_DIR = REPO / "build" / "browser"
 SUMMARY = "ZeroCopy: the C engine is not loaded"
-SIDEBAR_BUTTON = '[data-testid="zerocopy-buffers-tab-button"], .zerocopy-buffers-tab-button'
 STATE = ("return JSON.stringify({engine: window.__zerocopy && window.__zerocopy.engine, toasts: window.__zerocopy "
          "&& window.__zerocopy.toasts, alerts: [...document.querySelectorAll('[role=alert]')].map(e => e.textContent)})")
 

@@ -23,26 +23,14 @@ build/browser/node_error_details_<version>_<renderer>.png (the Errors panel).
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
-from browser import (
-    FRONTEND_VERSIONS,
-    chromium,
-    need_frontend,
-    open_ready,
-    requirements,
-    returning_user,
-    wait_for,
-)
+from browser import MATRIX, SCREENSHOT_DIR, chromium, comfy_base, need_frontend, open_ready, requirements, wait_for
 from comfy_server import Server
 
 REPO = Path(__file__).resolve().parents[2]
-SCREENSHOT_DIR = REPO / "build" / "browser"
-RENDERERS = ("classic", "vue")  # vue: Nodes 2.0 (Comfy.VueNodes.Enabled)
-MATRIX = [(version, renderer) for version in FRONTEND_VERSIONS for renderer in RENDERERS]
 TAG = "errors_never_stored"
 STATE = ("return JSON.stringify({run: window.__zcRun, error: window.__zcError, alerts: [...document.querySelectorAll("
          "'[role=alert]')].map(e => e.textContent), dialogs: [...document.querySelectorAll('[role=dialog]')]"
@@ -52,15 +40,9 @@ STATE = ("return JSON.stringify({run: window.__zcRun, error: window.__zcError, a
 @pytest.fixture(scope="module", params=MATRIX, ids=[f"{v}-{r}" for v, r in MATRIX])
 def server(request, comfyui, tmp_path_factory):
     requirements()
-    if not (REPO / "build" / "libzc.so").is_file():
-        pytest.skip("skipped: the C engine is not built (make)")
     version, renderer = request.param
     root = need_frontend(version)
-    base = tmp_path_factory.mktemp("comfy_base_node_errors")
-    (base / "custom_nodes").mkdir()
-    os.symlink(REPO, base / "custom_nodes" / "ComfyUI-ZeroCopy-Continuity")
-    returning_user(base, renderer)
-    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    base = comfy_base(tmp_path_factory, "comfy_base_node_errors", renderer)
     srv = Server(base, SCREENSHOT_DIR / f"node_errors_server_{version}_{renderer}.log",
                  args=("--front-end-root", root))
     srv.frontend, srv.renderer, srv.base = version, renderer, base

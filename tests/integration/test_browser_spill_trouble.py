@@ -31,23 +31,12 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import (
-    FRONTEND_VERSIONS,
-    chromium,
-    need_frontend,
-    open_ready,
-    requirements,
-    returning_user,
-    wait_for,
-)
+from browser import MATRIX, SCREENSHOT_DIR, SIDEBAR_BUTTON, chromium, comfy_base, need_frontend, open_ready
+from browser import requirements, wait_for
 from comfy_server import Server, get
 
 REPO = Path(__file__).resolve().parents[2]
-SCREENSHOT_DIR = REPO / "build" / "browser"
-RENDERERS = ("classic", "vue")  # vue: Nodes 2.0 (Comfy.VueNodes.Enabled)
-MATRIX = [(version, renderer) for version in FRONTEND_VERSIONS for renderer in RENDERERS]
 FILM, BROKEN = "ux_seams", "ux_ro_film"
-SIDEBAR_BUTTON = '[data-testid="zerocopy-buffers-tab-button"], .zerocopy-buffers-tab-button'
 ROW = f'[data-testid="zerocopy-row"][data-tag={FILM}]'
 STATE = ("return JSON.stringify({run: window.__zcRun, toasts: window.__zerocopy && window.__zerocopy.toasts, "
          "received: window.__zerocopy && window.__zerocopy.received, alerts: [...document.querySelectorAll("
@@ -77,16 +66,9 @@ def _make_read_only(folder: Path, undo: list) -> None:
 @pytest.fixture(scope="module", params=MATRIX, ids=[f"{v}-{r}" for v, r in MATRIX])
 def server(request, comfyui, zc_test_nodes, tmp_path_factory):
     requirements()
-    if not (REPO / "build" / "libzc.so").is_file():
-        pytest.skip("skipped: the C engine is not built (make)")
     version, renderer = request.param
     root = need_frontend(version)
-    base = tmp_path_factory.mktemp("comfy_base_spill")
-    (base / "custom_nodes").mkdir()
-    os.symlink(REPO, base / "custom_nodes" / "ComfyUI-ZeroCopy-Continuity")
-    os.symlink(REPO / "tools" / "standins" / "zc_test_nodes", base / "custom_nodes" / "zc_test_nodes")
-    returning_user(base, renderer)
-    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    base = comfy_base(tmp_path_factory, "comfy_base_spill", renderer, test_nodes=True)
     spill = base / "my films"  # the folder the user set (ZEROCOPY_SPILL_DIR), a space in its name
     undo: list = []
     srv = Server(base, SCREENSHOT_DIR / f"spill_trouble_server_{version}_{renderer}.log", spill=spill,

@@ -33,18 +33,15 @@ import uuid
 from pathlib import Path
 
 import pytest
-from browser import FRONTEND_VERSIONS, chromium, frontend_root, need_frontend, requirements, wait_for
+from browser import MATRIX, SCREENSHOT_DIR, SIDEBAR_BUTTON, chromium, comfy_base, frontend_root, need_frontend
+from browser import requirements, wait_for
 from comfy_server import Server
 from comfy_server import get as _get
 
 REPO = Path(__file__).resolve().parents[2]
-SCREENSHOT_DIR = REPO / "build" / "browser"
 TAG = "zc_browser_film"
 RUN_TIMEOUT_S = 120
 sys.path.insert(0, str(REPO / "tools"))
-RENDERERS = ("classic", "vue")  # vue: Nodes 2.0 (Comfy.VueNodes.Enabled)
-MATRIX = [(version, renderer) for version in FRONTEND_VERSIONS for renderer in RENDERERS]
-SIDEBAR_BUTTON = '[data-testid="zerocopy-buffers-tab-button"], .zerocopy-buffers-tab-button'
 # the badge's minimum height at zoom 1 (web/zerocopy.js BADGE_MIN_HEIGHT), less a pixel of rounding
 BADGE_MIN_HEIGHT = {"ZeroCopyLatentStore": 129, "ZeroCopyLatentHandoff": 129, "ZeroCopyVRAMPin": 71}
 
@@ -78,32 +75,10 @@ def _shot(frontend, name: str) -> Path:
 def server(frontend, comfyui, zc_test_nodes, tiny_wan21_i2v, wan21_vae, tmp_path_factory):
     _requirements()
     version, renderer = frontend
-    base = tmp_path_factory.mktemp("comfy_base")
-    (base / "custom_nodes").mkdir()
-    os.symlink(REPO, base / "custom_nodes" / "ComfyUI-ZeroCopy-Continuity")
-    os.symlink(REPO / "tools" / "standins" / "zc_test_nodes", base / "custom_nodes" / "zc_test_nodes")
+    base = comfy_base(tmp_path_factory, "comfy_base", renderer, test_nodes=True)
     for kind, model in (("diffusion_models", tiny_wan21_i2v), ("vae", wan21_vae)):
         (base / "models" / kind).mkdir(parents=True)
         os.symlink(model.path, base / "models" / kind / model.name)
-    settings = base / "user" / "default"
-    settings.mkdir(parents=True)
-    # A returning user: no first-run template dialog, no release-notes popups.
-    (settings / "comfy.settings.json").write_text(
-        json.dumps(
-            {
-                "Comfy.TutorialCompleted": True,
-                "Comfy.Release.Version": "99.0.0",
-                "Comfy.Release.Status": "skipped",
-                "Comfy.Release.Timestamp": int(time.time() * 1000),
-                "Comfy.Workflow.ShowMissingModelsWarning": False,
-                "Comfy.Workflow.ShowMissingNodesWarning": False,
-                "Comfy.VueNodes.Enabled": renderer == "vue",
-                # the test environment's workflow-templates package may trail the tree's pin: no toast
-                "Comfy.VersionCompatibility.DisableWarnings": True,
-            }
-        )
-    )
-    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     srv = Server(base, SCREENSHOT_DIR / f"comfyui_server_{version}_{renderer}.log",
                  args=("--front-end-root", frontend_root(version)))
     try:
