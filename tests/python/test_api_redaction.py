@@ -67,9 +67,9 @@ import re  # noqa: E402
 
 import torch  # noqa: E402
 from film_shots import put_shot  # noqa: E402
+from web_api_helpers import FilmOfStore  # noqa: E402
 
 from zc_pack.zc_engine import LatentStore  # noqa: E402
-from zc_pack.zc_engine import film as engine_film  # noqa: E402
 from zc_pack.zc_nodes import color_anchor  # noqa: E402
 from zc_pack.zc_nodes.api import routes  # noqa: E402
 
@@ -88,20 +88,6 @@ def strings(value):
     elif isinstance(value, list):
         for sub in value:
             yield from strings(sub)
-
-
-class FilmOfStore:
-    def __init__(self, store):
-        self.store = store
-
-    def describe(self, tag, verify=False):
-        self.store.flush()
-        return engine_film.describe_film(self.store.spill_dir, tag, verify=verify)
-
-    def choose(self, tag, generation):
-        self.store.flush()
-        engine_film.choose_take(self.store.spill_dir, tag, generation)
-        return engine_film.describe_film(self.store.spill_dir, tag)
 
 
 class FarmWithPaths:

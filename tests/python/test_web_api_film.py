@@ -10,27 +10,11 @@ import torch
 aiohttp = pytest.importorskip("aiohttp", reason="skipped: aiohttp not installed (ComfyUI's web server)")
 
 from film_shots import put_shot  # noqa: E402
-from web_api_helpers import RoutesHarness  # noqa: E402
+from web_api_helpers import FilmOfStore, RoutesHarness  # noqa: E402
 
 from zc_pack.zc_engine import LatentStore  # noqa: E402
-from zc_pack.zc_engine import film as engine_film  # noqa: E402
 
 TAG = "web_film"
-
-
-class FilmOfStore:
-    """What zc_nodes.film_view does, on the harness's own store."""
-
-    def __init__(self, store):
-        self.store = store
-
-    def describe(self, tag, verify=False):
-        self.store.flush()
-        return engine_film.describe_film(self.store.spill_dir, tag, verify=verify)
-
-    def choose(self, tag, generation):
-        self.store.flush()
-        return engine_film.choose(self.store.spill_dir, tag, generation)
 
 
 class Harness(RoutesHarness):

@@ -1,6 +1,6 @@
 """Shared helpers for the web API tests: a PNG reader for our encoder's output
-(filter 0, 8-bit RGB), a synchronous client for an aiohttp application, and the routes on a
-plain application over a real LatentStore."""
+(filter 0, 8-bit RGB), a synchronous client for an aiohttp application, the routes on a
+plain application over a real LatentStore, and the film view over that store."""
 
 from __future__ import annotations
 
@@ -60,6 +60,26 @@ class SyncClient:
     def close(self):
         self.loop.run_until_complete(self.client.close())
         self.loop.close()
+
+
+class FilmOfStore:
+    """What zc_nodes.film_view does, on a harness's own store: the engine's film reader over its
+    spill folder, flushed first."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def describe(self, tag, verify=False):
+        from zc_pack.zc_engine import film as engine_film
+
+        self.store.flush()
+        return engine_film.describe_film(self.store.spill_dir, tag, verify=verify)
+
+    def choose(self, tag, generation):
+        from zc_pack.zc_engine import film as engine_film
+
+        self.store.flush()
+        return engine_film.choose(self.store.spill_dir, tag, generation)
 
 
 class RoutesHarness:
