@@ -115,3 +115,28 @@ def new_farm(tmp_path):
     for farm, store in made:
         farm.close(timeout=1)
         store.close()
+
+
+def install_held_store(monkeypatch, spill_dir):
+    """A LatentStore on ``spill_dir`` whose spills wait a minute unless something flushes (so what
+    is on disk was flushed), installed as the pack's store with durability's lists fresh; the
+    caller closes it after setting runtime's store back to None."""
+    from zc_pack.zc_engine import LatentStore
+    from zc_pack.zc_nodes import durability, runtime
+
+    store = LatentStore(spill_dir=spill_dir, spill_delay_ms=60000)
+    monkeypatch.setattr(runtime, "_store", store)
+    monkeypatch.setattr(durability, "_unflushed", [])
+    monkeypatch.setattr(durability, "_reported", set())
+    return store
+
+
+@pytest.fixture
+def held_store(tmp_path, monkeypatch):
+    """install_held_store on tmp_path/spill, closed after the test."""
+    from zc_pack.zc_nodes import runtime
+
+    store = install_held_store(monkeypatch, tmp_path / "spill")
+    yield store
+    monkeypatch.setattr(runtime, "_store", None)
+    store.close()

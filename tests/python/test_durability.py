@@ -20,8 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from zc_pack.zc_engine import LatentStore
-from zc_pack.zc_nodes import durability, runtime
+from zc_pack.zc_nodes import durability
 
 REPO = Path(__file__).resolve().parents[2]
 POSIX_ONLY = pytest.mark.skipif(os.name == "nt", reason="skipped: POSIX signals and RLIMIT_FSIZE")
@@ -30,17 +29,6 @@ POSIX_ONLY = pytest.mark.skipif(os.name == "nt", reason="skipped: POSIX signals 
 def _latent(seed: int):
     import torch
     return {"latent_tensor": torch.randn(1, 16, 3, 32, 32, generator=torch.Generator().manual_seed(seed))}
-
-
-@pytest.fixture
-def held_store(tmp_path, monkeypatch):
-    """A store whose spills wait a minute unless something flushes: what is on disk was flushed."""
-    store = LatentStore(spill_dir=tmp_path / "spill", spill_delay_ms=60000)
-    monkeypatch.setattr(runtime, "_store", store)
-    monkeypatch.setattr(durability, "_unflushed", [])
-    yield store
-    monkeypatch.setattr(runtime, "_store", None)
-    store.close()
 
 
 def test_the_prompt_end_writes_the_stored_shots_before_the_history_records_it(held_store, tmp_path):

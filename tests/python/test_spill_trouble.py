@@ -20,6 +20,7 @@ import sys
 
 import pytest
 import torch
+from conftest import install_held_store
 from test_film_assemble_memory import TAG, Decoder, film_of, mount
 
 from zc_pack.zc_engine import EngineIOError, LatentStore
@@ -34,14 +35,9 @@ def _latent(seed: int) -> dict:
 
 
 @pytest.fixture
-def store(tmp_path, monkeypatch):
-    store = LatentStore(spill_dir=tmp_path / "spill", spill_delay_ms=60000)
-    monkeypatch.setattr(runtime, "_store", store)
-    monkeypatch.setattr(durability, "_unflushed", [])
-    monkeypatch.setattr(durability, "_reported", set())
-    yield store
-    monkeypatch.setattr(runtime, "_store", None)
-    store.close()
+def store(held_store):
+    """conftest's held store (spills wait until flushed, installed as the pack's store)."""
+    return held_store
 
 
 @pytest.fixture
@@ -223,10 +219,7 @@ def full_disk(tmp_path):
 
 
 def test_the_toast_of_a_full_disk_says_the_folder_the_consequence_and_its_fix(full_disk, monkeypatch, told):
-    store = LatentStore(spill_dir=full_disk / "spill", spill_delay_ms=60000)
-    monkeypatch.setattr(runtime, "_store", store)
-    monkeypatch.setattr(durability, "_unflushed", [])
-    monkeypatch.setattr(durability, "_reported", set())
+    store = install_held_store(monkeypatch, full_disk / "spill")
     try:
         with open(full_disk / "someone_elses_file.bin", "wb") as junk:
             junk.write(b"\0" * (shutil.disk_usage(full_disk).free - 8192))
