@@ -69,6 +69,16 @@ local function sorted(members)
   table.sort(out, lt)
   return out
 end
+-- The counter at key as stored (raw: nil when unset), and what it stands for: current, its value
+-- ('0' when unset); when raw is no generation (written by something else), current is the highest
+-- generation of the sorted set shots and repaired is raw's first 64 bytes (else '').
+local function read_counter(key, shots)
+  local raw = redis.call('GET', key)
+  if raw and not valid(raw) then
+    return raw, highest(redis.call('ZRANGE', shots, 0, -1), '0'), string.sub(raw, 1, 64)
+  end
+  return raw, raw or '0', ''
+end
 """
 
 # KEYS: counter, shots, epoch; ARGV: floor ('0' or a generation), mode (next|seed), a new epoch token
@@ -80,13 +90,7 @@ if not epoch then
   redis.call('SET', KEYS[3], ARGV[3])
   epoch = ARGV[3]
 end
-local raw = redis.call('GET', KEYS[1])
-local current = raw or '0'
-local repaired = ''
-if raw and not valid(raw) then
-  repaired = string.sub(raw, 1, 64)
-  current = highest(redis.call('ZRANGE', KEYS[2], 0, -1), '0')
-end
+local raw, current, repaired = read_counter(KEYS[1], KEYS[2])
 if current == '0' or lt(current, floor) then current = floor end
 if ARGV[2] == 'seed' then
   if current ~= '0' and (repaired ~= '' or raw ~= current) then redis.call('SET', KEYS[1], current) end
@@ -113,12 +117,8 @@ if existing then
   if existing == ARGV[2] then return {'duplicate', gen, ''} end
   return {'conflict', gen, ''}
 end
-local raw = redis.call('GET', KEYS[1])
-local counter = raw or '0'
-local repaired = ''
-if raw and not valid(raw) then
-  repaired = string.sub(raw, 1, 64)
-  counter = highest(redis.call('ZRANGE', KEYS[2], 0, -1), '0')
+local _, counter, repaired = read_counter(KEYS[1], KEYS[2])
+if repaired ~= '' then
   if ARGV[3] == 'claim' and counter == '0' then counter = gen end  -- unknown: a claim is refused
   redis.call('SET', KEYS[1], counter)
 end
