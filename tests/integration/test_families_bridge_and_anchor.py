@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from conftest import ComfyRunError, Graph
-from test_families_support import (handoff, ksampler, pack, same_bits, shared_store,  # noqa: F401
-                                   tiny_flux, unet)
+from test_families_support import (conditioning_pair, handoff, ksampler, pack, same_bits,  # noqa: F401
+                                   shared_store, store_sampled, tiny_flux, unet)
 
 CANVAS = dict(width=64, height=64, length=9)
 
@@ -19,11 +19,9 @@ def test_pixel_bridge_decodes_once_and_encodes_the_last_frame(comfyui, captures,
     tag, canvas = "bridge", dict(width=32, height=32, length=9)  # small: the VAE decodes 9 frames
     g = Graph()
     model = g.add("UNETLoader", unet_name=tiny_wan21_t2v.name, weight_dtype="default")
-    pos = g.add("ZCTestConditioning", seed=1, tokens=8)
-    neg = g.add("ZCTestConditioning", seed=2, tokens=8)
+    pos, neg = conditioning_pair(g, "ZCTestConditioning", tokens=8)
     empty = g.add("EmptyHunyuanLatentVideo", batch_size=1, **canvas)
-    shot1 = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg))
-    store = g.add("ZeroCopyLatentStore", samples=g.out(shot1), buffer_tag=tag, model=g.out(model))
+    store = store_sampled(g, model, tag, empty, pos, neg)
     vae = g.add("VAELoader", vae_name=wan21_vae.name)
     clip = g.add("ZCTestClip", tokens=8)
     hand = handoff(g, clip, vae, tag, model=model, continuity=store, adapter="pixel_bridge", **canvas)

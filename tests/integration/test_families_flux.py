@@ -8,8 +8,8 @@ import torch
 
 from conftest import Graph
 from zc_pack.zc_engine import digest_tensor
-from test_families_support import (handoff, ksampler, pack, same_bits, shared_store,  # noqa: F401
-                                   tiny_flux, unet)
+from test_families_support import (conditioning_pair, handoff, ksampler, pack, same_bits,  # noqa: F401
+                                   shared_store, store_sampled, tiny_flux, unet)
 
 TEXT = dict(tokens=8, dim=32, pooled_dim=32, attention_mask=False)
 
@@ -18,12 +18,9 @@ def test_flux_kontext_reference_from_the_store(comfyui, captures, pack, tiny_flu
     tag = "flux_stills"
     g = Graph()
     model = unet(g, tiny_flux)
-    pos = g.add("ZCTestConditioningDims", seed=1, **TEXT)
-    neg = g.add("ZCTestConditioningDims", seed=2, **TEXT)
+    pos, neg = conditioning_pair(g, "ZCTestConditioningDims", **TEXT)
     empty = g.add("EmptySD3LatentImage", width=64, height=64, batch_size=1)
-    shot1 = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=4)
-    store = g.add("ZeroCopyLatentStore", samples=g.out(shot1), buffer_tag=tag, model=g.out(model))
-    g.add("ZCTestCaptureLatent", samples=g.out(store), label="flux_shot1")
+    store = store_sampled(g, model, tag, empty, pos, neg, seed=4, label="flux_shot1")
     clip = g.add("ZCTestClipDims", **TEXT)
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, tag, model=model, continuity=store, width=96, height=64, length=81,
@@ -79,8 +76,7 @@ def test_flux_dev_img2img_chain_from_the_store(comfyui, captures, pack, tiny_flu
     tag = "flux_dev_chain"
     g = Graph()
     model = unet(g, tiny_flux)
-    pos = g.add("ZCTestConditioningDims", seed=1, **TEXT)
-    neg = g.add("ZCTestConditioningDims", seed=2, **TEXT)
+    pos, neg = conditioning_pair(g, "ZCTestConditioningDims", **TEXT)
     empty = g.add("EmptySD3LatentImage", width=64, height=64, batch_size=1)
     first = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=4)
     g.add("ZeroCopyLatentStore", samples=g.out(first), buffer_tag=tag)

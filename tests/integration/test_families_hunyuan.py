@@ -8,21 +8,18 @@ import pytest
 import torch
 
 from conftest import ComfyRunError, Graph
-from test_families_support import (handoff, ksampler, pack, same_bits, shared_store,  # noqa: F401
-                                   tiny_hunyuan_video, tiny_hunyuan_video15,
-                                   tiny_hunyuan_video_i2v_concat, unet)
+from test_families_support import (conditioning_pair, handoff, ksampler, pack, same_bits,  # noqa: F401
+                                   shared_store, store_sampled, tiny_hunyuan_video,
+                                   tiny_hunyuan_video15, tiny_hunyuan_video_i2v_concat, unet)
 
 HY10_TEXT = dict(tokens=8, dim=32, pooled_dim=768)  # tiny HunyuanVideo 1.0: text 32, CLIP-L pooled
 HY15_TEXT = dict(tokens=8, dim=32, pooled_dim=0)
 
 
 def first_shot(g, model, tag, empty_node, canvas, text, seed=5):
-    pos = g.add("ZCTestConditioningDims", seed=1, attention_mask=False, **text)
-    neg = g.add("ZCTestConditioningDims", seed=2, attention_mask=False, **text)
+    pos, neg = conditioning_pair(g, "ZCTestConditioningDims", attention_mask=False, **text)
     empty = g.add(empty_node, batch_size=1, **canvas)
-    shot = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=seed)
-    store = g.add("ZeroCopyLatentStore", samples=g.out(shot), buffer_tag=tag, model=g.out(model))
-    g.add("ZCTestCaptureLatent", samples=g.out(store), label=f"{tag}:1")
+    store = store_sampled(g, model, tag, empty, pos, neg, seed=seed, label=f"{tag}:1")
     return store
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import torch
 
 from conftest import Graph
-from test_families_support import (handoff, ksampler, pack, require_nodes, same_bits,  # noqa: F401
-                                   shared_store, streams, tiny_ltxav, tiny_ltxv, unet)
+from test_families_support import (conditioning_pair, handoff, ksampler, pack, require_nodes,  # noqa: F401
+                                   same_bits, shared_store, store_sampled, streams, tiny_ltxav,
+                                   tiny_ltxv, unet)
 
 CANVAS = dict(width=64, height=64, length=17)  # LTX: [1, 128, 3, 2, 2]
 LTXV_TEXT = dict(tokens=8, dim=32, pooled_dim=0, attention_mask=True)
@@ -20,12 +21,9 @@ def test_ltxv_guides_crop_with_core_and_chain(comfyui, captures, pack, tiny_ltxv
     tag = "ltxv_chain"
     g = Graph()
     model = unet(g, tiny_ltxv)
-    pos = g.add("ZCTestConditioningDims", seed=1, **LTXV_TEXT)
-    neg = g.add("ZCTestConditioningDims", seed=2, **LTXV_TEXT)
+    pos, neg = conditioning_pair(g, "ZCTestConditioningDims", **LTXV_TEXT)
     empty = g.add("EmptyLTXVLatentVideo", batch_size=1, **CANVAS)
-    shot1 = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=4)
-    store1 = g.add("ZeroCopyLatentStore", samples=g.out(shot1), buffer_tag=tag, model=g.out(model))
-    g.add("ZCTestCaptureLatent", samples=g.out(store1), label="ltxv_shot1")
+    store1 = store_sampled(g, model, tag, empty, pos, neg, seed=4, label="ltxv_shot1")
     clip = g.add("ZCTestClipDims", **LTXV_TEXT)
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, tag, model=model, continuity=store1, **CANVAS)
@@ -72,8 +70,7 @@ def test_ltx2_av_streams_split_guided_and_rejoined(comfyui, captures, pack, tiny
     tag = "ltx2_chain"
     g = Graph()
     model = unet(g, tiny_ltxav)
-    pos = g.add("ZCTestConditioningDims", seed=1, **LTXAV_TEXT)
-    neg = g.add("ZCTestConditioningDims", seed=2, **LTXAV_TEXT)
+    pos, neg = conditioning_pair(g, "ZCTestConditioningDims", **LTXAV_TEXT)
     audio_vae = g.add("ZCTestLTXAudioVAE")
     video = g.add("EmptyLTXVLatentVideo", batch_size=1, **CANVAS)
     audio = g.add("LTXVEmptyLatentAudio", frames_number=17, frame_rate=25.0, batch_size=1,

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from conftest import ComfyRunError, Graph
-from test_families_support import (handoff, ksampler, pack, require_nodes, same_bits,  # noqa: F401
-                                   shared_store, streams, tiny_minimax_h3, unet)
+from test_families_support import (conditioning_pair, handoff, ksampler, pack, require_nodes,  # noqa: F401
+                                   same_bits, shared_store, store_sampled, streams,
+                                   tiny_minimax_h3, unet)
 
 TEXT = dict(tokens=8, dim=32, pooled_dim=0, attention_mask=False)
 CANVAS = dict(width=64, height=64, length=22)  # 17k+5: video [1,24,7,4,4], audio [1,32,2,37]
@@ -32,12 +33,9 @@ def test_h3_av_chain_keyframe_and_aligned_tails(comfyui, captures, pack, tiny_mi
     tag = "h3_chain"
     g = Graph()
     model = unet(g, tiny_minimax_h3)
-    pos = g.add("ZCTestConditioningDims", seed=1, **TEXT)
-    neg = g.add("ZCTestConditioningDims", seed=2, **TEXT)
+    pos, neg = conditioning_pair(g, "ZCTestConditioningDims", **TEXT)
     empty = g.add("EmptyMiniMaxH3LatentAV", **CANVAS)
-    shot1 = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=4)
-    store = g.add("ZeroCopyLatentStore", samples=g.out(shot1), buffer_tag=tag, model=g.out(model))
-    g.add("ZCTestCaptureLatent", samples=g.out(store), label="h3_shot1")
+    store = store_sampled(g, model, tag, empty, pos, neg, seed=4, label="h3_shot1")
     clip = g.add("ZCTestClipDims", **TEXT)
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, tag, model=model, continuity=store, **CANVAS)

@@ -88,6 +88,22 @@ def ksampler(g, model, latent, positive, negative, seed=7, steps=2, cfg=1.0):
                  latent_image=latent, denoise=1.0)
 
 
+def conditioning_pair(g, node: str, **fields):
+    """A positive and a negative stand-in conditioning node (``node``, seeds 1 and 2, ``fields``)."""
+    return g.add(node, seed=1, **fields), g.add(node, seed=2, **fields)
+
+
+def store_sampled(g, model, tag, empty, pos, neg, *, seed=7, label=None):
+    """A first shot: ``empty`` (a latent node) sampled with ``pos``/``neg`` and stored under
+    ``tag`` with the model connected; with ``label``, the stored latent is captured under it.
+    Returns the Store node."""
+    shot = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=seed)
+    store = g.add("ZeroCopyLatentStore", samples=g.out(shot), buffer_tag=tag, model=g.out(model))
+    if label is not None:
+        g.add("ZCTestCaptureLatent", samples=g.out(store), label=label)
+    return store
+
+
 def handoff(g, clip, vae, tag, *, width, height, length, model=None, continuity=None, **extra):
     """A ZeroCopyLatentHandoff node in zero-copy mode (the VAE must never be called)."""
     inputs = dict(clip=g.out(clip), vae=g.out(vae), prompt="the next shot", width=width,

@@ -7,8 +7,9 @@ from __future__ import annotations
 import torch
 
 from conftest import Graph
-from test_families_support import (handoff, ksampler, pack, same_bits, shared_store,  # noqa: F401
-                                   tiny_wan22_5b, tiny_wan22_a14b_i2v, unet)
+from test_families_support import (conditioning_pair, handoff, ksampler, pack, same_bits,  # noqa: F401
+                                   shared_store, store_sampled, tiny_wan22_5b, tiny_wan22_a14b_i2v,
+                                   unet)
 
 CANVAS = dict(width=64, height=64, length=9)  # Wan 2.2 5B: [1, 48, 3, 4, 4]
 
@@ -19,8 +20,7 @@ def test_wan22_5b_noise_mask_path_end_to_end(comfyui, captures, pack, tiny_wan22
     tag = "wan22_5b_chain"
     g = Graph()
     model = unet(g, tiny_wan22_5b)
-    pos = g.add("ZCTestConditioning", seed=1, tokens=8)
-    neg = g.add("ZCTestConditioning", seed=2, tokens=8)
+    pos, neg = conditioning_pair(g, "ZCTestConditioning", tokens=8)
     vae = g.add("ZCTestRaisingVAE")  # Wan22ImageToVideoLatent without start_image never encodes
     empty = g.add("Wan22ImageToVideoLatent", vae=g.out(vae), batch_size=1, **CANVAS)
     shot1 = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg), seed=5)
@@ -82,12 +82,9 @@ def test_wan22_a14b_i2v_concat_keys_and_sampling(comfyui, captures, pack, tiny_w
     tag = "wan22_a14b"
     g = Graph()
     model = unet(g, tiny_wan22_a14b_i2v)
-    pos = g.add("ZCTestConditioning", seed=1, tokens=8)
-    neg = g.add("ZCTestConditioning", seed=2, tokens=8)
+    pos, neg = conditioning_pair(g, "ZCTestConditioning", tokens=8)
     empty = g.add("EmptyHunyuanLatentVideo", width=64, height=64, length=9, batch_size=1)
-    shot1 = ksampler(g, model, g.out(empty), g.out(pos), g.out(neg))
-    store1 = g.add("ZeroCopyLatentStore", samples=g.out(shot1), buffer_tag=tag, model=g.out(model))
-    g.add("ZCTestCaptureLatent", samples=g.out(store1), label="a14b_shot1")
+    store1 = store_sampled(g, model, tag, empty, pos, neg, label="a14b_shot1")
     clip = g.add("ZCTestClip", tokens=8)
     vae = g.add("ZCTestRaisingVAE")
     hand = handoff(g, clip, vae, tag, model=model, continuity=store1, width=64, height=64,
