@@ -61,6 +61,11 @@ static zc_store *open_keep(const char *dir, uint32_t keep)
     return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
 }
 
+/* Declare `zc_store *var`, open_keep(dir, keep), and REQUIRE it. */
+#define OPEN_KEEP(var, dir, keep)                                              \
+    zc_store *var = open_keep(dir, keep);                                      \
+    REQUIRE(var != NULL)
+
 /* Put generation gen of tag (values of seed) with optional lineage and kind. */
 static int put_shot(zc_store *s, const char *tag, uint64_t gen, uint32_t seed,
                     const char *lineage, const char *kind)
@@ -104,6 +109,22 @@ static int put_child(zc_store *s, const char *tag, uint64_t gen, uint64_t pgen)
     return put_shot(s, tag, gen, (uint32_t)gen, lin, NULL);
 }
 
+/* Put each shot {generation, parent} of tag in order, CHECKing every put: a root (values of
+ * its generation, no lineage) where parent is 0, else put_child. */
+static void check_puts(zc_store *s, const char *tag, const uint64_t (*shots)[2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t gen = shots[i][0], parent = shots[i][1];
+        if (parent == 0)
+            CHECK_OK(put_shot(s, tag, gen, (uint32_t)gen, NULL, NULL));
+        else
+            CHECK_OK(put_child(s, tag, gen, parent));
+    }
+}
+#define CHECK_PUTS(s, tag, ...)                                                \
+    check_puts(s, tag, (const uint64_t[][2]){__VA_ARGS__},                     \
+               sizeof((const uint64_t[][2]){__VA_ARGS__}) / sizeof(uint64_t[2]))
+
 /* The text of shot gen's object in the film JSON (a copy; caller frees). */
 static char *shot_json(const char *json, uint64_t gen)
 {
@@ -141,18 +162,35 @@ static char *describe(const char *dir, const char *tag, uint32_t flags)
     return json;
 }
 
-/* Start image 1; shot 1 = 2; shot 2 takes 3 and 4; shot 3 = 5 (from take 4); shot 4 = 6. */
-static int build_film(const char *dir, uint32_t keep)
+/* Flush the store and close it; the flush's status. */
+static int flush_and_close(zc_store *s)
+{
+    int rc = zc_store_flush(s);
+    zc_store_close(s);
+    return rc;
+}
+
+/* A film of tag "film" by a store since closed: root 1 (of kind root_kind, or none), then each
+ * hop {generation, parent} in order; stops at the first put that fails. */
+static int store_film(const char *dir, uint32_t keep, const char *root_kind,
+                      const uint64_t (*hops)[2], size_t nhops)
 {
     zc_store *s = open_keep(dir, keep);
     if (s == NULL)
         return 0;
-    int ok = put_shot(s, "film", 1, 1, NULL, "start_image") == ZC_OK &&
-             put_child(s, "film", 2, 1) == ZC_OK && put_child(s, "film", 3, 2) == ZC_OK &&
-             put_child(s, "film", 4, 2) == ZC_OK && put_child(s, "film", 5, 4) == ZC_OK &&
-             put_child(s, "film", 6, 5) == ZC_OK && zc_store_flush(s) == ZC_OK;
+    int ok = put_shot(s, "film", 1, 1, NULL, root_kind) == ZC_OK;
+    for (size_t i = 0; ok && i < nhops; i++)
+        ok = put_child(s, "film", hops[i][0], hops[i][1]) == ZC_OK;
+    ok = ok && zc_store_flush(s) == ZC_OK;
     zc_store_close(s);
     return ok;
+}
+
+/* Start image 1; shot 1 = 2; shot 2 takes 3 and 4; shot 3 = 5 (from take 4); shot 4 = 6. */
+static int build_film(const char *dir, uint32_t keep)
+{
+    static const uint64_t hops[][2] = {{2, 1}, {3, 2}, {4, 2}, {5, 4}, {6, 5}};
+    return store_film(dir, keep, "start_image", hops, sizeof hops / sizeof hops[0]);
 }
 
 /* A spill file's name, and its path in dir (freed by the caller). */
@@ -222,8 +260,7 @@ TEST(film_pinning_take_one_makes_the_later_shots_stale)
     CHECK(strstr(json, "\"line\":[1,2,4,5,6]") != NULL);
     zc_free(json);
     /* The store's index does not take the choices file for a spill file. */
-    zc_store *s = open_keep(dir, 100);
-    REQUIRE(s != NULL);
+    OPEN_KEEP(s, dir, 100);
     uint64_t gens[16];
     size_t n = 0;
     CHECK_OK(zc_store_generations(s, "film", gens, 16, &n));
@@ -242,14 +279,8 @@ TEST(film_pinning_take_one_makes_the_later_shots_stale)
  * continued by 5. */
 static int build_takes_film(const char *dir)
 {
-    zc_store *s = open_keep(dir, 100);
-    if (s == NULL)
-        return 0;
-    int ok = put_shot(s, "film", 1, 1, NULL, NULL) == ZC_OK && put_child(s, "film", 2, 1) == ZC_OK &&
-             put_child(s, "film", 3, 2) == ZC_OK && put_child(s, "film", 4, 1) == ZC_OK &&
-             put_child(s, "film", 5, 4) == ZC_OK && zc_store_flush(s) == ZC_OK;
-    zc_store_close(s);
-    return ok;
+    static const uint64_t hops[][2] = {{2, 1}, {3, 2}, {4, 1}, {5, 4}};
+    return store_film(dir, 100, NULL, hops, sizeof hops / sizeof hops[0]);
 }
 
 /* Write the choices file of tag in dir with the pins text (e.g. "3,4"). */
@@ -327,14 +358,10 @@ TEST(film_pins_of_older_engines_choose_their_ancestors_and_the_newest_pin_wins)
 TEST(film_choosing_a_shot_below_a_broken_one_is_refused_with_the_reason)
 {
     TEST_FOLDER(dir, "film-choose-broken");
-    zc_store *s = open_keep(dir, 100);
-    REQUIRE(s != NULL);
+    OPEN_KEEP(s, dir, 100);
     /* 2's parent, 9, has no file: 2 is broken and 3, its child, cannot be on a line. */
-    CHECK_OK(put_shot(s, "film", 1, 1, NULL, NULL));
-    CHECK_OK(put_child(s, "film", 2, 9));
-    CHECK_OK(put_child(s, "film", 3, 2));
-    CHECK_OK(zc_store_flush(s));
-    zc_store_close(s);
+    CHECK_PUTS(s, "film", {1, 0}, {2, 9}, {3, 2});
+    CHECK_OK(flush_and_close(s));
     CHECK(zc_film_choose(dir, "film", 3) == ZC_E_STATE);
     CHECK(strstr(zc_last_error(), "generation 3 of tag \"film\" cannot be on the chosen line") !=
           NULL);
@@ -374,13 +401,11 @@ TEST(film_parent_rewritten_with_another_tail_fails_its_hop)
     REQUIRE(path != NULL);
     CHECK(remove(path) == 0);
     free(path);
-    zc_store *s = open_keep(dir, 100);
-    REQUIRE(s != NULL);
+    OPEN_KEEP(s, dir, 100);
     char lin[512];
     lineage_of(lin, sizeof lin, "film", 2, 2);
     CHECK_OK(put_shot(s, "film", 4, 99, lin, NULL));
-    CHECK_OK(zc_store_flush(s));
-    zc_store_close(s);
+    CHECK_OK(flush_and_close(s));
     char *json = describe(dir, "film", ZC_FILM_VERIFY);
     REQUIRE(json != NULL);
     CHECK(strstr(json, "\"verified\":true,\"ok\":false") != NULL);
@@ -421,23 +446,17 @@ TEST(film_corrupt_file_is_bad_under_verification)
 TEST(film_broken_lineage_cycle_missing_parent_and_parent_not_older)
 {
     TEST_FOLDER(dir, "film-broken");
-    zc_store *s = open_keep(dir, 100);
-    REQUIRE(s != NULL);
-    CHECK_OK(put_shot(s, "cyc", 1, 1, NULL, NULL));
-    CHECK_OK(put_child(s, "cyc", 7, 8));
-    CHECK_OK(put_child(s, "cyc", 8, 7));
-    CHECK_OK(put_child(s, "cyc", 9, 8)); /* continues the cycle: stale, not on the line */
-    CHECK_OK(put_shot(s, "gap", 5, 5, NULL, NULL));
-    CHECK_OK(put_child(s, "gap", 9, 7)); /* 7 has no file */
-    CHECK_OK(put_child(s, "gap", 10, 11));
-    CHECK_OK(put_shot(s, "gap", 11, 11, NULL, NULL));
+    OPEN_KEEP(s, dir, 100);
+    /* 9 continues the cycle 7 <-> 8: stale, not on the line */
+    CHECK_PUTS(s, "cyc", {1, 0}, {7, 8}, {8, 7}, {9, 8});
+    /* 7 has no file; 10's parent 11 is not older */
+    CHECK_PUTS(s, "gap", {5, 0}, {9, 7}, {10, 11}, {11, 0});
     CHECK_OK(put_shot(s, "gap", 12, 12, "{not json", NULL));
     CHECK_OK(put_child(s, "ext", 3, 1)); /* tag "ext" continues tag "film"? no: itself */
     char lin[512];
     lineage_of(lin, sizeof lin, "other", 5, 5);
     CHECK_OK(put_shot(s, "ext", 4, 4, lin, NULL));
-    CHECK_OK(zc_store_flush(s));
-    zc_store_close(s);
+    CHECK_OK(flush_and_close(s));
 
     char *json = describe(dir, "cyc", ZC_FILM_VERIFY);
     REQUIRE(json != NULL);
@@ -509,14 +528,8 @@ TEST(film_retention_keeps_ancestors_and_the_start_image_prunes_abandoned_takes)
 /* A start image, shot 1, and two takes of shot 2 (generations 3 and 4), by a store since closed. */
 static int store_two_takes(const char *dir)
 {
-    zc_store *s = open_keep(dir, 100);
-    if (s == NULL)
-        return 0;
-    int ok = put_shot(s, "film", 1, 1, NULL, "start_image") == ZC_OK &&
-             put_child(s, "film", 2, 1) == ZC_OK && put_child(s, "film", 3, 2) == ZC_OK &&
-             put_child(s, "film", 4, 2) == ZC_OK && zc_store_flush(s) == ZC_OK;
-    zc_store_close(s);
-    return ok;
+    static const uint64_t hops[][2] = {{2, 1}, {3, 2}, {4, 2}};
+    return store_film(dir, 100, "start_image", hops, sizeof hops / sizeof hops[0]);
 }
 
 TEST(film_retention_keeps_pinned_takes_and_their_ancestors)
@@ -531,8 +544,7 @@ TEST(film_retention_keeps_pinned_takes_and_their_ancestors)
     CHECK_OK(zc_store_flush(s));
     CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 3, 4, 5, 6, 0}));
     CHECK_OK(put_child(s, "film", 7, 3)); /* shot 3 on the pinned take */
-    CHECK_OK(zc_store_flush(s));
-    zc_store_close(s);
+    CHECK_OK(flush_and_close(s));
     CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 3, 7, 0}));
     char *json = describe(dir, "film", ZC_FILM_VERIFY);
     REQUIRE(json != NULL);
@@ -553,8 +565,7 @@ TEST(film_retention_prunes_nothing_while_the_choices_file_is_unreadable)
     fclose(pins);
     REQUIRE((s = open_keep(dir, 1)) != NULL);
     CHECK_OK(put_child(s, "film", 5, 4));
-    CHECK_OK(zc_store_flush(s));
-    zc_store_close(s);
+    CHECK_OK(flush_and_close(s));
     /* take 3 may be the chosen one: with disk_keep 1 it would go, but nothing is pruned */
     CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 3, 4, 5, 0}));
 }
@@ -562,22 +573,16 @@ TEST(film_retention_prunes_nothing_while_the_choices_file_is_unreadable)
 TEST(film_retention_keeps_the_lowest_root_of_a_film)
 {
     TEST_FOLDER(dir, "film-keep-anchor");
-    zc_store *s = open_keep(dir, 1);
-    REQUIRE(s != NULL);
-    CHECK_OK(put_shot(s, "film", 1, 1, NULL, NULL));
-    CHECK_OK(put_child(s, "film", 2, 1));
-    CHECK_OK(put_shot(s, "film", 3, 3, NULL, NULL)); /* a new first shot */
-    CHECK_OK(put_child(s, "film", 4, 3));
-    CHECK_OK(zc_store_flush(s));
-    zc_store_close(s);
+    OPEN_KEEP(s, dir, 1);
+    CHECK_PUTS(s, "film", {1, 0}, {2, 1}, {3, 0}, {4, 3}); /* 3: a new first shot */
+    CHECK_OK(flush_and_close(s));
     /* 4 and its parent 3 are the line; 1 is the anchor (not a start image: 2 may go). */
     CHECK(files_are(dir, "film", (const uint64_t[]){1, 3, 4, 0}));
     /* A tag without any lineage prunes oldest first, as ever. */
     REQUIRE((s = open_keep(dir, 1)) != NULL);
     for (uint64_t g = 1; g <= 3; g++)
         CHECK_OK(put_shot(s, "plain", g, (uint32_t)g, NULL, NULL));
-    CHECK_OK(zc_store_flush(s));
-    zc_store_close(s);
+    CHECK_OK(flush_and_close(s));
     CHECK(files_are(dir, "plain", (const uint64_t[]){3, 0}));
 }
 
@@ -646,13 +651,11 @@ TEST(film_seams_are_read_from_version_2_lineage_and_the_worst_is_named)
                        "{\"score\":14.5,\"verdict\":\"red\",\"generation\":3,\"shot\":3}") != NULL);
     zc_free(json);
     /* The worst is over the chosen line only: pin another take of shot 3 (amber). */
-    zc_store *s = open_keep(dir, 100);
-    REQUIRE(s != NULL);
+    OPEN_KEEP(s, dir, 100);
     char lin[1024];
     lineage_v2(lin, sizeof lin, 2, "{\"score\":3.5,\"mean_step\":3.5},");
     CHECK_OK(put_shot(s, "seams", 6, 6, lin, NULL));
-    CHECK_OK(zc_store_flush(s));
-    zc_store_close(s);
+    CHECK_OK(flush_and_close(s));
     CHECK_OK(zc_film_choose(dir, "seams", 6));
     REQUIRE((json = describe(dir, "seams", 0)) != NULL);
     CHECK(strstr(json, "\"line\":[1,2,6]") != NULL);
