@@ -94,6 +94,34 @@ static inline zc_bundle *fixture_bundle(int64_t n, float scale)
     return b;
 }
 
+/* A store with spill_dir (NULL: none), default_depth, disk_keep, host_budget_bytes and
+ * device_budget_bytes as given (0: the default of each), or NULL. */
+static inline zc_store *fixture_store(const char *spill_dir, uint32_t depth, uint32_t disk_keep,
+                                      uint64_t host_budget, uint64_t device_budget)
+{
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = spill_dir;
+    c.default_depth = depth;
+    c.disk_keep = disk_keep;
+    c.host_budget_bytes = host_budget;
+    c.device_budget_bytes = device_budget;
+    zc_store *s = NULL;
+    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+}
+
+/* Put a bundle of n values i*scale under tag in s, spilled (ZC_PUT_SPILL), its generation in
+ * *gen; the bundle is the store's once put, freed here when the put fails. */
+static inline int fixture_put_spilled(zc_store *s, const char *tag, int64_t n, float scale,
+                                      uint64_t *gen)
+{
+    zc_bundle *b = fixture_bundle(n, scale);
+    int rc = b ? zc_store_put(s, tag, b, ZC_PUT_SPILL, gen) : ZC_E_NOMEM;
+    if (rc != ZC_OK)
+        zc_bundle_free(b);
+    return rc;
+}
+
 /* Spill a bundle of n values i*scale under tag to spill_dir, close the
  * store, open a new one on the same directory and get the tag back (now
  * restored from the file, digests verified).  @return 1 when every byte came

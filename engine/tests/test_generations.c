@@ -10,13 +10,7 @@
 
 static zc_store *open_spilling(const char *dir, uint32_t depth, uint32_t disk_keep)
 {
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.default_depth = depth;
-    c.disk_keep = disk_keep;
-    c.spill_dir = dir;
-    zc_store *s = NULL;
-    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+    return fixture_store(dir, depth, disk_keep, 0, 0);
 }
 
 TEST(generations_merge_memory_and_disk_newest_first)

@@ -18,16 +18,9 @@
 
 static zc_store *open_at(const char *dir, uint32_t depth, uint32_t disk_keep)
 {
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.spill_dir = dir;
-    c.default_depth = depth;
-    c.disk_keep = disk_keep;
-    zc_store *s = NULL;
-    if (zc_store_open(&c, &s) != ZC_OK) {
+    zc_store *s = fixture_store(dir, depth, disk_keep, 0, 0);
+    if (s == NULL)
         fprintf(stderr, "  open: %s\n", zc_last_error());
-        return NULL;
-    }
     return s;
 }
 

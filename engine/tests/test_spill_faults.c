@@ -22,14 +22,7 @@
 static zc_store *open_store(const char *spill, uint32_t depth, uint32_t disk_keep,
                             uint64_t host_budget)
 {
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.spill_dir = spill;
-    c.default_depth = depth;
-    c.disk_keep = disk_keep;
-    c.host_budget_bytes = host_budget;
-    zc_store *s = NULL;
-    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+    return fixture_store(spill, depth, disk_keep, host_budget, 0);
 }
 
 static int put_spilled(zc_store *s, const char *tag, float scale, uint64_t *gen)

@@ -9,15 +9,7 @@
 
 static zc_store *open_store(uint32_t depth, uint64_t host_budget, uint64_t device_budget)
 {
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.default_depth = depth;
-    c.host_budget_bytes = host_budget;
-    c.device_budget_bytes = device_budget;
-    zc_store *s = NULL;
-    if (zc_store_open(&c, &s) != ZC_OK)
-        return NULL;
-    return s;
+    return fixture_store(NULL, depth, 0, host_budget, device_budget);
 }
 
 TEST(tag_charset_and_length)
