@@ -593,8 +593,7 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
  * inject the failure with: skipped there. */
 TEST(safetensors_failed_overwrite_keeps_previous_file)
 {
-    char *dir = zc_test_tmpdir("st-keep");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-keep");
     char *path = zc_test_join(dir, "slot.latent");
     zc_bundle *small = NULL, *big = NULL;
     int64_t s1[1] = {4}, s2[1] = {1 << 16};
@@ -614,8 +613,6 @@ TEST(safetensors_failed_overwrite_keeps_previous_file)
         zc_bundle_free(small);
         zc_bundle_free(big);
         free(path);
-        zc_test_rmtree(dir);
-        free(dir);
         SKIP("this OS has no per-process file size limit to make a write fail part-way");
     }
     REQUIRE(err == 0);
@@ -648,8 +645,6 @@ TEST(safetensors_failed_overwrite_keeps_previous_file)
     zc_bundle_free(small);
     zc_bundle_free(big);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(safetensors_long_basename_and_bare_relative_path)
