@@ -201,16 +201,23 @@ typedef struct {
     char *root, *spill, *victim, *link;
 } planted;
 
-static const char *plant(planted *p, const char *label, const char *link_name,
-                         const char *target_name)
+/* p's folder (a zc_test_tmpdir of label), its spill folder and the victim file beside it; 0 when
+ * any could not be made (p holds what was). */
+static int plant_folders(planted *p, const char *label)
 {
-    static char reason[512];
     memset(p, 0, sizeof *p);
     p->root = zc_test_tmpdir(label);
     p->spill = p->root ? zc_test_join(p->root, "spill") : NULL;
     p->victim = p->root ? zc_test_join(p->root, "victim.json") : NULL;
-    if (p->spill == NULL || p->victim == NULL || zc_os_mkdir(p->spill) != 0 ||
-        !write_in(p->root, "victim.json", VICTIM_TEXT, strlen(VICTIM_TEXT)))
+    return p->spill != NULL && p->victim != NULL && zc_os_mkdir(p->spill) == 0 &&
+           write_in(p->root, "victim.json", VICTIM_TEXT, strlen(VICTIM_TEXT));
+}
+
+static const char *plant(planted *p, const char *label, const char *link_name,
+                         const char *target_name)
+{
+    static char reason[512];
+    if (!plant_folders(p, label))
         return "cannot set up the folders";
     char *target = zc_test_join(p->root, target_name);
     p->link = zc_test_join(p->spill, link_name);
@@ -260,6 +267,30 @@ static int victim_unchanged(const planted *p)
     return n == (long)strlen(VICTIM_TEXT) && memcmp(buf, VICTIM_TEXT, (size_t)n) == 0;
 }
 
+/* A store on p's spill folder (NULL if it does not open) after one shot of "film" was put and
+ * flushed: CHECKs that the put went on (its generation in *g) and that the flush failed with an
+ * I/O error naming a symbolic link. */
+static zc_store *put_past_the_link(const planted *p, uint64_t *g)
+{
+    zc_store *s = fixture_store(p->spill, 0, 0, 0, 0);
+    *g = 0;
+    if (s == NULL)
+        return NULL;
+    CHECK_OK(put_one(s, "film", 1.0f, g));
+    CHECK(zc_store_flush(s) == ZC_E_IO);
+    CHECK(strstr(zc_last_error(), "symbolic link") != NULL);
+    return s;
+}
+
+/* Declare `planted p` with a link in place of tag "film"'s counter to target_name in the parent
+ * (PLANT_OR_SKIP), then `zc_store *s` after one shot put past it (put_past_the_link, the
+ * generation in `uint64_t g`), and REQUIRE the store. */
+#define COUNTER_LINK_STORE(p, s, g, label, target_name)                        \
+    PLANT_OR_SKIP(p, plant, label, ZC_GEN_PREFIX "film", target_name);         \
+    uint64_t g;                                                                \
+    zc_store *s = put_past_the_link(&p, &g);                                   \
+    REQUIRE(s != NULL)
+
 TEST(platform_no_follow_opens_refuse_a_symbolic_link)
 {
     PLANT_OR_SKIP(p, plant, "hostile-link-plat", "link", "victim.json");
@@ -289,18 +320,11 @@ TEST(platform_no_follow_opens_refuse_a_symbolic_link)
 
 TEST(planted_counter_link_is_refused_and_its_target_never_touched)
 {
-    PLANT_OR_SKIP(p, plant, "hostile-link-gen", ZC_GEN_PREFIX "film", "victim.json");
-    zc_store *s = fixture_store(p.spill, 0, 0, 0, 0);
-    REQUIRE(s != NULL);
     /* The put goes on with the store's own number (as for a folder that
      * cannot hand one out); the flush says which file and why. */
-    uint64_t g = 0;
-    CHECK_OK(put_one(s, "film", 1.0f, &g));
+    COUNTER_LINK_STORE(p, s, g, "hostile-link-gen", "victim.json");
     CHECK(g == 1);
-    int rc = zc_store_flush(s);
-    CHECK(rc == ZC_E_IO);
     CHECK(strstr(zc_last_error(), ZC_GEN_PREFIX "film") != NULL);
-    CHECK(strstr(zc_last_error(), "symbolic link") != NULL);
     CHECK(strstr(zc_last_error(), "remove the link") != NULL);
     zc_view *v = NULL;
     CHECK_OK(zc_store_get(s, "film", 0, &v)); /* the read of the counter is refused too */
@@ -313,13 +337,7 @@ TEST(planted_counter_link_is_refused_and_its_target_never_touched)
 
 TEST(planted_dangling_counter_link_creates_nothing_outside_the_folder)
 {
-    PLANT_OR_SKIP(p, plant, "hostile-link-dangling", ZC_GEN_PREFIX "film", "made-by-zc");
-    zc_store *s = fixture_store(p.spill, 0, 0, 0, 0);
-    REQUIRE(s != NULL);
-    uint64_t g = 0;
-    CHECK_OK(put_one(s, "film", 1.0f, &g));
-    CHECK(zc_store_flush(s) == ZC_E_IO);
-    CHECK(strstr(zc_last_error(), "symbolic link") != NULL);
+    COUNTER_LINK_STORE(p, s, g, "hostile-link-dangling", "made-by-zc");
     zc_store_close(s);
     CHECK(!exists_in(p.root, "made-by-zc")); /* O_CREAT through the link would have made it */
     unplant(&p);
@@ -347,12 +365,7 @@ TEST(planted_folder_lock_link_fails_the_open_and_keeps_the_target)
 static const char *plant_hard(planted *p, const char *label, const char *link_name)
 {
     static char reason[512];
-    memset(p, 0, sizeof *p);
-    p->root = zc_test_tmpdir(label);
-    p->spill = p->root ? zc_test_join(p->root, "spill") : NULL;
-    p->victim = p->root ? zc_test_join(p->root, "victim.json") : NULL;
-    if (p->spill == NULL || p->victim == NULL || zc_os_mkdir(p->spill) != 0 ||
-        !write_in(p->root, "victim.json", VICTIM_TEXT, strlen(VICTIM_TEXT)))
+    if (!plant_folders(p, label))
         return "cannot set up the folders";
     char *link = zc_test_join(p->spill, link_name);
     int err = link ? zc_os_test_hardlink(p->victim, link) : -1;
