@@ -42,6 +42,16 @@ static inline void fixture_f32(fixture_tensor *ft, float *data, int ndim, const 
     ft->dl.strides = NULL;
 }
 
+/* A host tensor of float32 over data with the given strides (in elements). */
+static inline void fixture_f32_strided(fixture_tensor *ft, float *data, int ndim,
+                                       const int64_t *shape, const int64_t *strides)
+{
+    fixture_f32(ft, data, ndim, shape);
+    for (int i = 0; i < ndim; i++)
+        ft->strides[i] = strides[i];
+    ft->dl.strides = ft->strides;
+}
+
 /* A managed tensor whose deleter increments *counter (and frees itself). */
 typedef struct {
     zc_dl_managed_versioned m;

@@ -33,20 +33,12 @@ static void tail_text(uint32_t seed, int frames, char out[ZC_DIGEST_TEXT_SIZE])
 {
     float d[NVAL];
     shot_values(d, seed);
-    zc_dl_tensor t;
     int64_t shape[5] = {1, C_, frames, 2, 2};
     int64_t strides[5] = {NVAL, T_ * HW, HW, 2, 1};
-    memset(&t, 0, sizeof t);
-    t.data = d + (T_ - frames) * HW;
-    t.device.device_type = ZC_DL_CPU;
-    t.ndim = 5;
-    t.dtype.code = ZC_DL_FLOAT;
-    t.dtype.bits = 32;
-    t.dtype.lanes = 1;
-    t.shape = shape;
-    t.strides = strides;
+    fixture_tensor ft; /* the last frames of the whole latent */
+    fixture_f32_strided(&ft, d + (T_ - frames) * HW, 5, shape, strides);
     uint64_t dg = 0;
-    zc_digest_tensor(&t, &dg);
+    zc_digest_tensor(&ft.dl, &dg);
     zc_digest_format(ZC_DIGEST_XXH3_64, dg, out, ZC_DIGEST_TEXT_SIZE);
 }
 
