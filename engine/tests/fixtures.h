@@ -104,10 +104,10 @@ static inline zc_bundle *fixture_bundle(int64_t n, float scale)
     return b;
 }
 
-/* A store with spill_dir (NULL: none), default_depth, disk_keep, host_budget_bytes and
- * device_budget_bytes as given (0: the default of each), or NULL. */
-static inline zc_store *fixture_store(const char *spill_dir, uint32_t depth, uint32_t disk_keep,
-                                      uint64_t host_budget, uint64_t device_budget)
+/* zc_store_open with spill_dir (NULL: none), default_depth, disk_keep, host_budget_bytes and
+ * device_budget_bytes as given (0: the default of each): its status, the store in *out. */
+static inline int fixture_store_open(const char *spill_dir, uint32_t depth, uint32_t disk_keep,
+                                     uint64_t host_budget, uint64_t device_budget, zc_store **out)
 {
     zc_store_config c;
     zc_store_config_init(&c);
@@ -116,8 +116,17 @@ static inline zc_store *fixture_store(const char *spill_dir, uint32_t depth, uin
     c.disk_keep = disk_keep;
     c.host_budget_bytes = host_budget;
     c.device_budget_bytes = device_budget;
+    return zc_store_open(&c, out);
+}
+
+/* The store fixture_store_open opens, or NULL. */
+static inline zc_store *fixture_store(const char *spill_dir, uint32_t depth, uint32_t disk_keep,
+                                      uint64_t host_budget, uint64_t device_budget)
+{
     zc_store *s = NULL;
-    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+    return fixture_store_open(spill_dir, depth, disk_keep, host_budget, device_budget, &s) == ZC_OK
+               ? s
+               : NULL;
 }
 
 /* Put a bundle of n values i*scale under tag in s, spilled (ZC_PUT_SPILL), its generation in
