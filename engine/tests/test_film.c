@@ -94,11 +94,19 @@ static void lineage_of(char *out, size_t cap, const char *ptag, uint64_t pgen, u
              (unsigned long long)pgen, ptag, tail, tail);
 }
 
-static int put_child(zc_store *s, const char *tag, uint64_t gen, uint64_t pgen)
+/* Put generation gen of tag (values of seed) continuing pgen of ptag (values of pseed). */
+static int put_continuing(zc_store *s, const char *tag, uint64_t gen, uint32_t seed,
+                          const char *ptag, uint64_t pgen, uint32_t pseed)
 {
     char lin[512];
-    lineage_of(lin, sizeof lin, tag, pgen, (uint32_t)pgen);
-    return put_shot(s, tag, gen, (uint32_t)gen, lin, NULL);
+    lineage_of(lin, sizeof lin, ptag, pgen, pseed);
+    return put_shot(s, tag, gen, seed, lin, NULL);
+}
+
+/* Put generation gen of tag continuing pgen of the same tag (values of their numbers). */
+static int put_child(zc_store *s, const char *tag, uint64_t gen, uint64_t pgen)
+{
+    return put_continuing(s, tag, gen, (uint32_t)gen, tag, pgen, (uint32_t)pgen);
 }
 
 /* Put each shot {generation, parent} of tag in order, CHECKing every put: a root (values of
@@ -145,6 +153,22 @@ static int shot_has(const char *json, uint64_t gen, const char *text)
     return ok;
 }
 
+/* A text that shot generation's object in the film JSON must contain. */
+typedef struct {
+    uint64_t generation;
+    const char *text;
+} shot_text;
+
+/* CHECK shot_has(json, generation, text) for each of the n wanted texts, in order. */
+static void check_shots(const char *json, const shot_text *want, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        CHECK(shot_has(json, want[i].generation, want[i].text));
+}
+#define CHECK_SHOTS(json, ...)                                                 \
+    check_shots(json, (const shot_text[]){__VA_ARGS__},                        \
+                sizeof((const shot_text[]){__VA_ARGS__}) / sizeof(shot_text))
+
 static char *describe(const char *dir, const char *tag, uint32_t flags)
 {
     char *json = NULL;
@@ -153,6 +177,11 @@ static char *describe(const char *dir, const char *tag, uint32_t flags)
         fprintf(stderr, "  zc_film_describe -> %s: %s\n", zc_status_name(rc), zc_last_error());
     return json;
 }
+
+/* Declare `char *json`, the film JSON describe(dir, tag, flags) gives, and REQUIRE it. */
+#define DESCRIBED(json, dir, tag, flags)                                       \
+    char *json = describe(dir, tag, flags);                                    \
+    REQUIRE(json != NULL)
 
 /* Flush the store and close it; the flush's status. */
 static int flush_and_close(zc_store *s)
@@ -202,20 +231,20 @@ TEST(film_without_pins_ends_at_the_newest_take)
 {
     TEST_FOLDER(dir, "film-line");
     REQUIRE(build_film(dir, 100));
-    char *json = describe(dir, "film", ZC_FILM_VERIFY);
-    REQUIRE(json != NULL);
+    DESCRIBED(json, dir, "film", ZC_FILM_VERIFY);
     CHECK(strstr(json, "\"verified\":true,\"ok\":true,\"line\":[1,2,4,5,6],\"newest\":6,"
                        "\"end\":6,\"anchor\":1,\"pins\":[]") != NULL);
-    CHECK(shot_has(json, 1, "\"shot\":0,\"depth\":0,\"kind\":\"start_image\",\"parent\":0"));
-    CHECK(shot_has(json, 1, "\"hop\":\"root\""));
-    CHECK(shot_has(json, 2, "\"shot\":1,\"depth\":1,\"kind\":\"shot\",\"parent\":1"));
-    CHECK(shot_has(json, 3, "\"take\":1,\"takes\":2,\"state\":\"alternative\""));
-    CHECK(shot_has(json, 4, "\"shot\":2,"));
-    CHECK(shot_has(json, 4, "\"take\":2,\"takes\":2,\"state\":\"line\""));
-    CHECK(shot_has(json, 6, "\"shot\":4,\"depth\":4"));
-    CHECK(shot_has(json, 6, "\"trim\":4,\"adapter\":\"first_frame\",\"tail_frames\":1"));
-    CHECK(shot_has(json, 6, "\"seed\":42,\"frames\":4,\"shape\":[1,2,4,2,2]"));
-    CHECK(shot_has(json, 6, "\"file\":\"ok\",\"hop\":\"ok\",\"record\":\"ok\",\"problem\":null"));
+    CHECK_SHOTS(json,
+                {1, "\"shot\":0,\"depth\":0,\"kind\":\"start_image\",\"parent\":0"},
+                {1, "\"hop\":\"root\""},
+                {2, "\"shot\":1,\"depth\":1,\"kind\":\"shot\",\"parent\":1"},
+                {3, "\"take\":1,\"takes\":2,\"state\":\"alternative\""},
+                {4, "\"shot\":2,"},
+                {4, "\"take\":2,\"takes\":2,\"state\":\"line\""},
+                {6, "\"shot\":4,\"depth\":4"},
+                {6, "\"trim\":4,\"adapter\":\"first_frame\",\"tail_frames\":1"},
+                {6, "\"seed\":42,\"frames\":4,\"shape\":[1,2,4,2,2]"},
+                {6, "\"file\":\"ok\",\"hop\":\"ok\",\"record\":\"ok\",\"problem\":null"});
     zc_free(json);
     /* Without verification nothing is read but the headers. */
     REQUIRE((json = describe(dir, "film", 0)) != NULL);
@@ -232,15 +261,15 @@ TEST(film_pinning_take_one_makes_the_later_shots_stale)
     CHECK_OK(zc_film_choose(dir, "film", 3));
     CHECK(zc_film_has_choices(dir, "film") == 1);
     CHECK(zc_test_count(dir, ".zc-film-film.json", "") == 1);
-    char *json = describe(dir, "film", ZC_FILM_VERIFY);
-    REQUIRE(json != NULL);
+    DESCRIBED(json, dir, "film", ZC_FILM_VERIFY);
     /* The chosen take's ancestors are chosen with it: the pins are one chain. */
     CHECK(strstr(json, "\"line\":[1,2,3],\"newest\":6,\"end\":3,\"anchor\":1,\"pins\":[1,2,3]") !=
           NULL);
-    CHECK(shot_has(json, 3, "\"state\":\"line\",\"pinned\":true"));
-    CHECK(shot_has(json, 4, "\"state\":\"alternative\",\"pinned\":false"));
-    CHECK(shot_has(json, 5, "\"state\":\"stale\""));
-    CHECK(shot_has(json, 6, "\"state\":\"stale\""));
+    CHECK_SHOTS(json,
+                {3, "\"state\":\"line\",\"pinned\":true"},
+                {4, "\"state\":\"alternative\",\"pinned\":false"},
+                {5, "\"state\":\"stale\""},
+                {6, "\"state\":\"stale\""});
     CHECK(strstr(json, "\"ok\":true") != NULL); /* stale is not broken */
     zc_free(json);
     /* Choosing a sibling replaces the pin; choosing an ancestor of the line's
@@ -294,8 +323,7 @@ TEST(film_choosing_a_take_makes_the_line_pass_through_it)
 {
     TEST_FOLDER(dir, "film-choose-chain");
     REQUIRE(build_takes_film(dir));
-    char *json = describe(dir, "film", 0);
-    REQUIRE(json != NULL);
+    DESCRIBED(json, dir, "film", 0);
     CHECK(strstr(json, "\"line\":[1,4,5],\"newest\":5,\"end\":5") != NULL); /* the newest */
     zc_free(json);
     /* Before: only 3 was pinned, and the line stayed [1, 4, 5]. */
@@ -303,9 +331,10 @@ TEST(film_choosing_a_take_makes_the_line_pass_through_it)
     REQUIRE((json = describe(dir, "film", 0)) != NULL);
     CHECK(strstr(json, "\"line\":[1,2,3],\"newest\":5,\"end\":3,\"anchor\":1,\"pins\":[1,2,3]") !=
           NULL);
-    CHECK(shot_has(json, 3, "\"state\":\"line\",\"pinned\":true"));
-    CHECK(shot_has(json, 4, "\"state\":\"alternative\",\"pinned\":false"));
-    CHECK(shot_has(json, 5, "\"state\":\"stale\""));
+    CHECK_SHOTS(json,
+                {3, "\"state\":\"line\",\"pinned\":true"},
+                {4, "\"state\":\"alternative\",\"pinned\":false"},
+                {5, "\"state\":\"stale\""});
     CHECK(strstr(json, "\"problems\":[]") != NULL);
     zc_free(json);
     CHECK_OK(zc_film_choose(dir, "film", 4));
@@ -328,8 +357,7 @@ TEST(film_pins_of_older_engines_choose_their_ancestors_and_the_newest_pin_wins)
     REQUIRE(build_takes_film(dir));
     /* An older engine pinned only the chosen take. */
     REQUIRE(write_choices(dir, "film", "3"));
-    char *json = describe(dir, "film", 0);
-    REQUIRE(json != NULL);
+    DESCRIBED(json, dir, "film", 0);
     CHECK(strstr(json, "\"line\":[1,2,3]") != NULL && strstr(json, "\"pins\":[3]") != NULL);
     zc_free(json);
     /* Two pins the line cannot both pass through: the later one (listed last) wins, and
@@ -394,19 +422,17 @@ TEST(film_parent_rewritten_with_another_tail_fails_its_hop)
     CHECK(remove(path) == 0);
     free(path);
     OPEN_KEEP(s, dir, 100);
-    char lin[512];
-    lineage_of(lin, sizeof lin, "film", 2, 2);
-    CHECK_OK(put_shot(s, "film", 4, 99, lin, NULL));
+    CHECK_OK(put_continuing(s, "film", 4, 99, "film", 2, 2));
     CHECK_OK(flush_and_close(s));
-    char *json = describe(dir, "film", ZC_FILM_VERIFY);
-    REQUIRE(json != NULL);
+    DESCRIBED(json, dir, "film", ZC_FILM_VERIFY);
     CHECK(strstr(json, "\"verified\":true,\"ok\":false") != NULL);
-    CHECK(shot_has(json, 4, "\"file\":\"ok\",\"hop\":\"ok\""));
-    CHECK(shot_has(json, 5, "\"file\":\"ok\",\"hop\":\"bad\""));
-    CHECK(shot_has(json, 5, "generation 5): the hop from generation 4: tail digest xxh3:"));
-    CHECK(shot_has(json, 5, "\"problem\":\"shot ")); /* on the line: named by its place */
-    CHECK(shot_has(json, 5, "does not match the parent's last 1 frame xxh3:"));
-    CHECK(shot_has(json, 5, "\"state\":\"line\"")); /* a bad hop is not a broken lineage */
+    CHECK_SHOTS(json,
+                {4, "\"file\":\"ok\",\"hop\":\"ok\""},
+                {5, "\"file\":\"ok\",\"hop\":\"bad\""},
+                {5, "generation 5): the hop from generation 4: tail digest xxh3:"},
+                {5, "\"problem\":\"shot "}, /* on the line: named by its place */
+                {5, "does not match the parent's last 1 frame xxh3:"},
+                {5, "\"state\":\"line\""}); /* a bad hop is not a broken lineage */
     zc_free(json);
     /* Without verification the film is not broken. */
     REQUIRE((json = describe(dir, "film", 0)) != NULL);
@@ -426,12 +452,12 @@ TEST(film_corrupt_file_is_bad_under_verification)
     CHECK(fseek(fp, -8, SEEK_END) == 0 && fputc(ch ^ 0x40, fp) != EOF);
     fclose(fp);
     free(path);
-    char *json = describe(dir, "film", ZC_FILM_VERIFY);
-    REQUIRE(json != NULL);
+    DESCRIBED(json, dir, "film", ZC_FILM_VERIFY);
     CHECK(strstr(json, "\"ok\":false") != NULL);
-    CHECK(shot_has(json, 6, "\"file\":\"bad\""));
-    CHECK(shot_has(json, 6, "fails verification"));
-    CHECK(shot_has(json, 6, "generation 6): its file fails verification"));
+    CHECK_SHOTS(json,
+                {6, "\"file\":\"bad\""},
+                {6, "fails verification"},
+                {6, "generation 6): its file fails verification"});
     zc_free(json);
 }
 
@@ -445,42 +471,42 @@ TEST(film_broken_lineage_cycle_missing_parent_and_parent_not_older)
     CHECK_PUTS(s, "gap", {5, 0}, {9, 7}, {10, 11}, {11, 0});
     CHECK_OK(put_shot(s, "gap", 12, 12, "{not json", NULL));
     CHECK_OK(put_child(s, "ext", 3, 1)); /* tag "ext" continues tag "film"? no: itself */
-    char lin[512];
-    lineage_of(lin, sizeof lin, "other", 5, 5);
-    CHECK_OK(put_shot(s, "ext", 4, 4, lin, NULL));
+    CHECK_OK(put_continuing(s, "ext", 4, 4, "other", 5, 5));
     CHECK_OK(flush_and_close(s));
 
-    char *json = describe(dir, "cyc", ZC_FILM_VERIFY);
-    REQUIRE(json != NULL);
+    DESCRIBED(json, dir, "cyc", ZC_FILM_VERIFY);
     CHECK(strstr(json, "\"ok\":false,\"line\":[1],\"newest\":9,\"end\":1") != NULL);
-    CHECK(shot_has(json, 7, "\"state\":\"broken\""));
-    CHECK(shot_has(json, 7, "\"hop\":\"cycle\""));
-    CHECK(shot_has(json, 8, "\"hop\":\"cycle\""));
-    CHECK(shot_has(json, 7, "generation 7 (not on the line): its lineage is a cycle"));
-    CHECK(shot_has(json, 9, "\"state\":\"stale\""));
+    CHECK_SHOTS(json,
+                {7, "\"state\":\"broken\""},
+                {7, "\"hop\":\"cycle\""},
+                {8, "\"hop\":\"cycle\""},
+                {7, "generation 7 (not on the line): its lineage is a cycle"},
+                {9, "\"state\":\"stale\""});
     zc_free(json);
 
     REQUIRE((json = describe(dir, "gap", 0)) != NULL);
     CHECK(strstr(json, "\"ok\":false") != NULL);
-    CHECK(shot_has(json, 9, "\"parent\":7,"));
-    CHECK(shot_has(json, 9, "\"state\":\"broken\""));
-    CHECK(shot_has(json, 9, "\"hop\":\"missing_parent\""));
-    CHECK(shot_has(json, 9, "generation 9 (not on the line): it continues generation 7 of tag"));
-    CHECK(shot_has(json, 9, "\"shot\":null,")); /* no place: not "shot 1", and no take */
-    CHECK(shot_has(json, 9, "\"take\":0,\"takes\":0"));
-    CHECK(shot_has(json, 10, "\"state\":\"broken\""));
-    CHECK(shot_has(json, 10, "parent generation 11, which is not older"));
-    CHECK(shot_has(json, 12, "\"state\":\"broken\""));
-    CHECK(shot_has(json, 12, "generation 12 (not on the line): its lineage is not valid JSON"));
+    CHECK_SHOTS(json,
+                {9, "\"parent\":7,"},
+                {9, "\"state\":\"broken\""},
+                {9, "\"hop\":\"missing_parent\""},
+                {9, "generation 9 (not on the line): it continues generation 7 of tag"},
+                {9, "\"shot\":null,"}, /* no place: not "shot 1", and no take */
+                {9, "\"take\":0,\"takes\":0"},
+                {10, "\"state\":\"broken\""},
+                {10, "parent generation 11, which is not older"},
+                {12, "\"state\":\"broken\""},
+                {12, "generation 12 (not on the line): its lineage is not valid JSON"});
     /* Roots 5 and 11 are the two takes of the first shot. */
     CHECK(shot_has(json, 5, "\"take\":1,\"takes\":2"));
     CHECK(strstr(json, "\"line\":[11]") != NULL && strstr(json, "\"anchor\":5") != NULL);
     zc_free(json);
 
     REQUIRE((json = describe(dir, "ext", ZC_FILM_VERIFY)) != NULL);
-    CHECK(shot_has(json, 4, "\"continues\":\"other@5\""));
-    CHECK(shot_has(json, 4, "\"hop\":\"not_checked_external\""));
-    CHECK(shot_has(json, 3, "\"hop\":\"missing_parent\""));
+    CHECK_SHOTS(json,
+                {4, "\"continues\":\"other@5\""},
+                {4, "\"hop\":\"not_checked_external\""},
+                {3, "\"hop\":\"missing_parent\""});
     zc_free(json);
 }
 
@@ -511,8 +537,7 @@ TEST(film_retention_keeps_ancestors_and_the_start_image_prunes_abandoned_takes)
     TEST_FOLDER(dir, "film-keep");
     REQUIRE(build_film(dir, 1)); /* disk_keep 1: take 3 goes when take 4 lands */
     CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 4, 5, 6, 0}));
-    char *json = describe(dir, "film", ZC_FILM_VERIFY);
-    REQUIRE(json != NULL);
+    DESCRIBED(json, dir, "film", ZC_FILM_VERIFY);
     CHECK(strstr(json, "\"ok\":true,\"line\":[1,2,4,5,6]") != NULL);
     zc_free(json);
 }
@@ -538,8 +563,7 @@ TEST(film_retention_keeps_pinned_takes_and_their_ancestors)
     CHECK_OK(put_child(s, "film", 7, 3)); /* shot 3 on the pinned take */
     CHECK_OK(flush_and_close(s));
     CHECK(files_are(dir, "film", (const uint64_t[]){1, 2, 3, 7, 0}));
-    char *json = describe(dir, "film", ZC_FILM_VERIFY);
-    REQUIRE(json != NULL);
+    DESCRIBED(json, dir, "film", ZC_FILM_VERIFY);
     CHECK(strstr(json, "\"ok\":true,\"line\":[1,2,3,7]") != NULL);
     zc_free(json);
 }
@@ -626,19 +650,19 @@ TEST(film_seams_are_read_from_version_2_lineage_and_the_worst_is_named)
 {
     TEST_FOLDER(dir, "film-seams");
     REQUIRE(build_seam_film(dir));
-    char *json = describe(dir, "seams", ZC_FILM_VERIFY);
-    REQUIRE(json != NULL);
+    DESCRIBED(json, dir, "seams", ZC_FILM_VERIFY);
     CHECK(strstr(json, "\"ok\":true") != NULL); /* version 1 and 2 lineage side by side */
     CHECK(shot_has(json, 1, "\"seam\":null"));  /* a root has none */
     CHECK(shot_has(json, 2, "\"seam\":{\"score\":1.25,\"verdict\":\"green\",\"mean_step\":1.1,"
                             "\"std_step\":0.9,\"rms_step\":1.25,\"correlation\":0.98,"
                             "\"within_correlation\":0.99,\"audio\":{\"level_db\":-0.5,"
                             "\"rms_step\":1.02,\"correlation\":0.95,\"within_correlation\":0.96}}"));
-    CHECK(shot_has(json, 3, "\"seam\":{\"score\":14.5,\"verdict\":\"red\""));
-    CHECK(shot_has(json, 3, "\"audio\":null}"));
-    CHECK(shot_has(json, 4, "\"seam\":null")); /* version 1: none recorded */
-    CHECK(shot_has(json, 5, "\"hop\":\"ok\""));
-    CHECK(shot_has(json, 5, "\"seam\":null")); /* a score that is no number: no seam */
+    CHECK_SHOTS(json,
+                {3, "\"seam\":{\"score\":14.5,\"verdict\":\"red\""},
+                {3, "\"audio\":null}"},
+                {4, "\"seam\":null"}, /* version 1: none recorded */
+                {5, "\"hop\":\"ok\""},
+                {5, "\"seam\":null"}); /* a score that is no number: no seam */
     CHECK(strstr(json, "\"seam_thresholds\":{\"green_below\":2,\"red_from\":4},\"worst_seam\":"
                        "{\"score\":14.5,\"verdict\":\"red\",\"generation\":3,\"shot\":3}") != NULL);
     zc_free(json);
