@@ -46,6 +46,15 @@ static int add_tensor(zc_bundle *b, const char *name, int dtype, int32_t ndim, c
         REQUIRE_OK(add_tensor((b), __VA_ARGS__));                              \
     } while (0)
 
+/* REQUIRE writing b to path, then declare `zc_file *f` on the file and `zc_file_tensor t`, its
+ * tensor 0, REQUIRE-ing each. */
+#define REQUIRE_WRITTEN_AND_OPEN(path, b, f, t)                                \
+    REQUIRE_OK(zc__safetensors_write(path, b, NULL, 0));                       \
+    zc_file *f = NULL;                                                         \
+    zc_file_tensor t;                                                          \
+    REQUIRE_OK(zc_file_open(path, &f));                                        \
+    REQUIRE_OK(zc_file_tensor_at(f, 0, &t))
+
 /* The whole file, NUL-terminated, read through the platform layer. */
 static uint8_t *slurp(const char *path, size_t *len)
 {
@@ -685,11 +694,7 @@ TEST(safetensors_digest_mismatch_detected_on_read)
     zc_bundle *b = NULL, *back = NULL;
     int64_t shape[1] = {300000};
     REQUIRE_BUNDLE_OF(b, "latent_tensor", ZC_F32, 1, shape, 5);
-    REQUIRE_OK(zc__safetensors_write(path, b, NULL, 0));
-    zc_file *f = NULL;
-    zc_file_tensor t;
-    REQUIRE_OK(zc_file_open(path, &f));
-    REQUIRE_OK(zc_file_tensor_at(f, 0, &t));
+    REQUIRE_WRITTEN_AND_OPEN(path, b, f, t);
     REQUIRE(strcmp(t.name, "latent_tensor") == 0);
     zc_file_close(f);
     /* Flip one bit in the last byte of the tensor. */
@@ -715,11 +720,7 @@ TEST(safetensors_file_truncated_after_open)
     zc_bundle *b = NULL;
     int64_t shape[1] = {1 << 19};
     REQUIRE_BUNDLE_OF(b, "x", ZC_F32, 1, shape, 5);
-    REQUIRE_OK(zc__safetensors_write(path, b, NULL, 0));
-    zc_file *f = NULL;
-    zc_file_tensor t;
-    REQUIRE_OK(zc_file_open(path, &f));
-    REQUIRE_OK(zc_file_tensor_at(f, 0, &t));
+    REQUIRE_WRITTEN_AND_OPEN(path, b, f, t);
     REQUIRE(zc_os_test_truncate(path, t.offset + t.nbytes / 2) == 0);
     void *buf = malloc((size_t)t.nbytes);
     REQUIRE(buf != NULL);
