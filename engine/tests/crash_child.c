@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixtures.h"
 #include "zc.h"
 
 int main(int argc, char **argv)
@@ -36,19 +37,12 @@ int main(int argc, char **argv)
         for (int64_t i = 0; i < n; i++)
             data[i] = value;
         int64_t shape[1] = {n};
-        zc_dl_tensor dl;
-        memset(&dl, 0, sizeof dl);
-        dl.data = data;
-        dl.device.device_type = ZC_DL_CPU;
-        dl.ndim = 1;
-        dl.dtype.code = ZC_DL_FLOAT;
-        dl.dtype.bits = 32;
-        dl.dtype.lanes = 1;
-        dl.shape = shape;
+        fixture_tensor ft;
+        fixture_f32(&ft, data, 1, shape);
         zc_bundle *b;
         char fill[32];
         snprintf(fill, sizeof fill, "%.1f", (double)value);
-        if (zc_bundle_create(&b) != ZC_OK || zc_bundle_add_copy(b, "latent_tensor", &dl) != ZC_OK ||
+        if (zc_bundle_create(&b) != ZC_OK || zc_bundle_add_copy(b, "latent_tensor", &ft.dl) != ZC_OK ||
             zc_bundle_set_meta(b, "fill", fill) != ZC_OK ||
             zc_store_put(s, "crash", b, ZC_PUT_SPILL, NULL) != ZC_OK ||
             zc_store_flush(s) != ZC_OK) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixtures.h"
 #include "harness.h"
 #include "platform/platform_test.h"
 #include "zc.h"
@@ -131,11 +132,8 @@ TEST(killed_during_spill_never_leaves_a_torn_file)
             break;
         }
         CHECK(check_final_files(spill, buf) == 0);
-        zc_store_config c;
-        zc_store_config_init(&c);
-        c.spill_dir = spill;
         zc_store *s = NULL;
-        REQUIRE_OK(zc_store_open(&c, &s));
+        REQUIRE_OK(fixture_store_open(spill, 0, 0, 0, 0, &s));
         zc_view *v = NULL;
         int rc = zc_store_get(s, "crash", 0, &v);
         if (rc != ZC_OK)

@@ -42,6 +42,16 @@ static inline void fixture_f32(fixture_tensor *ft, float *data, int ndim, const 
     ft->dl.strides = NULL;
 }
 
+/* A host tensor of float32 over data with the given strides (in elements). */
+static inline void fixture_f32_strided(fixture_tensor *ft, float *data, int ndim,
+                                       const int64_t *shape, const int64_t *strides)
+{
+    fixture_f32(ft, data, ndim, shape);
+    for (int i = 0; i < ndim; i++)
+        ft->strides[i] = strides[i];
+    ft->dl.strides = ft->strides;
+}
+
 /* A managed tensor whose deleter increments *counter (and frees itself). */
 typedef struct {
     zc_dl_managed_versioned m;
@@ -92,6 +102,43 @@ static inline zc_bundle *fixture_bundle(int64_t n, float scale)
     }
     free(data);
     return b;
+}
+
+/* zc_store_open with spill_dir (NULL: none), default_depth, disk_keep, host_budget_bytes and
+ * device_budget_bytes as given (0: the default of each): its status, the store in *out. */
+static inline int fixture_store_open(const char *spill_dir, uint32_t depth, uint32_t disk_keep,
+                                     uint64_t host_budget, uint64_t device_budget, zc_store **out)
+{
+    zc_store_config c;
+    zc_store_config_init(&c);
+    c.spill_dir = spill_dir;
+    c.default_depth = depth;
+    c.disk_keep = disk_keep;
+    c.host_budget_bytes = host_budget;
+    c.device_budget_bytes = device_budget;
+    return zc_store_open(&c, out);
+}
+
+/* The store fixture_store_open opens, or NULL. */
+static inline zc_store *fixture_store(const char *spill_dir, uint32_t depth, uint32_t disk_keep,
+                                      uint64_t host_budget, uint64_t device_budget)
+{
+    zc_store *s = NULL;
+    return fixture_store_open(spill_dir, depth, disk_keep, host_budget, device_budget, &s) == ZC_OK
+               ? s
+               : NULL;
+}
+
+/* Put a bundle of n values i*scale under tag in s, spilled (ZC_PUT_SPILL), its generation in
+ * *gen; the bundle is the store's once put, freed here when the put fails. */
+static inline int fixture_put_spilled(zc_store *s, const char *tag, int64_t n, float scale,
+                                      uint64_t *gen)
+{
+    zc_bundle *b = fixture_bundle(n, scale);
+    int rc = b ? zc_store_put(s, tag, b, ZC_PUT_SPILL, gen) : ZC_E_NOMEM;
+    if (rc != ZC_OK)
+        zc_bundle_free(b);
+    return rc;
 }
 
 /* Spill a bundle of n values i*scale under tag to spill_dir, close the

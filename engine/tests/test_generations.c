@@ -10,23 +10,32 @@
 
 static zc_store *open_spilling(const char *dir, uint32_t depth, uint32_t disk_keep)
 {
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.default_depth = depth;
-    c.disk_keep = disk_keep;
-    c.spill_dir = dir;
-    zc_store *s = NULL;
-    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+    return fixture_store(dir, depth, disk_keep, 0, 0);
+}
+
+/* Declare `zc_store *var`, open_spilling(dir, depth, disk_keep), and REQUIRE it. */
+#define OPEN_SPILLING(var, dir, depth, disk_keep)                              \
+    zc_store *var = open_spilling(dir, depth, disk_keep);                      \
+    REQUIRE(var != NULL)
+
+/* Put generations 1..count of "film", spilled, each a bundle of n values i * its number; the
+ * first failure's status. */
+static int put_film_shots(zc_store *s, int count, int64_t n)
+{
+    for (int i = 1; i <= count; i++) {
+        int rc = zc_store_put(s, "film", fixture_bundle(n, (float)i), ZC_PUT_SPILL, NULL);
+        if (rc != ZC_OK)
+            return rc;
+    }
+    return ZC_OK;
 }
 
 TEST(generations_merge_memory_and_disk_newest_first)
 {
     TEST_FOLDER(dir, "generations");
     /* depth 2 in memory, 5 files on disk: after 6 puts memory holds 5-6, disk 2-6 */
-    zc_store *s = open_spilling(dir, 2, 5);
-    REQUIRE(s != NULL);
-    for (int i = 1; i <= 6; i++)
-        REQUIRE_OK(zc_store_put(s, "film", fixture_bundle(16, (uint8_t)i), ZC_PUT_SPILL, NULL));
+    OPEN_SPILLING(s, dir, 2, 5);
+    REQUIRE_OK(put_film_shots(s, 6, 16));
     REQUIRE_OK(zc_store_flush(s));
     uint64_t gens[8];
     size_t n = 99;
@@ -56,8 +65,7 @@ TEST(generations_merge_memory_and_disk_newest_first)
 TEST(describe_one_tag_restores_nothing)
 {
     TEST_FOLDER(dir, "describe-tag");
-    zc_store *s = open_spilling(dir, 4, 0);
-    REQUIRE(s != NULL);
+    OPEN_SPILLING(s, dir, 4, 0);
     REQUIRE_OK(zc_store_put(s, "a", fixture_bundle(16, 1), ZC_PUT_SPILL, NULL));
     REQUIRE_OK(zc_store_put(s, "b", fixture_bundle(16, 2), ZC_PUT_SPILL, NULL));
     REQUIRE_OK(zc_store_flush(s));
@@ -118,10 +126,8 @@ TEST(changes_grow_with_a_newer_generation_or_a_drop_only)
 TEST(release_frees_the_pool_then_spilled_slots_and_loses_nothing)
 {
     TEST_FOLDER(dir, "release");
-    zc_store *s = open_spilling(dir, 4, 0);
-    REQUIRE(s != NULL);
-    for (int i = 1; i <= 3; i++)
-        REQUIRE_OK(zc_store_put(s, "film", fixture_bundle(1024, (float)i), ZC_PUT_SPILL, NULL));
+    OPEN_SPILLING(s, dir, 4, 0);
+    REQUIRE_OK(put_film_shots(s, 3, 1024));
     REQUIRE_OK(zc_store_put(s, "memory_only", fixture_bundle(1024, 9.0f), 0, NULL));
     REQUIRE_OK(zc_store_flush(s));
     zc_view *held;
@@ -164,8 +170,7 @@ TEST(reference_deleters_never_run_on_the_writer_thread)
     deletes_elsewhere = 0;
     char *dir = zc_test_tmpdir("deferred");
     REQUIRE(dir != NULL);
-    zc_store *s = open_spilling(dir, 1, 2); /* depth 1: each put pushes the previous slot out */
-    REQUIRE(s != NULL);
+    OPEN_SPILLING(s, dir, 1, 2); /* depth 1: each put pushes the previous slot out */
     static float device_bytes[64 * 1024]; /* stands in for device memory held by reference */
     float host[64 * 1024];
     for (int i = 0; i < 64 * 1024; i++)

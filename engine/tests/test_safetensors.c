@@ -39,6 +39,22 @@ static int add_tensor(zc_bundle *b, const char *name, int dtype, int32_t ndim, c
     return rc;
 }
 
+/* REQUIRE a new bundle in b (zc_bundle_create), then REQUIRE add_tensor(b, ...) on it. */
+#define REQUIRE_BUNDLE_OF(b, ...)                                              \
+    do {                                                                       \
+        REQUIRE_OK(zc_bundle_create(&(b)));                                    \
+        REQUIRE_OK(add_tensor((b), __VA_ARGS__));                              \
+    } while (0)
+
+/* REQUIRE writing b to path, then declare `zc_file *f` on the file and `zc_file_tensor t`, its
+ * tensor 0, REQUIRE-ing each. */
+#define REQUIRE_WRITTEN_AND_OPEN(path, b, f, t)                                \
+    REQUIRE_OK(zc__safetensors_write(path, b, NULL, 0));                       \
+    zc_file *f = NULL;                                                         \
+    zc_file_tensor t;                                                          \
+    REQUIRE_OK(zc_file_open(path, &f));                                        \
+    REQUIRE_OK(zc_file_tensor_at(f, 0, &t))
+
 /* The whole file, NUL-terminated, read through the platform layer. */
 static uint8_t *slurp(const char *path, size_t *len)
 {
@@ -360,8 +376,7 @@ TEST(safetensors_marker_follows_latent_tensor)
     char *path = zc_test_join(dir, "m.latent");
     zc_bundle *b = NULL;
     int64_t shape[2] = {2, 3};
-    REQUIRE_OK(zc_bundle_create(&b));
-    REQUIRE_OK(add_tensor(b, "noise", ZC_F16, 2, shape, 1));
+    REQUIRE_BUNDLE_OF(b, "noise", ZC_F16, 2, shape, 1);
     REQUIRE_OK(add_tensor(b, "latent_tensor", ZC_F32, 2, shape, 2));
     REQUIRE_OK(add_tensor(b, "extra", ZC_I64, 2, shape, 3));
     REQUIRE_OK(zc__safetensors_write(path, b, NULL, 0));
@@ -393,8 +408,7 @@ TEST(safetensors_marker_follows_latent_tensor)
 
     /* No latent_tensor, no marker. */
     zc_bundle *plain = NULL;
-    REQUIRE_OK(zc_bundle_create(&plain));
-    REQUIRE_OK(add_tensor(plain, "x", ZC_F32, 2, shape, 4));
+    REQUIRE_BUNDLE_OF(plain, "x", ZC_F32, 2, shape, 4);
     REQUIRE_OK(zc__safetensors_write(path, plain, NULL, 0));
     REQUIRE_OK(zc_file_open(path, &f));
     CHECK(zc_file_count(f) == 1);
@@ -411,8 +425,7 @@ TEST(safetensors_header_is_padded_deterministic_and_metadata_first)
     char *p1 = zc_test_join(dir, "a.latent"), *p2 = zc_test_join(dir, "b.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {5};
-    REQUIRE_OK(zc_bundle_create(&b));
-    REQUIRE_OK(add_tensor(b, "t", ZC_U8, 1, shape, 9)); /* 5 bytes: header needs padding */
+    REQUIRE_BUNDLE_OF(b, "t", ZC_U8, 1, shape, 9); /* 5 bytes: header needs padding */
     REQUIRE_OK(zc_bundle_set_meta(b, "k", "v"));
     zc_meta_entry extra[1] = {{(char *)ZC_FILE_META_TAG, (char *)"shot"}};
     REQUIRE_OK(zc__safetensors_write(p1, b, extra, 1));
@@ -458,8 +471,7 @@ TEST(safetensors_metadata_escaping_roundtrip)
         {"k\xc3\xa9y", "utf-8 key"},
         {"json", "{\"3\": {\"inputs\": {\"text\": \"a \\\"quoted\\\" prompt\"}}}"},
     };
-    REQUIRE_OK(zc_bundle_create(&b));
-    REQUIRE_OK(add_tensor(b, "t\xc3\xa9nsor \xf0\x9f\x98\x80", ZC_F32, 1, shape, 1));
+    REQUIRE_BUNDLE_OF(b, "t\xc3\xa9nsor \xf0\x9f\x98\x80", ZC_F32, 1, shape, 1);
     for (size_t i = 0; i < sizeof entries / sizeof entries[0]; i++)
         REQUIRE_OK(zc_bundle_set_meta(b, entries[i].key, entries[i].value));
     /* A stale digest entry and a key the extras override must not be
@@ -528,8 +540,7 @@ TEST(safetensors_reference_without_host_copy_is_unsupported)
     int64_t shape[1] = {4};
     float device_bytes[4] = {0};
     zc_bundle *b = NULL;
-    REQUIRE_OK(zc_bundle_create(&b));
-    REQUIRE_OK(add_tensor(b, "host", ZC_F32, 1, shape, 1));
+    REQUIRE_BUNDLE_OF(b, "host", ZC_F32, 1, shape, 1);
     REQUIRE_OK(zc_bundle_add_reference(b, "audio",
                                        fixture_managed_new(device_bytes, ZC_DL_CUDA, 1, shape, &deleted),
                                        1, NULL));
@@ -548,8 +559,7 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
     TEST_FOLDER(dir, "st-fail");
     zc_bundle *b = NULL;
     int64_t shape[1] = {16};
-    REQUIRE_OK(zc_bundle_create(&b));
-    REQUIRE_OK(add_tensor(b, "x", ZC_F32, 1, shape, 1));
+    REQUIRE_BUNDLE_OF(b, "x", ZC_F32, 1, shape, 1);
 
     /* The directory does not exist. */
     char *missing = zc_test_join(dir, "no/such/dir/x.latent");
@@ -572,8 +582,7 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
 
     /* A tensor the reader would take for the metadata object. */
     zc_bundle *meta_named = NULL;
-    REQUIRE_OK(zc_bundle_create(&meta_named));
-    REQUIRE_OK(add_tensor(meta_named, "__metadata__", ZC_F32, 1, shape, 2));
+    REQUIRE_BUNDLE_OF(meta_named, "__metadata__", ZC_F32, 1, shape, 2);
     char *p2 = zc_test_join(dir, "m.latent");
     CHECK(zc__safetensors_write(p2, meta_named, NULL, 0) == ZC_E_INVALID);
     CHECK(strstr(zc_last_error(), "__metadata__") != NULL);
@@ -593,8 +602,7 @@ TEST(safetensors_failed_writes_leave_no_temp_file)
  * inject the failure with: skipped there. */
 TEST(safetensors_failed_overwrite_keeps_previous_file)
 {
-    char *dir = zc_test_tmpdir("st-keep");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "st-keep");
     char *path = zc_test_join(dir, "slot.latent");
     zc_bundle *small = NULL, *big = NULL;
     int64_t s1[1] = {4}, s2[1] = {1 << 16};
@@ -614,8 +622,6 @@ TEST(safetensors_failed_overwrite_keeps_previous_file)
         zc_bundle_free(small);
         zc_bundle_free(big);
         free(path);
-        zc_test_rmtree(dir);
-        free(dir);
         SKIP("this OS has no per-process file size limit to make a write fail part-way");
     }
     REQUIRE(err == 0);
@@ -648,8 +654,6 @@ TEST(safetensors_failed_overwrite_keeps_previous_file)
     zc_bundle_free(small);
     zc_bundle_free(big);
     free(path);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(safetensors_long_basename_and_bare_relative_path)
@@ -662,8 +666,7 @@ TEST(safetensors_long_basename_and_bare_relative_path)
     char *path = zc_test_join(dir, name);
     zc_bundle *b = NULL;
     int64_t shape[1] = {2};
-    REQUIRE_OK(zc_bundle_create(&b));
-    REQUIRE_OK(add_tensor(b, "x", ZC_I32, 1, shape, 1));
+    REQUIRE_BUNDLE_OF(b, "x", ZC_I32, 1, shape, 1);
     /* The temporary name would pass NAME_MAX; it is shortened. */
     CHECK_OK(zc__safetensors_write(path, b, NULL, 0));
     zc_file *f = NULL;
@@ -690,13 +693,8 @@ TEST(safetensors_digest_mismatch_detected_on_read)
     char *path = zc_test_join(dir, "d.latent");
     zc_bundle *b = NULL, *back = NULL;
     int64_t shape[1] = {300000};
-    REQUIRE_OK(zc_bundle_create(&b));
-    REQUIRE_OK(add_tensor(b, "latent_tensor", ZC_F32, 1, shape, 5));
-    REQUIRE_OK(zc__safetensors_write(path, b, NULL, 0));
-    zc_file *f = NULL;
-    zc_file_tensor t;
-    REQUIRE_OK(zc_file_open(path, &f));
-    REQUIRE_OK(zc_file_tensor_at(f, 0, &t));
+    REQUIRE_BUNDLE_OF(b, "latent_tensor", ZC_F32, 1, shape, 5);
+    REQUIRE_WRITTEN_AND_OPEN(path, b, f, t);
     REQUIRE(strcmp(t.name, "latent_tensor") == 0);
     zc_file_close(f);
     /* Flip one bit in the last byte of the tensor. */
@@ -721,13 +719,8 @@ TEST(safetensors_file_truncated_after_open)
     char *path = zc_test_join(dir, "t.latent");
     zc_bundle *b = NULL;
     int64_t shape[1] = {1 << 19};
-    REQUIRE_OK(zc_bundle_create(&b));
-    REQUIRE_OK(add_tensor(b, "x", ZC_F32, 1, shape, 5));
-    REQUIRE_OK(zc__safetensors_write(path, b, NULL, 0));
-    zc_file *f = NULL;
-    zc_file_tensor t;
-    REQUIRE_OK(zc_file_open(path, &f));
-    REQUIRE_OK(zc_file_tensor_at(f, 0, &t));
+    REQUIRE_BUNDLE_OF(b, "x", ZC_F32, 1, shape, 5);
+    REQUIRE_WRITTEN_AND_OPEN(path, b, f, t);
     REQUIRE(zc_os_test_truncate(path, t.offset + t.nbytes / 2) == 0);
     void *buf = malloc((size_t)t.nbytes);
     REQUIRE(buf != NULL);

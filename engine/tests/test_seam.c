@@ -57,6 +57,13 @@ static zc_store *open_store(const char *dir)
     return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
 }
 
+/* A fresh folder for the running test (TEST_FOLDER `dir`), `zc_store *s` spilling to it, and
+ * REQUIRE both. */
+#define SEAM_STORE(s, dir, label)                                              \
+    TEST_FOLDER(dir, label);                                                   \
+    zc_store *s = open_store(dir);                                             \
+    REQUIRE(s != NULL)
+
 static float base[C * H * W];
 static const float drift[C] = {0.1f, -0.2f, 0.05f, 0.3f};
 
@@ -71,16 +78,31 @@ static void fill_base(void)
     }
 }
 
-TEST(seam_known_colour_drift_gives_known_numbers)
+/* The shots of the running test: a parent and the next shot after it. */
+static float parent[C * T * H * W], next[C * T * H * W];
+
+/* The parent shot (frames 0..T-1 of the drift over a fresh base) and a bundle of it with its
+ * seam summaries (NULL on failure). */
+static zc_bundle *parent_bundle(void)
 {
     fill_base();
-    char *dir = zc_test_tmpdir("seam-drift");
-    REQUIRE(dir != NULL);
-    zc_store *s = open_store(dir);
-    REQUIRE(s != NULL);
-    static float parent[C * T * H * W], next[C * T * H * W];
     ramp(parent, 0, base, drift, 0);
-    zc_bundle *p = bundle_of(parent, 0);
+    return bundle_of(parent, 0);
+}
+
+/* The parent shot (frames 0..T-1 of the drift over a fresh base) and the next shot after it
+ * (frames T..2T-1, every channel shifted next_shift drift steps more). */
+static void parent_and_next(float next_shift)
+{
+    fill_base();
+    ramp(parent, 0, base, drift, 0);
+    ramp(next, T, base, drift, next_shift);
+}
+
+TEST(seam_known_colour_drift_gives_known_numbers)
+{
+    SEAM_STORE(s, dir, "seam-drift");
+    zc_bundle *p = parent_bundle();
     REQUIRE(p != NULL);
     uint64_t gen = 0;
     REQUIRE_OK(zc_store_put(s, "film", p, ZC_PUT_SPILL, &gen));
@@ -111,20 +133,12 @@ TEST(seam_known_colour_drift_gives_known_numbers)
     CHECK(st.measured == 1 && st.shot_frames == 4 && fabs(st.rms_step - 1.0) < 1e-4);
     zc_bundle_free(b);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(seam_tail_survives_spill_restore_and_serialize)
 {
-    fill_base();
-    char *dir = zc_test_tmpdir("seam-spill");
-    REQUIRE(dir != NULL);
-    zc_store *s = open_store(dir);
-    REQUIRE(s != NULL);
-    static float parent[C * T * H * W], next[C * T * H * W];
-    ramp(parent, 0, base, drift, 0);
-    ramp(next, T, base, drift, 2.0f);
+    SEAM_STORE(s, dir, "seam-spill");
+    parent_and_next(2.0f);
     zc_bundle *p = bundle_of(parent, 0);
     REQUIRE(p != NULL);
     uint64_t gen = 0;
@@ -161,16 +175,11 @@ TEST(seam_tail_survives_spill_restore_and_serialize)
     CHECK(fabs(mem.mean_step - 3.0) < 1e-4);
     zc_bundle_free(b);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(seam_summaries_refuse_bad_input)
 {
-    fill_base();
-    static float x[C * T * H * W];
-    ramp(x, 0, base, drift, 0);
-    zc_bundle *b = bundle_of(x, 0);
+    zc_bundle *b = parent_bundle();
     REQUIRE(b != NULL);
     zc_seam_layout lay = {.time_axis = 1, .head_skip = 0, .window = 4, .max_values = 0};
     CHECK(zc_bundle_seam_summarize(b, 0, &lay) == ZC_E_INVALID);
@@ -191,10 +200,7 @@ TEST(seam_summaries_refuse_bad_input)
     lay.time_axis = 0;
     CHECK(zc_bundle_seam_summarize(b, 1, &lay) == ZC_E_UNSUPPORTED);
 
-    char *dir = zc_test_tmpdir("seam-bad");
-    REQUIRE(dir != NULL);
-    zc_store *s = open_store(dir);
-    REQUIRE(s != NULL);
+    SEAM_STORE(s, dir, "seam-bad");
     zc_seam_stats st;
     CHECK(zc_store_seam(s, "film", 1, b, ZC_FILE_LATENT_TENSOR, &st) == ZC_E_NOT_FOUND); /* no parent */
     CHECK(zc_store_seam(s, "film", 0, b, ZC_FILE_LATENT_TENSOR, &st) == ZC_E_INVALID);
@@ -204,7 +210,7 @@ TEST(seam_summaries_refuse_bad_input)
     zc_bundle *old = NULL;
     const int64_t shape[5] = {1, C, T, H, W};
     fixture_tensor ft;
-    fixture_f32(&ft, x, 5, shape);
+    fixture_f32(&ft, parent, 5, shape);
     REQUIRE_OK(zc_bundle_create(&old));
     REQUIRE_OK(zc_bundle_add_copy(old, ZC_FILE_LATENT_TENSOR, &ft.dl));
     uint64_t gen = 0;
@@ -213,16 +219,11 @@ TEST(seam_summaries_refuse_bad_input)
     CHECK(strstr(zc_last_error(), "no seam summary") != NULL);
     zc_bundle_free(b);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 TEST(seam_summary_text_round_trips_and_hostile_text_is_none)
 {
-    fill_base();
-    static float x[C * T * H * W];
-    ramp(x, 0, base, drift, 0);
-    zc_bundle *b = bundle_of(x, 0);
+    zc_bundle *b = parent_bundle();
     REQUIRE(b != NULL);
     const zc_seam_side *tail = b->tensors[0].seam_tail;
     REQUIRE(tail != NULL && tail->frames == 4 && tail->channels == C && tail->values == H * W);
@@ -262,14 +263,8 @@ TEST(seam_summary_text_round_trips_and_hostile_text_is_none)
 
 TEST(seam_plan_takes_the_head_at_add_and_the_tail_off_the_put)
 {
-    fill_base();
-    char *dir = zc_test_tmpdir("seam-plan");
-    REQUIRE(dir != NULL);
-    zc_store *s = open_store(dir);
-    REQUIRE(s != NULL);
-    static float parent[C * T * H * W], next[C * T * H * W];
-    ramp(parent, 0, base, drift, 0);
-    ramp(next, T, base, drift, 1.0f);
+    SEAM_STORE(s, dir, "seam-plan");
+    parent_and_next(1.0f);
     const int64_t shape[5] = {1, C, T, H, W};
     zc_seam_layout lay = {.time_axis = 2, .head_skip = 0, .window = 4, .max_values = 4096};
     zc_bundle *p = NULL, *b = NULL;
@@ -327,6 +322,4 @@ TEST(seam_plan_takes_the_head_at_add_and_the_tail_off_the_put)
     CHECK(b->count == 1 && atomic_load(&b->tensors[0].seam_head) == NULL && !b->tensors[0].seam_planned);
     zc_bundle_free(b);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }

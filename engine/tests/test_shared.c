@@ -18,18 +18,16 @@
 
 static zc_store *open_at(const char *dir, uint32_t depth, uint32_t disk_keep)
 {
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.spill_dir = dir;
-    c.default_depth = depth;
-    c.disk_keep = disk_keep;
-    zc_store *s = NULL;
-    if (zc_store_open(&c, &s) != ZC_OK) {
+    zc_store *s = fixture_store(dir, depth, disk_keep, 0, 0);
+    if (s == NULL)
         fprintf(stderr, "  open: %s\n", zc_last_error());
-        return NULL;
-    }
     return s;
 }
+
+/* Declare `zc_store *var`, open_at(dir, depth, disk_keep), and REQUIRE it. */
+#define OPEN_AT(var, dir, depth, disk_keep)                                    \
+    zc_store *var = open_at(dir, depth, disk_keep);                            \
+    REQUIRE(var != NULL)
 
 /* A shot of 64 floats, every one equal to value, with "value" metadata. */
 static zc_bundle *shot(float value)
@@ -60,6 +58,18 @@ static int put_value(zc_store *s, const char *tag, float value, uint32_t flags, 
         zc_bundle_free(b);
     }
     return rc;
+}
+
+/* Put shots of the values first..last under tag, spilled, then flush; the first failure's
+ * status. */
+static int put_values_and_flush(zc_store *s, const char *tag, int first, int last)
+{
+    for (int i = first; i <= last; i++) {
+        int rc = put_value(s, tag, (float)i, ZC_PUT_SPILL, NULL);
+        if (rc != ZC_OK)
+            return rc;
+    }
+    return zc_store_flush(s);
 }
 
 /* The value tag@generation holds (get), or -1. */
@@ -130,8 +140,7 @@ TEST(shared_two_stores_hand_out_every_generation_once)
         free(p);
     }
     /* Every file holds the shot its generation was given to. */
-    zc_store *c = open_at(dir, 4, 3);
-    REQUIRE(c != NULL);
+    OPEN_AT(c, dir, 4, 3);
     for (int i = 34; i < 40; i++)
         CHECK(value_of(c, "film", gens[i], NULL) == (float)(i + 1));
     zc_store_close(c);
@@ -272,8 +281,8 @@ static void *slurp(const char *path, size_t *len)
 
 TEST(shared_shot_bytes_export_and_import)
 {
-    char *src = zc_test_tmpdir("shared-export"), *dst = zc_test_tmpdir("shared-import");
-    REQUIRE(src != NULL && dst != NULL);
+    TEST_FOLDER(src, "shared-export");
+    TEST_FOLDER(dst, "shared-import");
     zc_store *a = open_at(src, 4, 0), *b = open_at(dst, 4, 1);
     REQUIRE(a != NULL && b != NULL);
     uint64_t g = 0;
@@ -335,17 +344,12 @@ TEST(shared_shot_bytes_export_and_import)
     free(bytes);
     zc_store_close(a);
     zc_store_close(b);
-    zc_test_rmtree(src);
-    zc_test_rmtree(dst);
-    free(src);
-    free(dst);
 }
 
 TEST(shared_open_removes_only_dead_owners_temp_files)
 {
     TEST_FOLDER(dir, "shared-owner");
-    zc_store *a = open_at(dir, 4, 0);
-    REQUIRE(a != NULL);
+    OPEN_AT(a, dir, 4, 0);
     CHECK(zc_test_count(dir, ".zc-owner-", ".lock") == 1);
     char token[ZC_TOKEN_LEN + 1], mine[128];
     zc__process_token(token);
@@ -356,8 +360,7 @@ TEST(shared_open_removes_only_dead_owners_temp_files)
     const char *legacy_tmp = ".zc-tmp-4242-0-x@00000000000000000004.latent";
     REQUIRE(touch(dir, mine) && touch(dir, dead_owner) && touch(dir, dead_tmp) &&
             touch(dir, orphan_tmp) && touch(dir, legacy_tmp));
-    zc_store *b = open_at(dir, 4, 0);
-    REQUIRE(b != NULL);
+    OPEN_AT(b, dir, 4, 0);
     CHECK(present(dir, mine));          /* this process is alive (store a, and b) */
     CHECK(!present(dir, dead_tmp));     /* its owner file is not locked: gone */
     CHECK(!present(dir, dead_owner));
@@ -372,23 +375,16 @@ TEST(shared_open_removes_only_dead_owners_temp_files)
 TEST(shared_files_found_at_open_are_pruned_only_when_alone)
 {
     TEST_FOLDER(dir, "shared-adopt");
-    zc_store *a = open_at(dir, 4, 2);
-    REQUIRE(a != NULL);
-    for (int i = 1; i <= 2; i++)
-        REQUIRE_OK(put_value(a, "p", (float)i, ZC_PUT_SPILL, NULL));
-    REQUIRE_OK(zc_store_flush(a));
+    OPEN_AT(a, dir, 4, 2);
+    REQUIRE_OK(put_values_and_flush(a, "p", 1, 2));
     /* b opens beside a: a's files are not b's to prune */
-    zc_store *b = open_at(dir, 4, 2);
-    REQUIRE(b != NULL);
-    for (int i = 3; i <= 5; i++)
-        REQUIRE_OK(put_value(b, "p", (float)i, ZC_PUT_SPILL, NULL));
-    REQUIRE_OK(zc_store_flush(b));
+    OPEN_AT(b, dir, 4, 2);
+    REQUIRE_OK(put_values_and_flush(b, "p", 3, 5));
     CHECK(zc_test_count(dir, "p@", ".latent") == 4); /* a's 1, 2 and b's 4, 5 */
     zc_store_close(a);
     zc_store_close(b);
     /* alone, c inherits them all */
-    zc_store *c = open_at(dir, 4, 2);
-    REQUIRE(c != NULL);
+    OPEN_AT(c, dir, 4, 2);
     uint64_t g = 0;
     REQUIRE_OK(put_value(c, "p", 6.0f, ZC_PUT_SPILL, &g));
     REQUIRE_OK(zc_store_flush(c));
@@ -400,19 +396,15 @@ TEST(shared_files_found_at_open_are_pruned_only_when_alone)
 TEST(shared_lost_counter_never_reuses_a_generation)
 {
     TEST_FOLDER(dir, "shared-rollback");
-    zc_store *a = open_at(dir, 4, 8);
-    REQUIRE(a != NULL);
-    for (int i = 1; i <= 3; i++)
-        REQUIRE_OK(put_value(a, "r", (float)i, ZC_PUT_SPILL, NULL));
-    REQUIRE_OK(zc_store_flush(a));
+    OPEN_AT(a, dir, 4, 8);
+    REQUIRE_OK(put_values_and_flush(a, "r", 1, 3));
     /* a power cut: the counter zeroed, and a rejected file beyond the others */
     char *counter = zc_test_join(dir, ".zc-gen-r");
     FILE *fp = fopen(counter, "wb");
     REQUIRE(fp != NULL);
     fclose(fp);
     REQUIRE(touch(dir, "r@00000000000000000004.latent.rejected"));
-    zc_store *b = open_at(dir, 4, 8); /* a new store knows only the files, as after a restart */
-    REQUIRE(b != NULL);
+    OPEN_AT(b, dir, 4, 8); /* a new store knows only the files, as after a restart */
     uint64_t g = 0;
     REQUIRE_OK(put_value(b, "r", 9.0f, ZC_PUT_SPILL, &g));
     CHECK(g == 5);
@@ -434,8 +426,7 @@ TEST(shared_lost_counter_never_reuses_a_generation)
 TEST(shared_spill_never_writes_over_a_file)
 {
     TEST_FOLDER(dir, "shared-nooverwrite");
-    zc_store *b = open_at(dir, 4, 0);
-    REQUIRE(b != NULL);
+    OPEN_AT(b, dir, 4, 0);
     REQUIRE_OK(zc_store_put_generation(b, "w", shot(2.0f), ZC_PUT_SPILL, 1));
     REQUIRE_OK(zc_store_flush(b));
     /* A writer that got the same number anyway (what a mixed-up counter
@@ -450,8 +441,7 @@ TEST(shared_spill_never_writes_over_a_file)
     CHECK(zc__safetensors_write_new(p, y, extra, 3) == ZC_E_EXISTS);
     CHECK(strstr(zc_last_error(), "nothing was overwritten") != NULL);
     zc_bundle_free(y);
-    zc_store *c = open_at(dir, 4, 0);
-    REQUIRE(c != NULL);
+    OPEN_AT(c, dir, 4, 0);
     CHECK(value_of(c, "w", 1, NULL) == 2.0f); /* b's shot, untouched */
     CHECK(zc_test_count(dir, ".zc-tmp-", "") == 0);
     free(p);
@@ -481,8 +471,7 @@ TEST(shared_without_file_locks_removes_no_one_elses_files)
     CHECK_OK(zc_store_flush(b));
     zc_store_close(a);
     zc_store_close(b);
-    zc_store *c = open_at(dir, 4, 0);
-    REQUIRE(c != NULL);
+    OPEN_AT(c, dir, 4, 0);
     CHECK_OK(zc_store_describe_json(c, json, sizeof json, NULL));
     CHECK(strstr(json, "\"spill_locks\":true") != NULL);
     CHECK(!present(dir, orphan_tmp)); /* with locks, it is known dead */

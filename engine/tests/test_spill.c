@@ -13,38 +13,19 @@
 #include "core/internal.h"
 #include "platform/platform_test.h"
 
-static zc_store *open_store(const char *spill, uint32_t disk_keep)
-{
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.spill_dir = spill;
-    c.disk_keep = disk_keep;
-    zc_store *s = NULL;
-    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
-}
-
-static int put_spilled(zc_store *s, const char *tag, float scale, uint64_t *gen)
-{
-    zc_bundle *b = fixture_bundle(4096, scale);
-    int rc = b ? zc_store_put(s, tag, b, ZC_PUT_SPILL, gen) : ZC_E_NOMEM;
-    if (rc != ZC_OK)
-        zc_bundle_free(b);
-    return rc;
-}
-
 TEST(spill_restores_every_generation_in_a_new_store)
 {
     TEST_FOLDER(dir, "spill-restore");
-    zc_store *s = open_store(dir, 3);
+    zc_store *s = fixture_store(dir, 0, 3, 0, 0);
     REQUIRE(s != NULL);
     uint64_t gen[3];
     for (int i = 0; i < 3; i++)
-        CHECK_OK(put_spilled(s, "film", (float)(i + 1), &gen[i]));
+        CHECK_OK(fixture_put_spilled(s, "film", 4096, (float)(i + 1), &gen[i]));
     CHECK_OK(zc_store_flush(s));
     zc_store_close(s);
     CHECK(zc_test_count(dir, "film@", ".latent") == 3);
 
-    REQUIRE((s = open_store(dir, 3)) != NULL);
+    REQUIRE((s = fixture_store(dir, 0, 3, 0, 0)) != NULL);
     for (int i = 0; i < 3; i++) {
         zc_view *v = NULL;
         zc_tensor_info ti;
@@ -56,7 +37,7 @@ TEST(spill_restores_every_generation_in_a_new_store)
     }
     /* The generation counter resumes after the newest file. */
     uint64_t next = 0;
-    CHECK_OK(put_spilled(s, "film", 9.0f, &next));
+    CHECK_OK(fixture_put_spilled(s, "film", 4096, 9.0f, &next));
     CHECK(next == gen[2] + 1);
     zc_store_stats st;
     CHECK_OK(zc_store_stats_get(s, &st));
@@ -67,11 +48,11 @@ TEST(spill_restores_every_generation_in_a_new_store)
 TEST(spill_prunes_to_disk_keep_and_drop_removes_the_files)
 {
     TEST_FOLDER(dir, "spill-prune");
-    zc_store *s = open_store(dir, 2);
+    zc_store *s = fixture_store(dir, 0, 2, 0, 0);
     REQUIRE(s != NULL);
     for (int i = 0; i < 5; i++)
-        CHECK_OK(put_spilled(s, "shot", (float)i, NULL));
-    CHECK_OK(put_spilled(s, "other", 1.0f, NULL));
+        CHECK_OK(fixture_put_spilled(s, "shot", 4096, (float)i, NULL));
+    CHECK_OK(fixture_put_spilled(s, "other", 4096, 1.0f, NULL));
     CHECK_OK(zc_store_flush(s));
     CHECK(zc_test_count(dir, "shot@", ".latent") == 2);
     /* The newest two stay (generations 4 and 5); 1 to 3 were pruned. */
@@ -87,9 +68,9 @@ TEST(spill_prunes_to_disk_keep_and_drop_removes_the_files)
 TEST(spill_corrupt_file_is_renamed_aside_never_deleted)
 {
     TEST_FOLDER(dir, "spill-corrupt");
-    zc_store *s = open_store(dir, 0);
+    zc_store *s = fixture_store(dir, 0, 0, 0, 0);
     REQUIRE(s != NULL);
-    CHECK_OK(put_spilled(s, "bad", 1.0f, NULL));
+    CHECK_OK(fixture_put_spilled(s, "bad", 4096, 1.0f, NULL));
     CHECK_OK(zc_store_flush(s));
     zc_store_close(s);
     char path[4096];
@@ -101,7 +82,7 @@ TEST(spill_corrupt_file_is_renamed_aside_never_deleted)
     CHECK(fseek(fp, -16, SEEK_END) == 0 && fputc(ch ^ 0x40, fp) != EOF);
     fclose(fp);
 
-    REQUIRE((s = open_store(dir, 0)) != NULL);
+    REQUIRE((s = fixture_store(dir, 0, 0, 0, 0)) != NULL);
     zc_view *v = NULL;
     CHECK(zc_store_get(s, "bad", 0, &v) == ZC_E_CORRUPT && v == NULL);
     CHECK(strstr(zc_last_error(), ".rejected") != NULL);
@@ -127,7 +108,7 @@ TEST(spill_open_removes_crash_leftovers_and_keeps_foreign_files)
             fclose(fp);
         free(p);
     }
-    zc_store *s = open_store(dir, 0);
+    zc_store *s = fixture_store(dir, 0, 0, 0, 0);
     REQUIRE(s != NULL);
     CHECK(zc_test_count(dir, ".zc-tmp-", "") == 0);
     CHECK(zc_test_count(dir, "notes.txt", "") == 1);
@@ -148,7 +129,7 @@ TEST(spill_waits_out_its_delay_unless_flushed_or_closed)
     zc_store *s = NULL;
     REQUIRE_OK(zc_store_open(&c, &s));
     uint64_t gen = 0;
-    CHECK_OK(put_spilled(s, "late", 1.0f, &gen));
+    CHECK_OK(fixture_put_spilled(s, "late", 4096, 1.0f, &gen));
     zc_os_sleep_ms(20);
     zc_store_stats st;
     CHECK_OK(zc_store_stats_get(s, &st));
@@ -158,7 +139,7 @@ TEST(spill_waits_out_its_delay_unless_flushed_or_closed)
     CHECK_OK(zc_store_flush(s)); /* writes at once */
     CHECK(zc_os_monotonic_ns() - start < 30000000000u);
     CHECK(zc_test_count(dir, "late@", ".latent") == 1);
-    CHECK_OK(put_spilled(s, "late", 2.0f, &gen));
+    CHECK_OK(fixture_put_spilled(s, "late", 4096, 2.0f, &gen));
     zc_store_close(s); /* so does closing */
     CHECK(zc_test_count(dir, "late@", ".latent") == 2);
 

@@ -22,23 +22,12 @@
 static zc_store *open_store(const char *spill, uint32_t depth, uint32_t disk_keep,
                             uint64_t host_budget)
 {
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.spill_dir = spill;
-    c.default_depth = depth;
-    c.disk_keep = disk_keep;
-    c.host_budget_bytes = host_budget;
-    zc_store *s = NULL;
-    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+    return fixture_store(spill, depth, disk_keep, host_budget, 0);
 }
 
 static int put_spilled(zc_store *s, const char *tag, float scale, uint64_t *gen)
 {
-    zc_bundle *b = fixture_bundle(SHOT_VALUES, scale);
-    int rc = b ? zc_store_put(s, tag, b, ZC_PUT_SPILL, gen) : ZC_E_NOMEM;
-    if (rc != ZC_OK)
-        zc_bundle_free(b);
-    return rc;
+    return fixture_put_spilled(s, tag, SHOT_VALUES, scale, gen);
 }
 
 /* The shot tag@gen is in memory with the values scale made. */
@@ -221,8 +210,7 @@ static void remove_folder(const char *dir)
 
 TEST(a_spill_folder_removed_while_the_store_runs_is_created_again)
 {
-    char *dir = zc_test_tmpdir("spill-fault-gone");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "spill-fault-gone");
     char *spill = zc_test_join(dir, "spill");
     REQUIRE(spill != NULL);
     zc_store *s = open_store(spill, 4, 8, 0);
@@ -234,9 +222,7 @@ TEST(a_spill_folder_removed_while_the_store_runs_is_created_again)
     zc_os_path_kind kind;
     if (zc_os_stat(spill, &kind, NULL) == 0) { /* Windows: the open store's owner file pins it */
         zc_store_close(s);
-        zc_test_rmtree(dir);
         free(spill);
-        free(dir);
         SKIP("the spill folder cannot be removed while a store has it open (Windows keeps its "
              "owner file open, and an open file's folder cannot be removed)");
     }
@@ -253,41 +239,26 @@ TEST(a_spill_folder_removed_while_the_store_runs_is_created_again)
     REQUIRE((s = open_store(spill, 4, 8, 0)) != NULL); /* the newer shot survives a restart */
     CHECK(holds(s, "film", g2, 2.0f));
     zc_store_close(s);
-    zc_test_rmtree(dir);
     free(spill);
-    free(dir);
-}
-
-/* A shot of n values spilled under tag; the generation in *gen. */
-static int put_sized(zc_store *s, const char *tag, int64_t n, float scale, uint64_t *gen)
-{
-    zc_bundle *b = fixture_bundle(n, scale);
-    int rc = b ? zc_store_put(s, tag, b, ZC_PUT_SPILL, gen) : ZC_E_NOMEM;
-    if (rc != ZC_OK)
-        zc_bundle_free(b);
-    return rc;
 }
 
 TEST(flush_tag_reports_its_own_tag_never_another_ones_failure)
 {
     uint64_t old = 0;
-    char *dir = zc_test_tmpdir("spill-fault-own-tag");
-    REQUIRE(dir != NULL);
+    TEST_FOLDER(dir, "spill-fault-own-tag");
     zc_store *s = open_store(dir, 4, 8, 0);
     REQUIRE(s != NULL);
     uint64_t intact = 0, broken = 0, small = 0;
-    CHECK_OK(put_sized(s, "intact", 64, 1.0f, &intact));
+    CHECK_OK(fixture_put_spilled(s, "intact", 64, 1.0f, &intact));
     CHECK_OK(zc_store_flush(s));
     int err = zc_os_test_limit_file_size(8192, &old); /* the 16 KiB shot fails, 256 bytes pass */
     if (zc_os_error_is(err, ZC_OS_UNSUPPORTED)) {
         zc_store_close(s);
-        zc_test_rmtree(dir);
-        free(dir);
         SKIP(NO_LIMIT);
     }
     REQUIRE(err == 0);
-    CHECK_OK(put_sized(s, "broken", SHOT_VALUES, 2.0f, &broken));
-    CHECK_OK(put_sized(s, "intact", 64, 3.0f, &small));
+    CHECK_OK(fixture_put_spilled(s, "broken", SHOT_VALUES, 2.0f, &broken));
+    CHECK_OK(fixture_put_spilled(s, "intact", 64, 3.0f, &small));
     size_t nr = 9, nl = 9;
     int own = zc_store_flush_tag(s, "intact", NULL, 0, &nr, NULL, 0, &nl);
     char own_msg[1024];
@@ -314,8 +285,6 @@ TEST(flush_tag_reports_its_own_tag_never_another_ones_failure)
     CHECK(zc_store_flush_tag(NULL, "intact", NULL, 0, NULL, NULL, 0, NULL) == ZC_E_INVALID);
     CHECK(zc_store_flush_tag(s, "intact", NULL, 3, NULL, NULL, 0, NULL) == ZC_E_INVALID);
     zc_store_close(s);
-    zc_test_rmtree(dir);
-    free(dir);
 }
 
 static char *shot_path(const char *dir, const char *tag, uint64_t gen)

@@ -16,24 +16,10 @@
 #include "core/internal.h"
 #include "platform/platform_test.h"
 
-static zc_store *open_budget(const char *spill, uint64_t host_budget)
-{
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.spill_dir = spill;
-    c.host_budget_bytes = host_budget;
-    zc_store *s = NULL;
-    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
-}
-
 static int put_one(zc_store *s, const char *tag, float scale, uint64_t *gen)
 {
-    zc_bundle *b = fixture_bundle(1024, scale);
     *gen = 0;
-    int rc = b ? zc_store_put(s, tag, b, ZC_PUT_SPILL, gen) : ZC_E_NOMEM;
-    if (rc != ZC_OK)
-        zc_bundle_free(b);
-    return rc;
+    return fixture_put_spilled(s, tag, 1024, scale, gen);
 }
 
 /* Write n bytes (data, or n copies of 'x' when data is NULL) as dir/name. */
@@ -78,7 +64,7 @@ TEST(planted_empty_name_at_uint64_max_is_renamed_aside_and_puts_go_on)
     /* Before the fix: indexed as generation 2^64 - 1, the next number wrapped
      * to 0 (the API's "newest"), every put returned 0 and no spill survived. */
     REQUIRE(write_in(dir, "film@18446744073709551615.latent", NULL, 0));
-    zc_store *s = open_budget(dir, 0);
+    zc_store *s = fixture_store(dir, 0, 0, 0, 0);
     REQUIRE(s != NULL);
     zc_store_stats st;
     CHECK_OK(zc_store_stats_get(s, &st));
@@ -93,7 +79,7 @@ TEST(planted_empty_name_at_uint64_max_is_renamed_aside_and_puts_go_on)
     CHECK_OK(zc_store_flush(s));
     zc_store_close(s);
 
-    REQUIRE((s = open_budget(dir, 0)) != NULL);
+    REQUIRE((s = fixture_store(dir, 0, 0, 0, 0)) != NULL);
     for (int i = 0; i < 3; i++) {
         zc_view *v = NULL;
         CHECK_OK(zc_store_get(s, "film", gen[i], &v));
@@ -126,7 +112,7 @@ TEST(planted_names_out_of_range_or_too_small_never_use_up_a_tag)
     REQUIRE(write_in(dir, "film@1.latent", NULL, 0));
     REQUIRE(write_in(dir, "notes.txt", NULL, 0));
 
-    zc_store *s = open_budget(dir, 0);
+    zc_store *s = fixture_store(dir, 0, 0, 0, 0);
     REQUIRE(s != NULL);
     zc_store_stats st;
     CHECK_OK(zc_store_stats_get(s, &st));
@@ -159,7 +145,7 @@ TEST(counter_above_the_highest_generation_is_not_trusted)
     TEST_FOLDER(dir, "hostile-counter");
     /* Before the fix: last + 1 wrapped, and the put returned generation 0. */
     REQUIRE(write_counter(dir, "18446744073709551615", "00000000000000000003"));
-    zc_store *s = open_budget(dir, 0);
+    zc_store *s = fixture_store(dir, 0, 0, 0, 0);
     REQUIRE(s != NULL);
     uint64_t g = 0;
     CHECK_OK(put_one(s, "film", 1.0f, &g));
@@ -188,7 +174,7 @@ TEST(counter_above_the_highest_generation_is_not_trusted)
 TEST(a_tag_at_the_highest_generation_says_so_and_never_wraps)
 {
     TEST_FOLDER(dir, "hostile-top");
-    zc_store *s = open_budget(dir, 0);
+    zc_store *s = fixture_store(dir, 0, 0, 0, 0);
     REQUIRE(s != NULL);
     zc_bundle *b = fixture_bundle(64, 1.0f);
     REQUIRE(b != NULL);
@@ -215,16 +201,23 @@ typedef struct {
     char *root, *spill, *victim, *link;
 } planted;
 
-static const char *plant(planted *p, const char *label, const char *link_name,
-                         const char *target_name)
+/* p's folder (a zc_test_tmpdir of label), its spill folder and the victim file beside it; 0 when
+ * any could not be made (p holds what was). */
+static int plant_folders(planted *p, const char *label)
 {
-    static char reason[512];
     memset(p, 0, sizeof *p);
     p->root = zc_test_tmpdir(label);
     p->spill = p->root ? zc_test_join(p->root, "spill") : NULL;
     p->victim = p->root ? zc_test_join(p->root, "victim.json") : NULL;
-    if (p->spill == NULL || p->victim == NULL || zc_os_mkdir(p->spill) != 0 ||
-        !write_in(p->root, "victim.json", VICTIM_TEXT, strlen(VICTIM_TEXT)))
+    return p->spill != NULL && p->victim != NULL && zc_os_mkdir(p->spill) == 0 &&
+           write_in(p->root, "victim.json", VICTIM_TEXT, strlen(VICTIM_TEXT));
+}
+
+static const char *plant(planted *p, const char *label, const char *link_name,
+                         const char *target_name)
+{
+    static char reason[512];
+    if (!plant_folders(p, label))
         return "cannot set up the folders";
     char *target = zc_test_join(p->root, target_name);
     p->link = zc_test_join(p->spill, link_name);
@@ -274,6 +267,30 @@ static int victim_unchanged(const planted *p)
     return n == (long)strlen(VICTIM_TEXT) && memcmp(buf, VICTIM_TEXT, (size_t)n) == 0;
 }
 
+/* A store on p's spill folder (NULL if it does not open) after one shot of "film" was put and
+ * flushed: CHECKs that the put went on (its generation in *g) and that the flush failed with an
+ * I/O error naming a symbolic link. */
+static zc_store *put_past_the_link(const planted *p, uint64_t *g)
+{
+    zc_store *s = fixture_store(p->spill, 0, 0, 0, 0);
+    *g = 0;
+    if (s == NULL)
+        return NULL;
+    CHECK_OK(put_one(s, "film", 1.0f, g));
+    CHECK(zc_store_flush(s) == ZC_E_IO);
+    CHECK(strstr(zc_last_error(), "symbolic link") != NULL);
+    return s;
+}
+
+/* Declare `planted p` with a link in place of tag "film"'s counter to target_name in the parent
+ * (PLANT_OR_SKIP), then `zc_store *s` after one shot put past it (put_past_the_link, the
+ * generation in `uint64_t g`), and REQUIRE the store. */
+#define COUNTER_LINK_STORE(p, s, g, label, target_name)                        \
+    PLANT_OR_SKIP(p, plant, label, ZC_GEN_PREFIX "film", target_name);         \
+    uint64_t g;                                                                \
+    zc_store *s = put_past_the_link(&p, &g);                                   \
+    REQUIRE(s != NULL)
+
 TEST(platform_no_follow_opens_refuse_a_symbolic_link)
 {
     PLANT_OR_SKIP(p, plant, "hostile-link-plat", "link", "victim.json");
@@ -303,18 +320,11 @@ TEST(platform_no_follow_opens_refuse_a_symbolic_link)
 
 TEST(planted_counter_link_is_refused_and_its_target_never_touched)
 {
-    PLANT_OR_SKIP(p, plant, "hostile-link-gen", ZC_GEN_PREFIX "film", "victim.json");
-    zc_store *s = open_budget(p.spill, 0);
-    REQUIRE(s != NULL);
     /* The put goes on with the store's own number (as for a folder that
      * cannot hand one out); the flush says which file and why. */
-    uint64_t g = 0;
-    CHECK_OK(put_one(s, "film", 1.0f, &g));
+    COUNTER_LINK_STORE(p, s, g, "hostile-link-gen", "victim.json");
     CHECK(g == 1);
-    int rc = zc_store_flush(s);
-    CHECK(rc == ZC_E_IO);
     CHECK(strstr(zc_last_error(), ZC_GEN_PREFIX "film") != NULL);
-    CHECK(strstr(zc_last_error(), "symbolic link") != NULL);
     CHECK(strstr(zc_last_error(), "remove the link") != NULL);
     zc_view *v = NULL;
     CHECK_OK(zc_store_get(s, "film", 0, &v)); /* the read of the counter is refused too */
@@ -327,13 +337,7 @@ TEST(planted_counter_link_is_refused_and_its_target_never_touched)
 
 TEST(planted_dangling_counter_link_creates_nothing_outside_the_folder)
 {
-    PLANT_OR_SKIP(p, plant, "hostile-link-dangling", ZC_GEN_PREFIX "film", "made-by-zc");
-    zc_store *s = open_budget(p.spill, 0);
-    REQUIRE(s != NULL);
-    uint64_t g = 0;
-    CHECK_OK(put_one(s, "film", 1.0f, &g));
-    CHECK(zc_store_flush(s) == ZC_E_IO);
-    CHECK(strstr(zc_last_error(), "symbolic link") != NULL);
+    COUNTER_LINK_STORE(p, s, g, "hostile-link-dangling", "made-by-zc");
     zc_store_close(s);
     CHECK(!exists_in(p.root, "made-by-zc")); /* O_CREAT through the link would have made it */
     unplant(&p);
@@ -361,12 +365,7 @@ TEST(planted_folder_lock_link_fails_the_open_and_keeps_the_target)
 static const char *plant_hard(planted *p, const char *label, const char *link_name)
 {
     static char reason[512];
-    memset(p, 0, sizeof *p);
-    p->root = zc_test_tmpdir(label);
-    p->spill = p->root ? zc_test_join(p->root, "spill") : NULL;
-    p->victim = p->root ? zc_test_join(p->root, "victim.json") : NULL;
-    if (p->spill == NULL || p->victim == NULL || zc_os_mkdir(p->spill) != 0 ||
-        !write_in(p->root, "victim.json", VICTIM_TEXT, strlen(VICTIM_TEXT)))
+    if (!plant_folders(p, label))
         return "cannot set up the folders";
     char *link = zc_test_join(p->spill, link_name);
     int err = link ? zc_os_test_hardlink(p->victim, link) : -1;
@@ -443,7 +442,7 @@ TEST(platform_check_private_tells_hard_links_and_fifos_from_our_files)
 TEST(planted_counter_hard_link_is_renamed_aside_and_its_victim_never_written)
 {
     PLANT_OR_SKIP(p, plant_hard, "hostile-hard-gen", ZC_GEN_PREFIX "film");
-    zc_store *s = open_budget(p.spill, 0);
+    zc_store *s = fixture_store(p.spill, 0, 0, 0, 0);
     REQUIRE(s != NULL);
     /* Before: the victim's first 42 bytes became "00000000000000000000 0000...1\n". */
     uint64_t g = 0;
@@ -497,7 +496,7 @@ TEST(planted_counter_fifo_is_refused_without_blocking)
         free(dir);
         SKIP("this system has no FIFO in the file system (Windows)");
     }
-    zc_store *s = open_budget(dir, 0);
+    zc_store *s = fixture_store(dir, 0, 0, 0, 0);
     REQUIRE(s != NULL);
     uint64_t g = 0;
     CHECK_OK(put_one(s, "film", 1.0f, &g)); /* before: used as the counter, no warning */
@@ -523,7 +522,7 @@ TEST(planted_counter_fifo_is_refused_without_blocking)
 TEST(planted_folder_lock_hard_link_is_renamed_aside_and_the_store_opens)
 {
     PLANT_OR_SKIP(p, plant_hard, "hostile-hard-lock", ZC_FOLDER_LOCK);
-    zc_store *s = open_budget(p.spill, 0);
+    zc_store *s = fixture_store(p.spill, 0, 0, 0, 0);
     REQUIRE(s != NULL);
     CHECK(exists_in(p.spill, ZC_FOLDER_LOCK ZC_REJECTED_SUFFIX));
     CHECK(files_rejected(s) == 1);
@@ -559,7 +558,7 @@ TEST(hard_linked_spill_file_from_another_folder_is_not_served)
     REQUIRE(other != NULL && spill != NULL);
     REQUIRE(zc_os_mkdir(other) == 0 && zc_os_mkdir(spill) == 0);
     /* A valid shot of another folder, its spill file hard-linked into ours. */
-    zc_store *s = open_budget(other, 0);
+    zc_store *s = fixture_store(other, 0, 0, 0, 0);
     REQUIRE(s != NULL);
     uint64_t g = 0;
     REQUIRE_OK(put_one(s, "secret", 7.0f, &g));
@@ -585,7 +584,7 @@ TEST(hard_linked_spill_file_from_another_folder_is_not_served)
     CHECK(strstr(json, "hard link") != NULL);
     zc_free(json);
     /* The store does not serve it (before: restored, preview 200): ZC_E_CORRUPT, aside. */
-    REQUIRE((s = open_budget(spill, 0)) != NULL);
+    REQUIRE((s = fixture_store(spill, 0, 0, 0, 0)) != NULL);
     zc_view *v = NULL;
     CHECK(zc_store_get(s, "secret", 1, &v) == ZC_E_CORRUPT && v == NULL);
     CHECK(strstr(zc_last_error(), "is not served") != NULL);
@@ -607,7 +606,7 @@ TEST(hard_linked_spill_file_from_another_folder_is_not_served)
 TEST(planted_choices_hard_link_is_ignored_by_the_film_and_renamed_aside_by_a_choice)
 {
     PLANT_OR_SKIP(p, plant_hard, "hostile-hard-choices", ".zc-film-film.json");
-    zc_store *s = open_budget(p.spill, 0);
+    zc_store *s = fixture_store(p.spill, 0, 0, 0, 0);
     REQUIRE(s != NULL);
     uint64_t g = 0;
     CHECK_OK(put_one(s, "film", 1.0f, &g));
@@ -676,7 +675,7 @@ TEST(restore_refuses_a_sparse_file_over_the_host_budget_before_reading_it)
     uint64_t whole = 0;
     REQUIRE(write_promising(dir, "big", promised, &path, &whole));
     REQUIRE(zc_os_test_truncate(path, whole) == 0);
-    zc_store *s = open_budget(dir, budget);
+    zc_store *s = fixture_store(dir, 0, 0, budget, 0);
     REQUIRE(s != NULL);
     for (int attempt = 0; attempt < 2; attempt++) {
         zc_view *v = NULL;
@@ -708,7 +707,7 @@ TEST(restore_refuses_a_header_promising_more_than_the_file_holds)
     char *path = NULL;
     uint64_t whole = 0;
     REQUIRE(write_promising(dir, "liar", (uint64_t)4 << 30, &path, &whole));
-    zc_store *s = open_budget(dir, 0); /* no budget: the file's own size bounds it */
+    zc_store *s = fixture_store(dir, 0, 0, 0, 0); /* no budget: the file's own size bounds it */
     REQUIRE(s != NULL);
     zc_view *v = NULL;
     uint64_t t0 = zc_os_monotonic_ns();
@@ -730,7 +729,7 @@ TEST(import_refuses_bytes_over_the_host_budget_and_writes_nothing)
     char *src_dir = zc_test_tmpdir("hostile-import-src");
     char *dst_dir = zc_test_tmpdir("hostile-import-dst");
     REQUIRE(src_dir != NULL && dst_dir != NULL);
-    zc_store *src = open_budget(src_dir, 0);
+    zc_store *src = fixture_store(src_dir, 0, 0, 0, 0);
     REQUIRE(src != NULL);
     zc_bundle *b = fixture_bundle(16384, 1.0f); /* 64 KiB */
     uint64_t g = 0;
@@ -745,7 +744,7 @@ TEST(import_refuses_bytes_over_the_host_budget_and_writes_nothing)
     CHECK_OK(zc_view_serialize(v, bytes, need, &need));
     zc_view_release(v);
 
-    zc_store *small = open_budget(dst_dir, 16384);
+    zc_store *small = fixture_store(dst_dir, 0, 0, 16384, 0);
     REQUIRE(small != NULL);
     CHECK(zc_store_import(small, "shot", g, bytes, need) == ZC_E_BUDGET);
     CHECK(strstr(zc_last_error(), "65536 bytes of tensors") != NULL);
@@ -753,7 +752,7 @@ TEST(import_refuses_bytes_over_the_host_budget_and_writes_nothing)
     CHECK(zc_test_count(dst_dir, "shot@", "") == 0);
     zc_store_close(small);
     /* A store whose budget holds it takes the same bytes. */
-    REQUIRE((small = open_budget(dst_dir, 1u << 20)) != NULL);
+    REQUIRE((small = fixture_store(dst_dir, 0, 0, 1u << 20, 0)) != NULL);
     CHECK_OK(zc_store_import(small, "shot", g, bytes, need));
     zc_store_close(small);
     free(bytes);

@@ -9,15 +9,7 @@
 
 static zc_store *open_store(uint32_t depth, uint64_t host_budget, uint64_t device_budget)
 {
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.default_depth = depth;
-    c.host_budget_bytes = host_budget;
-    c.device_budget_bytes = device_budget;
-    zc_store *s = NULL;
-    if (zc_store_open(&c, &s) != ZC_OK)
-        return NULL;
-    return s;
+    return fixture_store(NULL, depth, 0, host_budget, device_budget);
 }
 
 TEST(tag_charset_and_length)
@@ -115,20 +107,14 @@ TEST(strided_copy_is_made_contiguous)
     for (int i = 0; i < 12; i++)
         base[i] = (float)i;
     fixture_tensor ft;
-    int64_t shape[2] = {3, 4};
-    fixture_f32(&ft, base, 2, shape);
-    ft.strides[0] = 1;
-    ft.strides[1] = 3;
-    ft.dl.strides = ft.strides;
+    int64_t shape[2] = {3, 4}, strides[2] = {1, 3};
+    fixture_f32_strided(&ft, base, 2, shape, strides);
     zc_bundle *b;
     REQUIRE_OK(zc_bundle_create(&b));
     REQUIRE_OK(zc_bundle_add_copy(b, "t", &ft.dl));
     fixture_tensor bc;
-    int64_t bshape[2] = {2, 3};
-    fixture_f32(&bc, base, 2, bshape);
-    bc.strides[0] = 0;
-    bc.strides[1] = 1;
-    bc.dl.strides = bc.strides;
+    int64_t bshape[2] = {2, 3}, bstrides[2] = {0, 1};
+    fixture_f32_strided(&bc, base, 2, bshape, bstrides);
     REQUIRE_OK(zc_bundle_add_copy(b, "b", &bc.dl));
     zc_store *s = open_store(0, 0, 0);
     REQUIRE_OK(zc_store_put(s, "t", b, 0, NULL));

@@ -18,10 +18,7 @@
 
 static zc_store *open_plain(void)
 {
-    zc_store_config c;
-    zc_store_config_init(&c);
-    zc_store *s = NULL;
-    return zc_store_open(&c, &s) == ZC_OK ? s : NULL;
+    return fixture_store(NULL, 0, 0, 0, 0);
 }
 
 static uint64_t hashed_bytes(zc_store *s)
@@ -54,6 +51,15 @@ static int put_two(zc_store *s, const char *tag)
     return 0;
 }
 
+/* Declare `zc_store *s`, a plain store holding put_two(tag), and `zc_view *v` on it; REQUIRE
+ * each step. */
+#define STORE_WITH_TWO(s, v, tag)                                              \
+    zc_store *s = open_plain();                                                \
+    REQUIRE(s != NULL);                                                        \
+    REQUIRE(put_two(s, tag) == 0);                                             \
+    zc_view *v = NULL;                                                         \
+    REQUIRE_OK(zc_store_get(s, tag, 0, &v))
+
 static void delete_export(void *m)
 {
     zc__managed_delete(m, 1);
@@ -61,11 +67,7 @@ static void delete_export(void *m)
 
 TEST(verify_after_put_without_export_does_not_hash)
 {
-    zc_store *s = open_plain();
-    REQUIRE(s != NULL);
-    REQUIRE(put_two(s, "v") == 0);
-    zc_view *v = NULL;
-    REQUIRE_OK(zc_store_get(s, "v", 0, &v));
+    STORE_WITH_TWO(s, v, "v");
     zc_verify_report r;
     CHECK_OK(zc_view_verify_ex(v, 0, &r));
     CHECK(r.hashed == 0 && r.unchanged == 3u && r.hashed_bytes == 0);
@@ -86,12 +88,8 @@ TEST(verify_after_put_without_export_does_not_hash)
 
 TEST(verify_hashes_while_an_export_is_live_and_detects_a_write)
 {
-    zc_store *s = open_plain();
-    REQUIRE(s != NULL);
-    REQUIRE(put_two(s, "w") == 0);
-    zc_view *v = NULL;
+    STORE_WITH_TWO(s, v, "w");
     void *m = NULL;
-    REQUIRE_OK(zc_store_get(s, "w", 0, &v));
     REQUIRE_OK(zc_view_export_dlpack(v, 1, 1, &m)); /* tensor "b" only */
     zc_verify_report r;
     CHECK_OK(zc_view_verify_ex(v, 0, &r));
@@ -117,12 +115,8 @@ TEST(verify_hashes_while_an_export_is_live_and_detects_a_write)
 
 TEST(verify_after_an_export_released_without_writing_hashes_once_then_skips)
 {
-    zc_store *s = open_plain();
-    REQUIRE(s != NULL);
-    REQUIRE(put_two(s, "r") == 0);
-    zc_view *v = NULL;
+    STORE_WITH_TWO(s, v, "r");
     void *m1 = NULL, *m2 = NULL;
-    REQUIRE_OK(zc_store_get(s, "r", 0, &v));
     REQUIRE_OK(zc_view_export_dlpack(v, 0, 1, &m1));
     REQUIRE_OK(zc_view_export_dlpack(v, 0, 0, &m2));
     delete_export(m1);
@@ -227,11 +221,8 @@ TEST(legacy_xxh64_slot_restores_and_verifies_with_xxh64)
     CHECK(ft.has_digest && ft.digest_algo == ZC_DIGEST_XXH64);
     zc_file_close(f);
 
-    zc_store_config c;
-    zc_store_config_init(&c);
-    c.spill_dir = dir;
     zc_store *s = NULL;
-    REQUIRE_OK(zc_store_open(&c, &s));
+    REQUIRE_OK(fixture_store_open(dir, 0, 0, 0, 0, &s));
     zc_view *v = NULL;
     REQUIRE_OK(zc_store_get(s, "old", 0, &v));
     zc_tensor_info ti;
