@@ -5,7 +5,7 @@
   copy with a misspelt key must fail, so the check is known to bite.
 - release.yml runs in the promised order: check → wheels and sdist → pypi → wait → registry,
   each job reachable only through the one before; the pypi job expects as many wheels as
-  wheels.yml's matrix builds; the Registry step is comfy-cli at the version requirements-dev.txt
+  wheels.yml's matrix builds; the Registry step is comfy-cli at the version requirements-release.txt
   pins.
 - The wait job's own script, taken from release.yml and run by bash: against a local package
   index (http.server over a PEP 503 folder) that holds the engine wheel from dist/, it installs
@@ -100,7 +100,7 @@ def test_release_runs_check_then_builds_then_pypi_then_wait_then_registry():
     counted = " ".join(s.get("run", "") for s in jobs["pypi"]["steps"])
     assert f'ls dist/*.whl | wc -l)" -eq {len(matrix)}' in counted, counted
     # the Registry step is comfy-cli at the version the release tests use
-    pinned = re.search(r"^comfy-cli==(\S+)$", (REPO / "requirements-dev.txt").read_text(), re.MULTILINE).group(1)
+    pinned = re.search(r"^comfy-cli==(\S+)$", (REPO / "requirements-release.txt").read_text(), re.MULTILINE).group(1)
     registry = " ".join(s.get("run", "") for s in jobs["registry"]["steps"])
     assert f"pip install comfy-cli=={pinned}" in registry and "comfy --skip-prompt node publish" in registry
 
