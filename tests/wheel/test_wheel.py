@@ -73,6 +73,7 @@ def fresh(work, wheel) -> dict:
     (site / "zz_borrowed_torch.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     pack = work / "pack"
     shutil.copytree(REPO / "zc_engine", pack / "zc_engine", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO / "zc_pack.py", pack / "zc_pack.py")  # the copy imports as zc_pack.zc_engine, as the tests do
     env = {"PATH": str(venv / "bin"), "HOME": str(work), "PYTHONPATH": str(pack),
            "PYTHONNOUSERSITE": "1", "TMPDIR": str(work)}
     return {"venv": venv, "python": python, "site": site, "pack": pack, "env": env}
