@@ -51,13 +51,6 @@ def _tid(name: str, extra: str = "") -> str:
     return f'[data-testid="{name}"]{extra}'
 
 
-def _requirements():
-    found = requirements()
-    if not (REPO / "build" / "libzc.so").is_file():
-        pytest.skip("skipped: the C engine is not built (make)")
-    return found
-
-
 @pytest.fixture(scope="module", params=MATRIX, ids=[f"{v}-{r}" for v, r in MATRIX])
 def frontend(request):
     """(version, renderer) of this run; skipped when that frontend is not installed."""
@@ -73,7 +66,7 @@ def _shot(frontend, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def server(frontend, comfyui, zc_test_nodes, tiny_wan21_i2v, wan21_vae, tmp_path_factory):
-    _requirements()
+    requirements()  # and comfy_base: the built engine
     version, renderer = frontend
     base = comfy_base(tmp_path_factory, "comfy_base", renderer, test_nodes=True)
     for kind, model in (("diffusion_models", tiny_wan21_i2v), ("vae", wan21_vae)):
@@ -90,7 +83,6 @@ def server(frontend, comfyui, zc_test_nodes, tiny_wan21_i2v, wan21_vae, tmp_path
 
 @pytest.fixture(scope="module")
 def browser(server):
-    _requirements()
     with chromium() as driver:
         yield driver
 
